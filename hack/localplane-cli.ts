@@ -1,0 +1,137 @@
+/**
+ * `npm run localplane -- up|down|status`: a local control plane to use by hand.
+ *
+ *   up      starts a plane in the background with our CRDs and Cluster API's installed, prints the KUBECONFIG to export
+ *   down    stops it and removes its files
+ *   status  says whether one runs
+ *
+ * State lives in `.localplane/` (git-ignored): `state.json` (daemon pid) and a copy of the admin kubeconfig.
+ */
+import { spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { LocalPlane } from "./localplane/plane.js";
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const stateDir = join(repoRoot, ".localplane");
+const stateFile = join(stateDir, "state.json");
+const kubeconfigCopy = join(stateDir, "kubeconfig");
+const logFile = join(stateDir, "daemon.log");
+export const DEFAULT_CRD_DIRS = [join(repoRoot, "config", "crd", "bases"), join(repoRoot, ".cache", "crds", "cluster-api")];
+
+interface State {
+  pid: number;
+  kubeconfig: string;
+}
+
+function readState(): State | undefined {
+  if (!existsSync(stateFile)) return undefined;
+  try {
+    return JSON.parse(readFileSync(stateFile, "utf8")) as State;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs in the background process: owns the plane until SIGTERM. */
+async function serve(): Promise<void> {
+  const plane = await LocalPlane.start({ crdDirs: DEFAULT_CRD_DIRS });
+  copyFileSync(plane.kubeconfigPath, kubeconfigCopy);
+  writeFileSync(stateFile, JSON.stringify({ pid: process.pid, kubeconfig: kubeconfigCopy } satisfies State));
+  const shutdown = (): void => {
+    void plane.stop().finally(() => {
+      rmSync(stateFile, { force: true });
+      rmSync(kubeconfigCopy, { force: true });
+      process.exit(0);
+    });
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+  setInterval(() => undefined, 1 << 30);
+}
+
+async function up(): Promise<number> {
+  const state = readState();
+  if (state && alive(state.pid)) {
+    console.log(`A local plane already runs (pid ${state.pid}).\nexport KUBECONFIG=${state.kubeconfig}`);
+    return 0;
+  }
+  mkdirSync(stateDir, { recursive: true });
+  rmSync(stateFile, { force: true });
+  const out = openSync(logFile, "w");
+  const daemon = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "serve"], {
+    detached: true,
+    stdio: ["ignore", out, out],
+  });
+  daemon.unref();
+  const deadline = Date.now() + 240_000;
+  while (Date.now() < deadline) {
+    const s = readState();
+    if (s) {
+      console.log(`Local plane is up (pid ${s.pid}). Use it with:\n\nexport KUBECONFIG=${s.kubeconfig}\n\nStop it with: npm run localplane -- down`);
+      return 0;
+    }
+    if (daemon.pid === undefined || !alive(daemon.pid)) break;
+    await sleep(250);
+  }
+  console.error(`The local plane did not start. Its log (${logFile}):\n${readFileSync(logFile, "utf8").slice(-4000)}`);
+  if (daemon.pid !== undefined && alive(daemon.pid)) process.kill(daemon.pid, "SIGTERM");
+  return 1;
+}
+
+async function down(): Promise<number> {
+  const state = readState();
+  if (!state || !alive(state.pid)) {
+    rmSync(stateFile, { force: true });
+    console.log("No local plane is running.");
+    return 0;
+  }
+  process.kill(state.pid, "SIGTERM");
+  for (let i = 0; i < 120 && alive(state.pid); i++) await sleep(250);
+  if (alive(state.pid)) process.kill(state.pid, "SIGKILL");
+  console.log("Local plane stopped.");
+  return 0;
+}
+
+async function main(): Promise<number> {
+  const command = process.argv[2] ?? "status";
+  switch (command) {
+    case "serve":
+      await serve();
+      return -1;
+    case "up":
+      return await up();
+    case "down":
+      return await down();
+    case "status": {
+      const s = readState();
+      console.log(s && alive(s.pid) ? `running (pid ${s.pid}); export KUBECONFIG=${s.kubeconfig}` : "not running");
+      return 0;
+    }
+    default:
+      console.error("usage: npm run localplane -- up|down|status");
+      return 2;
+  }
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);

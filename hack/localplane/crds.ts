@@ -1,0 +1,84 @@
+/** Installs CustomResourceDefinitions from folders and waits until the API server serves them. */
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CustomObjectsApi, KubeConfig, type V1CustomResourceDefinition } from "@kubernetes/client-node";
+import { loadAll } from "js-yaml";
+import { waitFor } from "./http.js";
+
+/** Reads every CRD document from the YAML files of `dirs` (not recursive). Throws on a missing folder or a folder without CRDs. */
+export function loadCrds(dirs: string[]): V1CustomResourceDefinition[] {
+  const crds: V1CustomResourceDefinition[] = [];
+  for (const dir of dirs) {
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+      throw new Error(`CRD folder ${dir} does not exist (for Cluster API's CRDs run \`npm run binaries\`)`);
+    }
+    const before = crds.length;
+    for (const file of readdirSync(dir).sort()) {
+      if (!/\.ya?ml$/.test(file)) continue;
+      for (const doc of loadAll(readFileSync(join(dir, file), "utf8"))) {
+        const obj = doc as Partial<V1CustomResourceDefinition> | null;
+        if (obj?.kind === "CustomResourceDefinition") crds.push(obj as V1CustomResourceDefinition);
+      }
+    }
+    if (crds.length === before) throw new Error(`CRD folder ${dir} holds no CustomResourceDefinition`);
+  }
+  return crds;
+}
+
+function statusCode(err: unknown): number | undefined {
+  return typeof err === "object" && err !== null && "code" in err ? Number((err).code) : undefined;
+}
+
+// CRDs go through the generic client: the typed ApiextensionsV1Api re-serializes schemas through its models and
+// silently drops keys such as `x-kubernetes-int-or-string`, which makes Cluster API's CRDs invalid.
+const CRD_RESOURCE = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions" };
+
+async function readCrd(api: CustomObjectsApi, name: string): Promise<V1CustomResourceDefinition> {
+  return (await api.getClusterCustomObject({ ...CRD_RESOURCE, name })) as V1CustomResourceDefinition;
+}
+
+async function applyCrd(api: CustomObjectsApi, crd: V1CustomResourceDefinition): Promise<void> {
+  const name = crd.metadata?.name ?? "";
+  try {
+    await api.createClusterCustomObject({ ...CRD_RESOURCE, body: crd });
+  } catch (err) {
+    if (statusCode(err) !== 409) throw err;
+    const current = await readCrd(api, name);
+    const body = { ...crd, metadata: { ...crd.metadata, resourceVersion: current.metadata?.resourceVersion } };
+    await api.replaceClusterCustomObject({ ...CRD_RESOURCE, name, body });
+  }
+}
+
+function established(crd: V1CustomResourceDefinition): boolean {
+  return (crd.status?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True");
+}
+
+/** Creates or replaces the CRDs of `dirs`, then waits until each is Established and listed in discovery. */
+export async function installCrds(kc: KubeConfig, dirs: string[], timeoutMs = 60_000): Promise<string[]> {
+  const crds = loadCrds(dirs);
+  const api = kc.makeApiClient(CustomObjectsApi);
+  for (const crd of crds) await applyCrd(api, crd);
+  const names = crds.map((c) => c.metadata?.name ?? "");
+  await waitFor(
+    `CRDs ${names.join(", ")} to be Established`,
+    async () => {
+      for (const name of names) if (!established(await readCrd(api, name))) return false;
+      return true;
+    },
+    timeoutMs,
+  );
+  // Established can precede the resource showing up in discovery and the REST mapping; a list proves both.
+  await waitFor(
+    `CRDs ${names.join(", ")} to be served`,
+    async () => {
+      for (const crd of crds) {
+        for (const v of crd.spec.versions.filter((ver) => ver.served)) {
+          await api.listClusterCustomObject({ group: crd.spec.group, version: v.name, plural: crd.spec.names.plural, limit: 1 });
+        }
+      }
+      return true;
+    },
+    timeoutMs,
+  );
+  return names;
+}

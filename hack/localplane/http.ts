@@ -1,0 +1,43 @@
+/** Minimal HTTPS/HTTP GET used for health probes of the plane's own processes (before any client exists). */
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+
+export interface TlsIdentity {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** GETs `url`; resolves with status and body, rejects on network errors or after `timeoutMs`. */
+export async function get(url: string, tls?: TlsIdentity, timeoutMs = 3_000): Promise<{ status: number; body: string }> {
+  const requester = url.startsWith("https:") ? httpsRequest : httpRequest;
+  return await new Promise((resolve, reject) => {
+    const req = requester(url, { method: "GET", timeout: timeoutMs, ...(tls ?? {}) }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out after ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/**
+ * Polls `probe` until it returns true. Rejects with `what` and the last error after `timeoutMs`; never hangs.
+ */
+export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      if (await probe()) return;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last})` : ""}`);
+}

@@ -1,0 +1,213 @@
+/**
+ * A local Kubernetes control plane for tests and the demo: etcd, kube-apiserver and (when available)
+ * kube-controller-manager running only the garbage collector and namespace controllers, as child processes on free
+ * loopback ports, with generated certificates and an admin kubeconfig, in a temporary folder.
+ *
+ * Guarantees: `start` either resolves with a ready plane or rejects with a message naming what failed (never hangs:
+ * every wait has a deadline); `stop` kills every process and deletes the folder; if the process exits without calling
+ * `stop` (test failure, Ctrl-C), an exit hook kills the children and removes the folder; a run killed with SIGKILL is
+ * cleaned up by the next plane to start (see reaper.ts). Several planes can run side by side.
+ */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { dump } from "js-yaml";
+import { resolveBinaries, type PlaneBinaries } from "./binaries.js";
+import { installCrds } from "./crds.js";
+import { get, waitFor, type TlsIdentity } from "./http.js";
+import { generatePlanePki, type PlanePki } from "./pki.js";
+import { claimPort } from "./ports.js";
+import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
+import { PLANE_DIR_PREFIX, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
+
+export interface LocalPlaneOptions {
+  /** Folders whose CustomResourceDefinitions are installed once the API server is ready. */
+  crdDirs?: string[];
+  /** Run kube-controller-manager (garbage collection, namespace deletion). Default: true when the binary exists. */
+  controllerManager?: boolean;
+  /** Fixed ports; default: free ones. A taken port fails start-up with a clear error. */
+  apiServerPort?: number;
+  etcdPort?: number;
+  /** Extra kube-apiserver flags, e.g. `--min-request-timeout=5` for short watches. */
+  apiServerFlags?: string[];
+  binaries?: PlaneBinaries;
+  /** Deadline for each readiness wait. Default 90 s (a cold kube-apiserver on two cores needs ~10 s). */
+  readyTimeoutMs?: number;
+}
+
+const livePlaneDirs = new Set<string>();
+process.on("exit", () => {
+  killAllChildrenSync();
+  for (const dir of livePlaneDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Controllers kube-controller-manager runs for tests: owner-reference cascades and namespace deletion. */
+const CONTROLLERS = ["garbage-collector-controller", "namespace-controller"];
+
+export class LocalPlane {
+  readonly kubeConfig: KubeConfig;
+  private etcd?: Supervised;
+  private apiServer?: Supervised;
+  private controllerManager?: Supervised;
+  private stopped = false;
+
+  private constructor(
+    readonly dir: string,
+    readonly kubeconfigPath: string,
+    readonly server: string,
+    private readonly pki: PlanePki,
+    private readonly ports: { etcd: number; apiServer: number },
+    private readonly binaries: PlaneBinaries,
+    private readonly options: LocalPlaneOptions,
+  ) {
+    this.kubeConfig = new KubeConfig();
+    this.kubeConfig.loadFromFile(kubeconfigPath);
+  }
+
+  /** Starts a plane. Rejects (after cleaning up what it started) when anything fails. */
+  static async start(options: LocalPlaneOptions = {}): Promise<LocalPlane> {
+    reapOrphanedPlanes();
+    const binaries = options.binaries ?? (await resolveBinaries());
+    const etcdPort = await claimPort(options.etcdPort ?? 0);
+    const apiServerPort = await claimPort(options.apiServerPort ?? 0);
+    if (etcdPort === apiServerPort) throw new Error(`etcd and kube-apiserver cannot share port ${etcdPort}`);
+    const dir = mkdtempSync(join(tmpdir(), PLANE_DIR_PREFIX));
+    livePlaneDirs.add(dir);
+    const pki = generatePlanePki();
+    const server = `https://127.0.0.1:${apiServerPort}`;
+    const kubeconfigPath = writePlaneFiles(dir, pki, server);
+    const plane = new LocalPlane(dir, kubeconfigPath, server, pki, { etcd: etcdPort, apiServer: apiServerPort }, binaries, options);
+    try {
+      await plane.startEtcd();
+      await plane.startApiServer();
+      if (options.controllerManager ?? Boolean(binaries.kubeControllerManager)) await plane.startControllerManager();
+      if (options.crdDirs && options.crdDirs.length > 0) await installCrds(plane.kubeConfig, options.crdDirs, plane.timeout);
+      return plane;
+    } catch (err) {
+      await plane.stop();
+      throw err;
+    }
+  }
+
+  private get timeout(): number {
+    return this.options.readyTimeoutMs ?? 90_000;
+  }
+
+  private get tls(): TlsIdentity {
+    return { ca: this.pki.ca.certPem, cert: this.pki.admin.certPem, key: this.pki.admin.keyPem };
+  }
+
+  private record(): void {
+    const pids = [this.etcd, this.apiServer, this.controllerManager].filter((p) => p?.isRunning()).map((p) => p!.pid);
+    recordOwnership(this.dir, pids);
+  }
+
+  private async startEtcd(): Promise<void> {
+    const url = `http://127.0.0.1:${this.ports.etcd}`;
+    this.etcd = startProcess("etcd", this.binaries.etcd, [
+      `--data-dir=${join(this.dir, "etcd")}`,
+      `--listen-client-urls=${url}`,
+      `--advertise-client-urls=${url}`,
+      "--listen-peer-urls=http://localhost:0",
+      "--unsafe-no-fsync=true",
+      "--log-level=warn",
+    ], join(this.dir, "etcd.log"));
+    this.record();
+    await this.ready(this.etcd, "etcd /health", async () => (await get(`${url}/health`)).body.includes('"true"'));
+  }
+
+  /** Starts kube-apiserver on the plane's port and data; waits for /readyz. */
+  private async startApiServer(): Promise<void> {
+    const port = this.ports.apiServer;
+    const f = (name: string): string => join(this.dir, "pki", name);
+    this.apiServer = startProcess("kube-apiserver", this.binaries.kubeApiServer, [
+      `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
+      `--secure-port=${port}`,
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      `--cert-dir=${join(this.dir, "pki")}`,
+      `--tls-cert-file=${f("serving.crt")}`,
+      `--tls-private-key-file=${f("serving.key")}`,
+      `--client-ca-file=${f("ca.crt")}`,
+      "--service-cluster-ip-range=10.0.0.0/24",
+      "--allow-privileged=true",
+      "--authorization-mode=RBAC",
+      "--disable-admission-plugins=ServiceAccount",
+      `--service-account-issuer=https://127.0.0.1:${port}/`,
+      `--service-account-key-file=${f("sa.pub")}`,
+      `--service-account-signing-key-file=${f("sa.key")}`,
+      "--enable-priority-and-fairness=false",
+      ...(this.options.apiServerFlags ?? []),
+    ], join(this.dir, "kube-apiserver.log"));
+    this.record();
+    await this.ready(this.apiServer, "kube-apiserver /readyz", async () => {
+      const res = await get(`${this.server}/readyz`, this.tls);
+      return res.status === 200;
+    });
+  }
+
+  private async startControllerManager(): Promise<void> {
+    const binary = this.binaries.kubeControllerManager;
+    if (!binary) throw new Error("kube-controller-manager was requested but no binary was found; run `npm run binaries`");
+    this.controllerManager = startProcess("kube-controller-manager", binary, [
+      `--kubeconfig=${this.kubeconfigPath}`,
+      `--controllers=${CONTROLLERS.join(",")}`,
+      "--use-service-account-credentials=false",
+      "--leader-elect=false",
+      "--secure-port=0",
+      "--concurrent-gc-syncs=5",
+    ], join(this.dir, "kube-controller-manager.log"));
+    this.record();
+    // It has no health endpoint with --secure-port=0: give it a moment to crash on bad flags, then trust it.
+    await Promise.race([exitedWithError(this.controllerManager), new Promise((r) => setTimeout(r, 500))]);
+  }
+
+  private async ready(proc: Supervised, what: string, probe: () => Promise<boolean>): Promise<void> {
+    await Promise.race([exitedWithError(proc), waitFor(what, probe, this.timeout)]);
+  }
+
+  /** Installs (or updates) the CRDs of `dirs` and waits until they are served. */
+  async installCrds(dirs: string[]): Promise<string[]> {
+    return await installCrds(this.kubeConfig, dirs, this.timeout);
+  }
+
+  /** Whether kube-controller-manager (garbage collection, namespace deletion) runs in this plane. */
+  get hasControllerManager(): boolean {
+    return this.controllerManager?.isRunning() ?? false;
+  }
+
+  /** Stops every process (controller manager, API server, etcd) and deletes the folder. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const proc of [this.controllerManager, this.apiServer, this.etcd]) await proc?.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+    livePlaneDirs.delete(this.dir);
+  }
+}
+
+function writePlaneFiles(dir: string, pki: PlanePki, server: string): string {
+  const pkiDir = join(dir, "pki");
+  mkdirSync(pkiDir, { recursive: true });
+  const files: Record<string, string> = {
+    "ca.crt": pki.ca.certPem,
+    "serving.crt": pki.serving.certPem,
+    "serving.key": pki.serving.keyPem,
+    "sa.key": pki.serviceAccount.privateKeyPem,
+    "sa.pub": pki.serviceAccount.publicKeyPem,
+  };
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(pkiDir, name), content, { mode: 0o600 });
+  const b64 = (s: string): string => Buffer.from(s).toString("base64");
+  const kubeconfig = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "localplane", cluster: { server, "certificate-authority-data": b64(pki.ca.certPem) } }],
+    users: [{ name: "admin", user: { "client-certificate-data": b64(pki.admin.certPem), "client-key-data": b64(pki.admin.keyPem) } }],
+    contexts: [{ name: "localplane", context: { cluster: "localplane", user: "admin", namespace: "default" } }],
+    "current-context": "localplane",
+  };
+  const path = join(dir, "kubeconfig");
+  writeFileSync(path, dump(kubeconfig), { mode: 0o600 });
+  return path;
+}
