@@ -1,0 +1,478 @@
+import { expect } from "chai";
+import yaml from "js-yaml";
+import { isIPv4, isIPv6 } from "node:net";
+import { readdir, readFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { CRD_BASES_DIR, renderCrds } from "../../hack/crds.js";
+import type { CrdDefinition, JSONSchemaProps } from "./schema.js";
+import {
+  CRDS,
+  IP_ADDRESS_PATTERN,
+  IPADDRESS_CRD,
+  IPCLAIM_CRD,
+  IPPOOL_CRD,
+  IPV4_REGEX_SOURCE,
+  IPV6_REGEX_SOURCE,
+  SUBNET_PATTERN,
+} from "./schema.js";
+import { CLUSTERCTL_LABEL, GROUP, PROVIDER_LABEL, PROVIDER_NAME } from "./types.js";
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+const ip = new RegExp(IP_ADDRESS_PATTERN);
+const subnet = new RegExp(SUBNET_PATTERN);
+const ipv4Only = new RegExp(`^${IPV4_REGEX_SOURCE}$`);
+const ipv6Only = new RegExp(`^${IPV6_REGEX_SOURCE}$`);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers: an independent IPv6 text checker (the oracle), a deterministic PRNG, and a small structural validator.
+// ---------------------------------------------------------------------------------------------------------------
+
+/** RFC 4291 §2.2 forms 1 and 2, by counting groups instead of by regular expression. */
+function isIpv6TextOracle(s: string): boolean {
+  const group = /^[0-9a-fA-F]{1,4}$/;
+  const split = (h: string): string[] => (h === "" ? [] : h.split(":"));
+  const halves = s.split("::");
+  if (halves.length > 2) return false;
+  if (halves.length === 1) {
+    const groups = split(s);
+    return groups.length === 8 && groups.every((g) => group.test(g));
+  }
+  const groups = [...split(halves[0] ?? ""), ...split(halves[1] ?? "")];
+  return groups.length <= 7 && groups.every((g) => group.test(g));
+}
+
+/** Small deterministic linear congruential generator: the fuzz tests must be reproducible. */
+function prng(seed: number): (n: number) => number {
+  let state = seed >>> 0;
+  return (n: number): number => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return Math.floor((state / 2 ** 32) * n);
+  };
+}
+
+/** A random IPv6 spelling: random groups, padding, case, and (usually) one compressed run. */
+function randomIpv6(rand: (n: number) => number): string {
+  const groups: string[] = [];
+  for (let i = 0; i < 8; i++) {
+    let g = rand(3) === 0 ? "0" : rand(0x10000).toString(16);
+    if (rand(4) === 0) g = g.padStart(4, "0");
+    if (rand(3) === 0) g = g.toUpperCase();
+    groups.push(g);
+  }
+  if (rand(5) === 0) return groups.join(":");
+  const from = rand(8);
+  const to = from + 1 + rand(8 - from);
+  return `${groups.slice(0, from).join(":")}::${groups.slice(to).join(":")}`;
+}
+
+/** Breaks a string in one of several ways (most results are invalid, some stay valid). */
+function mutate(s: string, rand: (n: number) => number): string {
+  const at = rand(s.length + 1);
+  const insert = [":", "::", "g", ".", "0", "12345", "%eth0", "1.2.3.4"];
+  switch (rand(4)) {
+    case 0:
+      return s.slice(0, at) + s.slice(at + 1);
+    case 1:
+      return s.slice(0, at) + (insert[rand(insert.length)] ?? "") + s.slice(at);
+    case 2:
+      return `${s}:${rand(0x10000).toString(16)}`;
+    default:
+      return `${rand(0x10000).toString(16)}:${s}`;
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function typeMatches(value: unknown, type: JSONSchemaProps["type"]): boolean {
+  switch (type) {
+    case "object":
+      return isPlainObject(value);
+    case "array":
+      return Array.isArray(value);
+    case "string":
+      return typeof value === "string";
+    case "integer":
+      return Number.isInteger(value);
+    case "boolean":
+      return typeof value === "boolean";
+  }
+}
+
+/**
+ * Validates like the API server's structural schema check (without CEL, formats or defaulting). Unknown fields are
+ * reported too: the API server would prune them silently, which in a sample is always a mistake.
+ */
+function validate(value: unknown, schema: JSONSchemaProps, path: string): string[] {
+  if (!typeMatches(value, schema.type)) return [`${path}: expected ${schema.type}`];
+  const errors: string[] = [];
+  if (typeof value === "string") {
+    if (schema.enum && !schema.enum.includes(value)) errors.push(`${path}: not in enum`);
+    if (schema.pattern && !new RegExp(schema.pattern).test(value)) errors.push(`${path}: pattern mismatch`);
+    if (schema.minLength !== undefined && value.length < schema.minLength) errors.push(`${path}: too short`);
+    if (schema.maxLength !== undefined && value.length > schema.maxLength) errors.push(`${path}: too long`);
+  }
+  if (typeof value === "number") {
+    if (schema.minimum !== undefined && value < schema.minimum) errors.push(`${path}: below minimum`);
+    if (schema.maximum !== undefined && value > schema.maximum) errors.push(`${path}: above maximum`);
+  }
+  if (Array.isArray(value) && schema.items) {
+    const items = schema.items;
+    value.forEach((v, i) => errors.push(...validate(v, items, `${path}[${i}]`)));
+  }
+  if (isPlainObject(value)) errors.push(...validateObject(value, schema, path));
+  return errors;
+}
+
+function validateObject(value: Record<string, unknown>, schema: JSONSchemaProps, path: string): string[] {
+  const errors: string[] = [];
+  for (const key of schema.required ?? []) {
+    if (!(key in value)) errors.push(`${path}.${key}: required`);
+  }
+  if (!schema.properties && !schema.additionalProperties) return errors; // e.g. metadata: validated elsewhere
+  for (const [key, v] of Object.entries(value)) {
+    const sub = schema.properties?.[key] ?? schema.additionalProperties;
+    if (sub) errors.push(...validate(v, sub, `${path}.${key}`));
+    else errors.push(`${path}.${key}: unknown field`);
+  }
+  return errors;
+}
+
+/** Every schema node with its path and whether it sits under a list item (where transition rules are forbidden). */
+function walk(
+  schema: JSONSchemaProps,
+  path: string,
+  visit: (node: JSONSchemaProps, path: string, inList: boolean) => void,
+  inList = false,
+): void {
+  visit(schema, path, inList);
+  for (const [key, sub] of Object.entries(schema.properties ?? {})) walk(sub, `${path}.${key}`, visit, inList);
+  if (schema.additionalProperties) walk(schema.additionalProperties, `${path}.*`, visit, inList);
+  if (schema.items) walk(schema.items, `${path}[]`, visit, true);
+}
+
+function crdForKind(kind: unknown): CrdDefinition {
+  const def = CRDS.find((d) => d.kind === kind);
+  if (!def) throw new Error(`no CRD for kind ${String(kind)}`);
+  return def;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe("api/v1alpha1 CRDs", () => {
+  describe("generated files", () => {
+    it("are up to date (run `npm run generate` if this fails)", async () => {
+      for (const [relPath, expected] of renderCrds()) {
+        let actual: string | undefined;
+        try {
+          actual = await readFile(join(repoRoot, relPath), "utf8");
+        } catch {
+          actual = undefined;
+        }
+        expect(actual, `${relPath} is missing: run \`npm run generate\``).to.be.a("string");
+        expect(actual === expected, `${relPath} is stale: run \`npm run generate\` and commit the result`).to.equal(
+          true,
+        );
+      }
+    });
+
+    it("leave no stale manifests of our group in config/crd/bases", async () => {
+      const rendered = renderCrds();
+      const names = await readdir(join(repoRoot, CRD_BASES_DIR));
+      const ours = names.filter((n) => n.startsWith(`${GROUP}_`));
+      for (const n of ours) {
+        expect(rendered.has(`${CRD_BASES_DIR}/${n}`), `${n} is not generated: run \`npm run generate\``).to.equal(true);
+      }
+    });
+
+    it("render deterministically", () => {
+      expect([...renderCrds()]).to.deep.equal([...renderCrds()]);
+    });
+
+    it("carry the clusterctl and provider labels, names and subresources", () => {
+      for (const [relPath, text] of renderCrds()) {
+        if (!relPath.startsWith(CRD_BASES_DIR)) continue;
+        expect(text.startsWith("# Code generated by `npm run generate`")).to.equal(true);
+        const crd = yaml.load(text) as {
+          metadata: { name: string; labels: Record<string, string> };
+          spec: { names: { plural: string; kind: string }; versions: { subresources: object }[] };
+        };
+        expect(crd.metadata.labels).to.deep.equal({ [CLUSTERCTL_LABEL]: "", [PROVIDER_LABEL]: PROVIDER_NAME });
+        expect(crd.metadata.name).to.equal(`${crd.spec.names.plural}.${GROUP}`);
+        expect(relPath).to.equal(`${CRD_BASES_DIR}/${GROUP}_${crd.spec.names.plural}.yaml`);
+        const def = crdForKind(crd.spec.names.kind);
+        expect(crd.spec.versions[0]?.subresources).to.deep.equal(def.statusSubresource ? { status: {} } : {});
+      }
+    });
+
+    it("list every manifest in the kustomization", () => {
+      const rendered = renderCrds();
+      const kustomization = yaml.load(rendered.get("config/crd/kustomization.yaml") ?? "") as { resources: string[] };
+      const bases = [...rendered.keys()].filter((k) => k.startsWith(CRD_BASES_DIR)).map((k) => k.slice(11));
+      expect(kustomization.resources).to.deep.equal(bases);
+    });
+  });
+
+  describe("metadata", () => {
+    it("has the names of spec §1", () => {
+      expect([IPPOOL_CRD.plural, IPPOOL_CRD.shortNames, IPPOOL_CRD.categories]).to.deep.equal([
+        "ippools",
+        ["ipp", "m3ipp"],
+        ["cluster-api"],
+      ]);
+      expect([IPCLAIM_CRD.plural, IPCLAIM_CRD.shortNames]).to.deep.equal(["ipclaims", ["ipc", "m3ipc"]]);
+      expect([IPADDRESS_CRD.plural, IPADDRESS_CRD.shortNames]).to.deep.equal(["ipaddresses", ["ipa", "m3ipa"]]);
+      expect(CRDS.map((d) => d.statusSubresource)).to.deep.equal([true, true, false]);
+    });
+
+    it("has the printer columns", () => {
+      expect(IPPOOL_CRD.printerColumns.map((c) => c.name)).to.deep.equal([
+        "Cluster",
+        "Strategy",
+        "Total",
+        "Used",
+        "Free",
+        "Age",
+      ]);
+      expect(IPCLAIM_CRD.printerColumns.map((c) => c.name)).to.deep.equal(["Pool", "Address", "Ready", "Error", "Age"]);
+      expect(IPCLAIM_CRD.printerColumns.find((c) => c.name === "Error")?.priority).to.equal(1);
+      expect(IPADDRESS_CRD.printerColumns.map((c) => c.name)).to.deep.equal(["Address", "Pool", "Claim", "Age"]);
+    });
+  });
+
+  describe("schemas", () => {
+    it("are structural and use only RE2-compatible patterns", () => {
+      for (const def of CRDS) {
+        walk(def.schema, def.kind, (node, path) => {
+          expect(node.type, `${path} has no type`).to.be.a("string");
+          if (node.pattern === undefined) return;
+          expect(() => new RegExp(node.pattern ?? ""), path).not.to.throw();
+          // RE2 (Go regexp) has no lookaround, backreferences or atomic groups.
+          expect(node.pattern, path).not.to.match(/\(\?[=!<>]|\\[1-9]/);
+        });
+      }
+    });
+
+    it("put transition rules (oldSelf) only where the API server allows them", () => {
+      const rules: string[] = [];
+      for (const def of CRDS) {
+        walk(def.schema, def.kind, (node, path, inList) => {
+          for (const r of node["x-kubernetes-validations"] ?? []) {
+            if (r.rule.includes("oldSelf")) expect(inList, `${path}: transition rule under a list`).to.equal(false);
+            rules.push(`${path}: ${r.rule}`);
+          }
+        });
+      }
+      expect(rules).to.include("IPPool.spec.namePrefix: self == oldSelf");
+      expect(rules).to.include("IPClaim.spec.pool: self == oldSelf");
+      expect(rules).to.include("IPAddress.spec: self == oldSelf");
+    });
+
+    it("allow \"\" as allocation strategy next to sequential and random", () => {
+      const strategy = IPPOOL_CRD.schema.properties?.spec?.properties?.allocationStrategy;
+      expect(strategy?.enum).to.have.members(["sequential", "random", ""]);
+      expect(strategy?.default).to.equal("sequential");
+    });
+
+    it("add nothing to any spec beyond Metal3's fields", () => {
+      const keys = (def: CrdDefinition): string[] => Object.keys(def.schema.properties?.spec?.properties ?? {});
+      expect(keys(IPPOOL_CRD)).to.have.members([
+        "allocationStrategy",
+        "clusterName",
+        "dnsServers",
+        "gateway",
+        "namePrefix",
+        "pools",
+        "preAllocations",
+        "prefix",
+      ]);
+      expect(keys(IPCLAIM_CRD)).to.have.members(["pool"]);
+      expect(keys(IPADDRESS_CRD)).to.have.members(["address", "claim", "dnsServers", "gateway", "pool", "prefix"]);
+      const entry = IPPOOL_CRD.schema.properties?.spec?.properties?.pools?.items?.properties ?? {};
+      expect(Object.keys(entry)).to.have.members(["dnsServers", "end", "gateway", "prefix", "start", "subnet"]);
+    });
+
+    it("accept Metal3-style objects, full object references included", () => {
+      const pool = {
+        apiVersion: `${GROUP}/v1alpha1`,
+        kind: "IPPool",
+        metadata: { name: "p", namespace: "default" },
+        spec: {
+          clusterName: "c1",
+          namePrefix: "p",
+          pools: [{ start: "192.168.0.10", end: "192.168.0.15", subnet: "192.168.0.0/24", gateway: "192.168.0.1" }],
+          prefix: 24,
+          gateway: "192.168.1.1",
+          dnsServers: ["8.8.8.8"],
+          preAllocations: { "RenderedData-10": "192.168.0.9" },
+        },
+        status: { indexes: { "RenderedData-10": "192.168.0.9" }, lastUpdated: "2024-01-01T00:00:00Z" },
+      };
+      expect(validate(pool, IPPOOL_CRD.schema, "IPPool")).to.deep.equal([]);
+      const ref = { apiVersion: `${GROUP}/v1alpha1`, kind: "IPPool", name: "p", namespace: "default", uid: "u" };
+      const claim = { kind: "IPClaim", metadata: {}, spec: { pool: ref }, status: { address: { name: "a" } } };
+      expect(validate(claim, IPCLAIM_CRD.schema, "IPClaim")).to.deep.equal([]);
+      const address = {
+        kind: "IPAddress",
+        metadata: {},
+        spec: { address: "2001:db8::5", prefix: 64, pool: ref, claim: { name: "c", kind: "IPClaim" } },
+      };
+      expect(validate(address, IPADDRESS_CRD.schema, "IPAddress")).to.deep.equal([]);
+    });
+
+    it("reject what spec §1 rules out", () => {
+      const pool = (spec: object): string[] => validate({ spec }, IPPOOL_CRD.schema, "IPPool");
+      expect(pool({})).to.deep.equal(["IPPool.spec.namePrefix: required"]);
+      expect(pool({ namePrefix: "" })).to.deep.equal(["IPPool.spec.namePrefix: too short"]);
+      expect(pool({ namePrefix: "p", allocationStrategy: "roundrobin" })).to.have.length(1);
+      expect(pool({ namePrefix: "p", prefix: 129 })).to.have.length(1);
+      expect(pool({ namePrefix: "p", pools: [{ subnet: "10.0.0.0/33" }] })).to.have.length(1);
+      expect(pool({ namePrefix: "p", preAllocations: { a: "fe80::1%eth0" } })).to.have.length(1);
+      expect(validate({ spec: { pool: {} } }, IPCLAIM_CRD.schema, "IPClaim")).to.deep.equal([
+        "IPClaim.spec.pool.name: required",
+      ]);
+      expect(validate({ spec: { pool: { name: "p" } } }, IPADDRESS_CRD.schema, "IPAddress")).to.have.members([
+        "IPAddress.spec.address: required",
+        "IPAddress.spec.claim: required",
+      ]);
+    });
+  });
+
+  describe("address patterns", () => {
+    const validV4 = ["0.0.0.0", "192.168.0.1", "10.0.0.255", "255.255.255.255", "1.2.3.4", "100.64.0.199"];
+    const invalidV4 = ["256.1.1.1", "1.2.3", "1.2.3.4.5", "01.2.3.4", "1.2.3.04", "1.2.3.-1", "1..2.3", " 1.2.3.4"];
+    const validV6 = [
+      "::",
+      "::1",
+      "1::",
+      "2001:db8::5",
+      "2001:db8::0005",
+      "2001:DB8::A",
+      "fe80::1",
+      "2001:db8:0:0:0:0:0:1",
+      "2001:0db8:0000:0000:0000:0000:0000:0001",
+      "1:2:3:4:5:6:7:8",
+      "1::2:3:4:5:6:7",
+      "1:2:3:4:5:6:7::",
+      "::2:3:4:5:6:7:8",
+      "1:2:3::6:7:8",
+      "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+    ];
+    const invalidV6 = [
+      "fe80::1%eth0",
+      "::ffff:1.2.3.4",
+      "::1.2.3.4",
+      "1:2:3:4:5:6:7:8:9",
+      "1:2:3:4:5:6:7",
+      "1:2:3:4:5:6::7:8",
+      "1::2::3",
+      ":::",
+      "2001:db8:::1",
+      "12345::1",
+      "g::1",
+      ":1:2:3:4:5:6:7",
+      "1:2:3:4:5:6:7:",
+      "[2001:db8::1]",
+      "2001:db8::1/64",
+      "",
+    ];
+
+    it("accept IPv4 dotted quads and reject the rest", () => {
+      for (const a of validV4) expect(ip.test(a), a).to.equal(true);
+      for (const a of invalidV4) expect(ip.test(a), a).to.equal(false);
+    });
+
+    it("accept IPv6 text in any valid spelling", () => {
+      for (const a of validV6) expect(ip.test(a), a).to.equal(true);
+    });
+
+    it("reject IPv6 with zones, embedded IPv4 or wrong group counts", () => {
+      for (const a of invalidV6) expect(ip.test(a), a).to.equal(false);
+    });
+
+    it("agree with an independent IPv6 checker and with node:net on random spellings", () => {
+      const rand = prng(0x1ee7);
+      let valid = 0;
+      for (let i = 0; i < 20000; i++) {
+        let s = randomIpv6(rand);
+        if (rand(2) === 0) s = mutate(s, rand);
+        const expected = isIpv6TextOracle(s);
+        if (expected) valid++;
+        expect(ipv6Only.test(s), s).to.equal(expected);
+        if (!s.includes("%") && !s.includes(".")) expect(isIPv6(s), `node:net ${s}`).to.equal(expected);
+      }
+      expect(valid).to.be.greaterThan(5000); // both outcomes are well represented
+      expect(valid).to.be.lessThan(19000);
+    });
+
+    it("agree with node:net on random IPv4 spellings", () => {
+      const rand = prng(42);
+      for (let i = 0; i < 5000; i++) {
+        const parts: string[] = [];
+        const n = 3 + rand(3);
+        for (let p = 0; p < n; p++) parts.push(rand(6) === 0 ? `0${rand(100)}` : String(rand(300)));
+        const s = parts.join(".");
+        expect(ipv4Only.test(s), s).to.equal(isIPv4(s));
+      }
+    });
+
+    it("accept subnets with /0..32 and /0..128", () => {
+      const valid = ["192.168.0.0/24", "0.0.0.0/0", "10.0.0.1/32", "2001:db8::/64", "::/0", "::1/128", "fe80::/10"];
+      for (const s of valid) expect(subnet.test(s), s).to.equal(true);
+      // Metal3's pattern takes a two-digit IPv6 length with a leading zero; so do we, to accept what it accepts.
+      expect(subnet.test("2001:db8::/05")).to.equal(true);
+    });
+
+    it("reject bad subnets", () => {
+      const invalid = [
+        "192.168.0.0",
+        "192.168.0.0/",
+        "192.168.0.0/33",
+        "192.168.0.0/05",
+        "256.0.0.0/8",
+        "2001:db8::/129",
+        "2001:db8::/0128",
+        "fe80::%eth0/64",
+        "::ffff:1.2.3.0/120",
+        "2001:db8::",
+        "192.168.0.0/24/24",
+      ];
+      for (const s of invalid) expect(subnet.test(s), s).to.equal(false);
+    });
+
+    it("do not accept subnets as addresses", () => {
+      expect(ip.test("192.168.0.0/24")).to.equal(false);
+      expect(ip.test("2001:db8::/64")).to.equal(false);
+    });
+  });
+
+  describe("samples", () => {
+    it("validate against the schemas and are listed in their kustomization", async () => {
+      const dir = join(repoRoot, "config/samples");
+      const kustomization = yaml.load(await readFile(join(dir, "kustomization.yaml"), "utf8")) as {
+        resources: string[];
+      };
+      const files = (await readdir(dir)).filter((f) => f.startsWith("ipam_v1alpha1_"));
+      expect(kustomization.resources).to.have.members(files);
+      const claims: string[] = [];
+      for (const f of files) {
+        for (const doc of yaml.loadAll(await readFile(join(dir, f), "utf8"))) {
+          if (!isPlainObject(doc)) continue;
+          const def = crdForKind(doc.kind);
+          expect(doc.apiVersion, f).to.equal(`${def.group}/${def.version}`);
+          expect(validate(doc, def.schema, `${f}:${def.kind}`)).to.deep.equal([]);
+          const meta = doc.metadata as { name: string; namespace?: string };
+          expect(meta.namespace, f).to.equal("default");
+          if (def.kind === "IPClaim") claims.push(meta.name);
+          if (def.kind === "IPPool") expect((doc.spec as { clusterName?: string }).clusterName, f).to.equal(undefined);
+        }
+      }
+      expect(claims).to.include("node-prealloc");
+      expect(claims.filter((c) => c.startsWith("small-"))).to.have.length(4);
+    });
+  });
+});

@@ -1,0 +1,99 @@
+/**
+ * Test-side access to our kinds, Clusters and Events, plus a controller started in this process for one namespace
+ * (set E2E_EXTERNAL_CONTROLLER=true when a deployed controller serves the cluster, e.g. on kind).
+ */
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import {
+  GROUP,
+  IPADDRESS_KIND,
+  IPADDRESS_PLURAL,
+  IPCLAIM_KIND,
+  IPCLAIM_PLURAL,
+  IPPOOL_KIND,
+  IPPOOL_PLURAL,
+  VERSION,
+  type IPAddress,
+  type IPClaim,
+  type IPPool,
+} from "../../api/v1alpha1/types.js";
+import { clusterType, type Cluster } from "../../src/controllers/clusters.js";
+import { Manager } from "../../src/controllers/manager.js";
+import { isNotFound } from "../../src/kube/errors.js";
+import { ResourceClient } from "../../src/kube/resource.js";
+import { createLogger, silentLogger } from "../../src/runtime/logger.js";
+
+export interface Clients {
+  pools: ResourceClient<IPPool>;
+  claims: ResourceClient<IPClaim>;
+  addresses: ResourceClient<IPAddress>;
+  clusters: ResourceClient<Cluster>;
+  core: CoreV1Api;
+}
+
+export function clients(kc: KubeConfig): Clients {
+  const t = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
+  return {
+    pools: new ResourceClient<IPPool>(kc, t(IPPOOL_KIND, IPPOOL_PLURAL)),
+    claims: new ResourceClient<IPClaim>(kc, t(IPCLAIM_KIND, IPCLAIM_PLURAL)),
+    addresses: new ResourceClient<IPAddress>(kc, t(IPADDRESS_KIND, IPADDRESS_PLURAL)),
+    clusters: new ResourceClient<Cluster>(kc, clusterType("v1beta2")),
+    core: kc.makeApiClient(CoreV1Api),
+  };
+}
+
+/** Starts the controller for `namespace` in this process; returns a stop function. */
+export async function startController(kc: KubeConfig, namespace: string, poolConcurrency = 4): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
+  if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve() };
+  // E2E_LOG=debug shows the controller's log in the test output.
+  const logger = process.env.E2E_LOG ? createLogger({ level: process.env.E2E_LOG, format: "text" }) : silentLogger();
+  const manager = new Manager(kc, { namespace, poolConcurrency, logger, watchTimeoutSeconds: 60 });
+  await manager.start();
+  return { manager, stop: () => manager.stop() };
+}
+
+export function pool(namespace: string, name: string, spec: Partial<IPPool["spec"]> & { pools: IPPool["spec"]["pools"] }): IPPool {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: IPPOOL_KIND, metadata: { name, namespace }, spec: { namePrefix: name, ...spec } };
+}
+
+export function claim(namespace: string, name: string, poolName: string, meta: Partial<IPClaim["metadata"]> = {}): IPClaim {
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: IPCLAIM_KIND, metadata: { name, namespace, ...meta }, spec: { pool: { name: poolName } } };
+}
+
+/** The address a claim holds (through status.address → IPAddress), or undefined. */
+export async function addressOf(c: Clients, namespace: string, claimName: string): Promise<string | undefined> {
+  const cl = await c.claims.get(namespace, claimName);
+  const ref = cl.status?.address?.name;
+  if (!ref) return undefined;
+  try {
+    return (await c.addresses.get(namespace, ref)).spec.address;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+export async function exists(client: ResourceClient<IPPool> | ResourceClient<IPClaim> | ResourceClient<IPAddress>, namespace: string, name: string): Promise<boolean> {
+  try {
+    await client.get(namespace, name);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+/** Reasons of the Events recorded on object `name` in `namespace`. */
+export async function eventReasons(c: Clients, namespace: string, name: string): Promise<string[]> {
+  const list = await c.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
+  return list.items.map((e) => e.reason ?? "");
+}
+
+/** A v1beta2 Cluster with the smallest spec the schema accepts. */
+export function cluster(namespace: string, name: string, paused = false): Cluster {
+  return {
+    apiVersion: "cluster.x-k8s.io/v1beta2",
+    kind: "Cluster",
+    metadata: { name, namespace },
+    spec: { paused, controlPlaneEndpoint: { host: "192.0.2.1", port: 6443 } } as Cluster["spec"],
+  };
+}

@@ -1,0 +1,34 @@
+/** Pure helpers for `metav1.Condition` lists. */
+import type { Condition } from "../../api/v1alpha1/types.js";
+
+export type ConditionInput = Pick<Condition, "type" | "status" | "reason" | "message">;
+
+/**
+ * Returns `conditions` with `input` set. `lastTransitionTime` moves only when the status flips, so a repeated pass
+ * writes nothing new. Reasons must be non-empty (the CRDs require it): an empty one becomes "Unknown".
+ */
+export function setCondition(conditions: readonly Condition[] | undefined, input: ConditionInput, now: Date): Condition[] {
+  const list = [...(conditions ?? [])];
+  const i = list.findIndex((c) => c.type === input.type);
+  const previous = i >= 0 ? list[i] : undefined;
+  const next: Condition = {
+    type: input.type,
+    status: input.status,
+    reason: input.reason || "Unknown",
+    message: input.message,
+    lastTransitionTime: previous && previous.status === input.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+  };
+  if (i >= 0) list[i] = next;
+  else list.push(next);
+  return list;
+}
+
+export function getCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/** True when setting `input` would change nothing visible (status, reason, message). */
+export function conditionUnchanged(conditions: readonly Condition[] | undefined, input: ConditionInput): boolean {
+  const c = getCondition(conditions, input.type);
+  return c !== undefined && c.status === input.status && c.reason === input.reason && c.message === input.message;
+}

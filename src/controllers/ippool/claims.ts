@@ -1,0 +1,131 @@
+/** Carries out claim actions decided by plan.ts: the only place claim and IPAddress writes of the pool controller happen. */
+import isEqual from "lodash/isEqual.js";
+import {
+  IPADDRESS_FINALIZER,
+  IPCLAIM_FINALIZER,
+  READY_CONDITION,
+  Reasons,
+  type IPAddress,
+  type IPClaim,
+  type Reason,
+} from "../../../api/v1alpha1/types.js";
+import type { PoolAllocator } from "../../ipam/allocator.js";
+import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
+import type { Logger } from "../../runtime/logger.js";
+import { conditionUnchanged, setCondition } from "../conditions.js";
+import type { EventSink } from "../events.js";
+import type { Store } from "../store.js";
+import type { ClaimAction } from "./plan.js";
+
+export interface ApplyContext {
+  store: Store;
+  events: EventSink;
+  log: Logger;
+  allocator: PoolAllocator | undefined;
+  now: Date;
+  /** Set when a write lost a race; the pool is reconciled again soon. */
+  requeue: boolean;
+}
+
+/** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
+export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): Promise<void> {
+  switch (action.kind) {
+    case "skip":
+      return;
+    case "release":
+      return await release(ctx, action.claim, action.addresses);
+    case "bind":
+      return await bind(ctx, action.claim, action.address);
+    case "create":
+      return await create(ctx, action.claim, action.address);
+    case "fail":
+      return await failClaim(ctx, action.claim, action.reason, action.message);
+  }
+}
+
+/** Spec §3.5 order: IPAddress finalizer off, IPAddress deleted, then the claim's finalizer off. */
+async function release(ctx: ApplyContext, claim: IPClaim, addresses: IPAddress[]): Promise<void> {
+  for (const address of addresses) await releaseAddress(ctx, address);
+  await ctx.store.removeFinalizer(ctx.store.claims, claim, IPCLAIM_FINALIZER);
+  if (addresses.length > 0) ctx.log.info("Released IPAddress", { claim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
+}
+
+/** Removes our finalizer from an IPAddress and deletes it; frees the address in this pass's allocator. */
+export async function releaseAddress(ctx: ApplyContext, address: IPAddress): Promise<void> {
+  const unlocked = await ctx.store.removeFinalizer(ctx.store.addresses, address, IPADDRESS_FINALIZER);
+  if (unlocked) await ctx.store.delete(ctx.store.addresses, unlocked);
+  ctx.allocator?.release(address.spec.address);
+}
+
+async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<IPClaim> {
+  return await ctx.store.addFinalizer(ctx.store.claims, claim, IPCLAIM_FINALIZER);
+}
+
+async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
+  const withFinalizer = await ensureClaimFinalizer(ctx, claim);
+  await writeClaimStatus(ctx, withFinalizer, { name: address.metadata.name ?? "", namespace: address.metadata.namespace ?? "" }, undefined, {
+    reason: Reasons.Allocated,
+    message: `Allocated ${address.spec.address}`,
+  });
+}
+
+async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
+  let withFinalizer: IPClaim;
+  try {
+    // The finalizer comes first: a claim deleted between our decision and the create then cannot leak the address.
+    withFinalizer = await ensureClaimFinalizer(ctx, claim);
+  } catch (err) {
+    ctx.allocator?.release(address.spec.address);
+    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    throw err;
+  }
+  let created: IPAddress;
+  try {
+    created = await ctx.store.create(ctx.store.addresses, address);
+  } catch (err) {
+    if (isAlreadyExists(err)) {
+      // Someone holds that name and our cache did not show it yet: learn it, keep the address taken, retry the pass.
+      await ctx.store.fetch(ctx.store.addresses, address.metadata.namespace ?? "", address.metadata.name ?? "");
+      return lostRace(ctx, claim, err);
+    }
+    ctx.allocator?.release(address.spec.address);
+    if (isInvalid(err)) return await failClaim(ctx, withFinalizer, Reasons.AllocationFailed, `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`);
+    throw err;
+  }
+  ctx.log.info("Allocated IPAddress", { claim: claim.metadata.name, address: created.spec.address, ipAddress: created.metadata.name });
+  await bind(ctx, withFinalizer, created);
+}
+
+function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): void {
+  ctx.requeue = true;
+  ctx.log.debug("Lost a race; retrying the pool", { claim: claim.metadata.name, error: describeError(err) });
+}
+
+export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reason, message: string): Promise<void> {
+  const changed = !conditionUnchanged(claim.status?.conditions, { type: READY_CONDITION, status: "False", reason, message });
+  await writeClaimStatus(ctx, claim, claim.status?.address, message, { reason, message });
+  if (changed) {
+    ctx.events.record(claim, "Warning", reason, message);
+    ctx.log.info("Allocation failed", { claim: claim.metadata.name, reason, message });
+  }
+}
+
+/** Writes the claim's status when it differs: address, errorMessage (cleared with null) and the Ready condition. */
+async function writeClaimStatus(
+  ctx: ApplyContext,
+  claim: IPClaim,
+  address: { name: string; namespace?: string } | undefined,
+  errorMessage: string | undefined,
+  ready: { reason: Reason; message: string },
+): Promise<void> {
+  const status = claim.status ?? {};
+  const conditions = setCondition(status.conditions, { type: READY_CONDITION, status: errorMessage === undefined ? "True" : "False", ...ready }, ctx.now);
+  const same = isEqual(status.address, address) && status.errorMessage === errorMessage && isEqual(status.conditions, conditions);
+  if (same) return;
+  try {
+    await ctx.store.patchStatus(ctx.store.claims, claim, { address: address ?? null, errorMessage: errorMessage ?? null, conditions });
+  } catch (err) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Index keys and watch mappers of the pool-keyed controller. A pool key is `<namespace>/<pool name>`; every claim and
+ * address event maps to the key of its pool, so all allocation decisions of one pool run in one queue slot.
+ */
+import type { IPAddress, IPClaim, IPPool } from "../../../api/v1alpha1/types.js";
+import { CLUSTER_NAME_LABEL } from "../../../api/v1alpha1/types.js";
+
+export const BY_POOL = "pool";
+export const BY_CLAIM = "claim";
+export const BY_CLUSTER = "cluster";
+export const BY_NAMESPACE = "namespace";
+
+/** Key of the pool a claim names. Claims naming another namespace are keyed in their own (and fail there). */
+export const claimToPool = (c: IPClaim): string => `${c.metadata.namespace ?? ""}/${c.spec?.pool?.name ?? ""}`;
+
+/** Key of the pool an IPAddress belongs to (its own namespace: pools and addresses share one). */
+export const addressToPool = (a: IPAddress): string => `${a.metadata.namespace ?? ""}/${a.spec?.pool?.name ?? ""}`;
+
+/** Key of the claim an IPAddress was made for, if it names one. */
+export const addressToClaim = (a: IPAddress): string[] =>
+  a.spec?.claim?.name ? [`${a.metadata.namespace ?? ""}/${a.spec.claim.name}`] : [];
+
+/** `<namespace>/<cluster>` of a pool's Cluster. */
+export const poolToCluster = (p: IPPool): string[] =>
+  p.spec?.clusterName ? [`${p.metadata.namespace ?? ""}/${p.spec.clusterName}`] : [];
+
+/** `<namespace>/<cluster>` of a claim's own Cluster label (its pool's Cluster is found through the pool). */
+export const claimToCluster = (c: IPClaim): string[] => {
+  const name = c.metadata.labels?.[CLUSTER_NAME_LABEL];
+  return name ? [`${c.metadata.namespace ?? ""}/${name}`] : [];
+};
+
+export const poolKey = (p: IPPool): string => `${p.metadata.namespace ?? ""}/${p.metadata.name ?? ""}`;

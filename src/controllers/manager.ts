@@ -1,0 +1,89 @@
+/**
+ * Wires informers to the pool-keyed work queue and the reconciler. Watch mappers are one-liners: every event of a
+ * pool, claim, IPAddress or Cluster becomes the key of the pool(s) it affects.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
+import type { Logger } from "../runtime/logger.js";
+import { WorkQueue } from "../runtime/workqueue.js";
+import { discoverClusterVersion, type Cluster } from "./clusters.js";
+import { EventRecorder, type EventSink } from "./events.js";
+import { addressToPool, BY_CLUSTER, claimToPool, poolKey } from "./ippool/indexes.js";
+import { PoolReconciler } from "./ippool/reconciler.js";
+import { keyOf } from "../kube/informer.js";
+import { Store } from "./store.js";
+
+export interface ManagerOptions {
+  /** Namespace to watch; empty or undefined watches all. */
+  namespace?: string;
+  /** Pools reconciled in parallel. */
+  poolConcurrency?: number;
+  logger: Logger;
+  events?: EventSink;
+  resyncMs?: number;
+  watchTimeoutSeconds?: number;
+}
+
+export class Manager {
+  private store?: Store;
+  private queue?: WorkQueue;
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    private readonly options: ManagerOptions,
+  ) {}
+
+  /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */
+  async start(): Promise<void> {
+    const log = this.options.logger;
+    const clusters = await discoverClusterVersion(this.kubeConfig);
+    if (!clusters.served) log.warn("Cluster API Clusters are not served; pools and claims naming a Cluster wait until they are");
+    const store = new Store(this.kubeConfig, {
+      namespace: this.options.namespace || undefined,
+      clusterVersion: clusters.version,
+      resyncMs: this.options.resyncMs,
+      watchTimeoutSeconds: this.options.watchTimeoutSeconds,
+      logger: log.child({ component: "informer" }),
+    });
+    this.store = store;
+    const reconciler = new PoolReconciler(store, this.options.events ?? new EventRecorder(this.kubeConfig, log), log);
+    const queue = new WorkQueue((key) => reconciler.reconcile(key), {
+      concurrency: this.options.poolConcurrency ?? 4,
+      onError: (key, err) => log.error("Reconcile failed; retrying with backoff", { pool: key, error: err instanceof Error ? err.message : String(err) }),
+    });
+    this.queue = queue;
+    const add = (key: string): void => queue.add(key);
+    store.pools.on((_kind, p: IPPool) => add(poolKey(p)));
+    store.claims.on((_kind, c: IPClaim) => add(claimToPool(c)));
+    store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
+    store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
+    await store.start();
+    queue.start();
+    log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion: clusters.version });
+  }
+
+  /** Pools affected by a Cluster: those naming it, and the pools of claims labelled with it. */
+  private clusterToPools(clusterKey: string): string[] {
+    const store = this.store;
+    if (!store) return [];
+    return [
+      ...store.pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
+      ...store.claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
+    ];
+  }
+
+  get synced(): boolean {
+    return this.store?.synced ?? false;
+  }
+
+  /** Resolves when no pool is queued or being reconciled (tests, shutdown). */
+  async idle(): Promise<void> {
+    await this.queue?.onIdle();
+  }
+
+  /** Stops watching and waits for in-flight reconciles to finish. */
+  async stop(): Promise<void> {
+    this.store?.stop();
+    await this.queue?.shutdown();
+  }
+}

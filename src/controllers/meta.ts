@@ -1,0 +1,29 @@
+/** Pure helpers on object metadata: finalizers, pause, deletion, ordering. */
+import { PAUSED_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
+
+export const hasFinalizer = (meta: ObjectMeta, finalizer: string): boolean => (meta.finalizers ?? []).includes(finalizer);
+
+/** True when the only finalizers left are ours (or none): the object is ours to release. */
+export function onlyOurFinalizers(meta: ObjectMeta, ours: readonly string[]): boolean {
+  return (meta.finalizers ?? []).every((f) => ours.includes(f));
+}
+
+export const isDeleting = (meta: ObjectMeta): boolean => Boolean(meta.deletionTimestamp);
+
+export const hasPausedAnnotation = (meta: ObjectMeta): boolean => PAUSED_ANNOTATION in (meta.annotations ?? {});
+
+/** Claim order of spec §3.4: creation time, then name. Deterministic for any input. */
+export function byCreationThenName(a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): number {
+  const ta = a.metadata.creationTimestamp ?? "";
+  const tb = b.metadata.creationTimestamp ?? "";
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  const na = a.metadata.name ?? "";
+  const nb = b.metadata.name ?? "";
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+/** `a/b` → [a, b]. */
+export function splitKey(key: string): [string, string] {
+  const i = key.indexOf("/");
+  return [key.slice(0, i), key.slice(i + 1)];
+}

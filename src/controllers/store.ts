@@ -1,0 +1,180 @@
+/**
+ * The controllers' view of the cluster: one informer per kind, and every write they make. Each write puts its
+ * response into the cache at once (read-your-writes, spec §3.4), so the next decision never relies on a watch event
+ * that has not arrived yet.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  GROUP,
+  IPADDRESS_KIND,
+  IPADDRESS_PLURAL,
+  IPCLAIM_KIND,
+  IPCLAIM_PLURAL,
+  IPPOOL_KIND,
+  IPPOOL_PLURAL,
+  VERSION,
+  type IPAddress,
+  type IPClaim,
+  type IPPool,
+  type ObjectMeta,
+} from "../../api/v1alpha1/types.js";
+import { isConflict, isNotFound, statusCodeOf } from "../kube/errors.js";
+import { Informer } from "../kube/informer.js";
+import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
+import type { Logger } from "../runtime/logger.js";
+import { clusterType, type Cluster } from "./clusters.js";
+import { addressToClaim, addressToPool, BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, claimToCluster, claimToPool, poolToCluster } from "./ippool/indexes.js";
+
+const metal3 = (kind: string, plural: string): ResourceType => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
+
+export interface StoreOptions {
+  namespace?: string;
+  clusterVersion: string;
+  resyncMs?: number;
+  watchTimeoutSeconds?: number;
+  logger: Logger;
+}
+
+export class Store {
+  readonly pools: Informer<IPPool>;
+  readonly claims: Informer<IPClaim>;
+  readonly addresses: Informer<IPAddress>;
+  readonly clusters: Informer<Cluster>;
+
+  constructor(readonly kubeConfig: KubeConfig, options: StoreOptions) {
+    const informerOptions = {
+      namespace: options.namespace,
+      resyncMs: options.resyncMs,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+      logger: options.logger,
+    };
+    const make = <T extends KubeObject>(type: ResourceType): Informer<T> =>
+      new Informer<T>(kubeConfig, new ResourceClient<T>(kubeConfig, type), informerOptions);
+    this.pools = make<IPPool>(metal3(IPPOOL_KIND, IPPOOL_PLURAL));
+    this.claims = make<IPClaim>(metal3(IPCLAIM_KIND, IPCLAIM_PLURAL));
+    this.addresses = make<IPAddress>(metal3(IPADDRESS_KIND, IPADDRESS_PLURAL));
+    this.clusters = make<Cluster>(clusterType(options.clusterVersion));
+    this.pools.addIndex(BY_CLUSTER, poolToCluster);
+    this.claims.addIndex(BY_POOL, (c) => [claimToPool(c)]);
+    this.claims.addIndex(BY_CLUSTER, claimToCluster);
+    this.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
+    this.addresses.addIndex(BY_CLAIM, addressToClaim);
+    this.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
+  }
+
+  /** Starts every informer; resolves when the Metal3 kinds are synced (Clusters may be absent and keep retrying). */
+  async start(): Promise<void> {
+    void this.clusters.start();
+    await Promise.all([this.pools.start(), this.claims.start(), this.addresses.start()]);
+  }
+
+  stop(): void {
+    for (const i of [this.pools, this.claims, this.addresses, this.clusters]) i.stop();
+  }
+
+  get synced(): boolean {
+    return this.pools.synced && this.claims.synced && this.addresses.synced;
+  }
+
+  lookupCluster = (namespace: string, name: string): Cluster | undefined => this.clusters.get(namespace, name);
+
+  async create<T extends KubeObject>(informer: Informer<T>, obj: T): Promise<T> {
+    const created = await informer.client.create(obj.metadata.namespace ?? "", obj);
+    informer.upsert(created);
+    return created;
+  }
+
+  /**
+   * Conditional metadata patch: carries the resourceVersion we decided on, so a concurrent change answers 409 and
+   * the decision is retaken from fresh data. Used for finalizers, labels and owner references.
+   */
+  async patchMetadata<T extends KubeObject>(informer: Informer<T>, obj: T, metadata: Partial<ObjectMeta>): Promise<T> {
+    const patched = await informer.client.patch(obj.metadata.namespace ?? "", obj.metadata.name ?? "", {
+      metadata: { ...metadata, resourceVersion: obj.metadata.resourceVersion },
+    });
+    informer.upsert(patched);
+    return patched;
+  }
+
+  async addFinalizer<T extends KubeObject>(informer: Informer<T>, obj: T, finalizer: string): Promise<T> {
+    if ((obj.metadata.finalizers ?? []).includes(finalizer)) return obj;
+    return await this.patchMetadata(informer, obj, { finalizers: [...(obj.metadata.finalizers ?? []), finalizer] });
+  }
+
+  /**
+   * Removes one finalizer with a resourceVersion precondition. Others write the same object (the garbage collector,
+   * clusterctl, users), so on Conflict it re-reads and tries again: dropping our own finalizer is right whatever
+   * changed. An object already gone counts as done.
+   */
+  async removeFinalizer<T extends KubeObject>(informer: Informer<T>, obj: T, finalizer: string): Promise<T | undefined> {
+    let current: T | undefined = obj;
+    for (let attempt = 0; current && (current.metadata.finalizers ?? []).includes(finalizer); attempt++) {
+      try {
+        return await this.patchMetadata(informer, current, { finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== finalizer) });
+      } catch (err) {
+        if (isNotFound(err)) {
+          informer.remove(current);
+          return undefined;
+        }
+        if (!isConflict(err) || attempt >= 4) throw err;
+        current = await this.fetch(informer, current.metadata.namespace ?? "", current.metadata.name ?? "");
+      }
+    }
+    return current;
+  }
+
+  /** Merge-patches `status` (ours alone to write, so no precondition). */
+  async patchStatus<T extends KubeObject>(informer: Informer<T>, obj: T, status: object): Promise<T> {
+    const patched = await informer.client.patchStatus(obj.metadata.namespace ?? "", obj.metadata.name ?? "", { status });
+    informer.upsert(patched);
+    return patched;
+  }
+
+  /** Deletes exactly this incarnation (uid precondition). Already gone counts as done. */
+  async delete<T extends KubeObject>(informer: Informer<T>, obj: T): Promise<void> {
+    try {
+      await informer.client.delete(obj.metadata.namespace ?? "", obj.metadata.name ?? "", obj.metadata.uid);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    // With finalizers left the object lingers (deleting); the watch will tell when it is gone.
+    if ((obj.metadata.finalizers ?? []).length === 0) informer.remove(obj);
+  }
+
+  private poolFieldSelectorWorks = true;
+
+  /**
+   * Freshness barrier before allocating (spec §3.4): lists the pool's IPAddresses at a resourceVersion no older than
+   * `notOlderThan` and folds them into the cache. The claims and addresses watches are separate streams, so without
+   * this an IPAddress created (by hand) before a claim could still be missing from the cache when the claim arrives.
+   */
+  async refreshPoolAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
+    const options = notOlderThan ? { notOlderThan } : {};
+    let items: IPAddress[];
+    if (this.poolFieldSelectorWorks) {
+      try {
+        items = await this.addresses.client.listFresh(namespace, { ...options, fieldSelector: `spec.pool.name=${poolName}` });
+      } catch (err) {
+        // Servers without selectableFields (before Kubernetes 1.31) answer 400: list the namespace instead.
+        if (statusCodeOf(err) !== 400) throw err;
+        this.poolFieldSelectorWorks = false;
+        items = await this.addresses.client.listFresh(namespace, options);
+      }
+    } else {
+      items = await this.addresses.client.listFresh(namespace, options);
+    }
+    for (const item of items) this.addresses.upsert(item);
+  }
+
+  /** Reads one object from the API server, bypassing the cache; undefined when it does not exist. */
+  async fetch<T extends KubeObject>(informer: Informer<T>, namespace: string, name: string): Promise<T | undefined> {
+    try {
+      const obj = await informer.client.get(namespace, name);
+      informer.upsert(obj);
+      return obj;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+}

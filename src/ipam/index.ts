@@ -1,0 +1,17 @@
+/** The pure IPAM domain: address arithmetic, allocation decisions and validation. See README.md. */
+export * from "./address.js";
+export * from "./naming.js";
+export * from "./fielderror.js";
+export * from "./entries.js";
+export * from "./freeset.js";
+export * from "./random.js";
+export * from "./int64.js";
+export * from "./allocator.js";
+export {
+  validateIPPool,
+  validateIPPoolSpec,
+  defaultIPPool,
+  ipPoolWarnings,
+  validateIPClaim,
+  validateIPAddress,
+} from "./validation.js";

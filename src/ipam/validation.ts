@@ -1,0 +1,236 @@
+/**
+ * The one validation module (spec §6), shared by the admission webhooks and the controllers (defence in depth).
+ * Every function collects all errors and never throws, even on objects that are missing required parts.
+ */
+import lodash from "lodash";
+import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
+import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef } from "../../api/v1alpha1/types.js";
+import { addressKey, formatAddress, parseAddress } from "./address.js";
+import { addressListErrors, compileEntries, compileEntry, firstEntryContaining } from "./entries.js";
+import type { CompiledEntry } from "./entries.js";
+import type { FieldError } from "./fielderror.js";
+
+export { formatFieldError } from "./fielderror.js";
+export type { FieldError, FieldErrorType } from "./fielderror.js";
+
+const NOT_AN_IP = "not a valid IP address";
+const IMMUTABLE = "field is immutable";
+
+function strategyErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]): FieldError[] {
+  const strategy = spec.allocationStrategy;
+  const field = "spec.allocationStrategy";
+  if (strategy !== undefined && strategy !== null && !["", "sequential", "random"].includes(strategy)) {
+    return [{ field, type: "Invalid", value: String(strategy), detail: 'supported values: "sequential", "random"' }];
+  }
+  if (strategy !== "random") return [];
+  return entries
+    .filter((e) => e.indexSpace === undefined)
+    .map((e) => ({
+      field,
+      type: "Invalid" as const,
+      value: "random",
+      detail: `spec.pools[${e.index}] has no known size: random needs start with end or subnet, or a subnet`,
+    }));
+}
+
+function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]): FieldError[] {
+  const errors: FieldError[] = [];
+  const seen = new Map<string, string>();
+  for (const claimName of Object.keys(spec.preAllocations ?? {}).sort()) {
+    const text = spec.preAllocations?.[claimName] ?? "";
+    const field = `spec.preAllocations[${claimName}]`;
+    const a = parseAddress(text);
+    if (!a) {
+      errors.push({ field, type: "Invalid", value: text, detail: NOT_AN_IP });
+      continue;
+    }
+    if (!firstEntryContaining(entries, a)) {
+      errors.push({ field, type: "Invalid", value: text, detail: "out of bounds: the address lies in no entry of spec.pools" });
+    }
+    const first = seen.get(addressKey(a));
+    if (first !== undefined) {
+      errors.push({ field, type: "Duplicate", value: text, detail: `same address as spec.preAllocations[${first}]` });
+    } else {
+      seen.set(addressKey(a), claimName);
+    }
+  }
+  return errors;
+}
+
+/**
+ * Create-time checks of an IPPool spec (everything of spec §6 that does not need the old object): namePrefix
+ * present, entries and pool-wide gateway/DNS parsable, end not before start, one family per entry, an entry with one
+ * of start/end/subnet, preallocations that are addresses inside some entry and not repeated (compared as numbers),
+ * a known strategy, and `random` only with entries of known size.
+ */
+export function validateIPPoolSpec(spec: IPPoolSpec): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!spec.namePrefix) {
+    errors.push({ field: "spec.namePrefix", type: "Required", detail: "a non-empty prefix for IPAddress names" });
+  }
+  const compiled = compileEntries(spec);
+  errors.push(...compiled.errors);
+  errors.push(...strategyErrors(spec, compiled.entries));
+  errors.push(...preallocationErrors(spec, compiled.entries));
+  return errors;
+}
+
+function normalStrategy(s: string | null | undefined): string {
+  return s ? s : "sequential";
+}
+
+function inUseErrors(pool: IPPool, old: IPPool, inUseAddresses: readonly string[]): FieldError[] {
+  const before = compileEntries(old.spec).entries;
+  const after = compileEntries(pool.spec).entries;
+  const errors: FieldError[] = [];
+  const reported = new Set<string>();
+  for (const text of inUseAddresses) {
+    const a = parseAddress(text);
+    if (!a || reported.has(addressKey(a))) continue;
+    // Addresses that were outside the ranges already (person-made reservations) do not block updates.
+    if (firstEntryContaining(before, a) && !firstEntryContaining(after, a)) {
+      reported.add(addressKey(a));
+      const detail = "the address is in use and would be out of bounds of the pools";
+      errors.push({ field: "spec.pools", type: "Invalid", value: formatAddress(a), detail });
+    }
+  }
+  return errors;
+}
+
+/**
+ * Validates an IPPool on create (`old` absent) or update. On update only spec changes are validated: an unchanged
+ * spec passes, so metadata and status writes never bounce. An update also rejects a changed `namePrefix`, a changed
+ * strategy (`""`, absent and `sequential` are the same), and pools that no longer contain an address of
+ * `inUseAddresses` that the old pools contained.
+ * @returns every error found, empty when valid.
+ */
+export function validateIPPool(pool: IPPool, old?: IPPool, inUseAddresses: readonly string[] = []): FieldError[] {
+  const spec: IPPoolSpec = pool.spec ?? { namePrefix: "" };
+  if (old && lodash.isEqual(old.spec, spec)) return [];
+  const errors = validateIPPoolSpec(spec);
+  if (!old?.spec) return errors;
+  if (old.spec.namePrefix !== spec.namePrefix) {
+    errors.push({ field: "spec.namePrefix", type: "Invalid", value: String(spec.namePrefix), detail: IMMUTABLE });
+  }
+  if (normalStrategy(old.spec.allocationStrategy) !== normalStrategy(spec.allocationStrategy)) {
+    const value = String(spec.allocationStrategy ?? "");
+    errors.push({ field: "spec.allocationStrategy", type: "Invalid", value, detail: IMMUTABLE });
+  }
+  errors.push(...inUseErrors({ ...pool, spec }, old, inUseAddresses));
+  return errors;
+}
+
+/** A copy of `pool` with defaults applied: `allocationStrategy` absent or `""` becomes `sequential`. */
+export function defaultIPPool(pool: IPPool): IPPool {
+  const copy = lodash.cloneDeep(pool);
+  if (copy.spec && !copy.spec.allocationStrategy) copy.spec.allocationStrategy = "sequential";
+  return copy;
+}
+
+function emptyEntryReason(start: boolean, subnet: boolean): string {
+  if (start && subnet) return "start lies outside subnet";
+  if (subnet) return "no address follows the one written in subnet";
+  if (start) return "start is the end of its range";
+  return "without start or subnet an entry yields nothing";
+}
+
+function selfWarnings(pool: IPPool): string[] {
+  const warnings: string[] = [];
+  (pool.spec?.pools ?? []).forEach((raw, i) => {
+    const r = compileEntry(raw, i);
+    if (r.errors.length > 0 || !r.entry) return;
+    if (raw.end && !raw.start && raw.subnet) {
+      warnings.push(`spec.pools[${i}].end is ignored: without start an entry is its subnet`);
+    }
+    if (r.entry.size === 0n) {
+      warnings.push(`spec.pools[${i}] yields no address: ${emptyEntryReason(!!raw.start, !!raw.subnet)}`);
+    }
+  });
+  return warnings;
+}
+
+function overlaps(a: CompiledEntry, b: CompiledEntry): boolean {
+  return a.family === b.family && a.size > 0n && b.size > 0n && a.first <= b.last && b.first <= a.last;
+}
+
+/**
+ * Admission warnings (never rejections) for `pool` among `others` (the pools of its namespace; the pool itself and
+ * pools of other namespaces are skipped): ranges overlapping another pool, a namePrefix shared with another pool
+ * (together they make IPAddress names collide, spec §3.6), entries that yield no address, and an `end` that Metal3's
+ * arithmetic ignores.
+ */
+export function ipPoolWarnings(pool: IPPool, others: readonly IPPool[]): string[] {
+  const warnings = selfWarnings(pool);
+  const mine = compileEntries(pool.spec ?? {}).entries;
+  const ns = pool.metadata?.namespace;
+  for (const other of others) {
+    const otherNs = other.metadata?.namespace;
+    if (ns && otherNs && ns !== otherNs) continue;
+    if (other.metadata?.name === pool.metadata?.name) continue;
+    warnings.push(...warningsAgainst(pool, mine, other));
+  }
+  return warnings;
+}
+
+function warningsAgainst(pool: IPPool, mine: readonly CompiledEntry[], other: IPPool): string[] {
+  const warnings: string[] = [];
+  const name = other.metadata?.name ?? "";
+  const prefix = pool.spec?.namePrefix;
+  if (prefix && other.spec?.namePrefix === prefix) {
+    warnings.push(`namePrefix "${prefix}" is also used by IPPool "${name}": names of IPAddresses of overlapping ranges collide`);
+  }
+  const theirs = compileEntries(other.spec ?? {}).entries;
+  for (const e of mine) {
+    for (const f of theirs) {
+      if (overlaps(e, f)) warnings.push(`spec.pools[${e.index}] overlaps spec.pools[${f.index}] of IPPool "${name}"`);
+    }
+  }
+  return warnings;
+}
+
+function refKey(ref: ObjectRef | undefined, ownNamespace: string | undefined): string {
+  // An empty namespace means the referrer's own (spec §1.2).
+  return JSON.stringify([ref?.name ?? "", ref?.namespace || ownNamespace || ""]);
+}
+
+/**
+ * Validates an IPClaim: `spec.pool.name` required, the `ipAddress` annotation (if present) an address, and on update
+ * `spec.pool` unchanged (an empty namespace and the claim's own namespace are the same reference).
+ */
+export function validateIPClaim(claim: IPClaim, old?: IPClaim): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!claim.spec?.pool?.name) {
+    errors.push({ field: "spec.pool.name", type: "Required", detail: "the name of the IPPool to allocate from" });
+  }
+  const requested = claim.metadata?.annotations?.[IP_ADDRESS_ANNOTATION];
+  if (requested !== undefined && !parseAddress(requested)) {
+    const field = `metadata.annotations[${IP_ADDRESS_ANNOTATION}]`;
+    errors.push({ field, type: "Invalid", value: requested, detail: NOT_AN_IP });
+  }
+  if (old) {
+    const ns = claim.metadata?.namespace ?? old.metadata?.namespace;
+    if (refKey(old.spec?.pool, ns) !== refKey(claim.spec?.pool, ns)) {
+      errors.push({ field: "spec.pool", type: "Forbidden", detail: IMMUTABLE });
+    }
+  }
+  return errors;
+}
+
+/**
+ * Validates an IPAddress: `spec.pool.name`, `spec.claim.name` and `spec.address` required, the address (and any
+ * gateway or DNS server) an address, and on update the whole spec unchanged.
+ */
+export function validateIPAddress(addr: IPAddress, old?: IPAddress): FieldError[] {
+  const errors: FieldError[] = [];
+  const spec = addr.spec;
+  if (!spec?.pool?.name) errors.push({ field: "spec.pool.name", type: "Required", detail: "the IPPool of the address" });
+  if (!spec?.claim?.name) errors.push({ field: "spec.claim.name", type: "Required", detail: "the claim of the address" });
+  if (!spec?.address) {
+    errors.push({ field: "spec.address", type: "Required", detail: "the address" });
+  } else if (!parseAddress(spec.address)) {
+    errors.push({ field: "spec.address", type: "Invalid", value: spec.address, detail: NOT_AN_IP });
+  }
+  errors.push(...addressListErrors(spec?.gateway, spec?.dnsServers, "spec"));
+  if (old && !lodash.isEqual(old.spec, spec)) errors.push({ field: "spec", type: "Forbidden", detail: IMMUTABLE });
+  return errors;
+}
