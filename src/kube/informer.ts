@@ -46,6 +46,7 @@ export class Informer<T extends KubeObject> {
   private lastActivity = Date.now();
   private timers: NodeJS.Timeout[] = [];
   private failures = 0;
+  private lastLoggedError = "";
   private readyWaiters: (() => void)[] = [];
 
   constructor(
@@ -196,16 +197,20 @@ export class Informer<T extends KubeObject> {
       try {
         if (needList) await this.relist();
         needList = false;
+        this.lastLoggedError = "";
         const outcome = await this.watchOnce();
         if (outcome === "gone") needList = true;
         this.failures = 0;
       } catch (err) {
         needList = true;
         this.failures++;
-        if (!this.stopped) {
-          this.options.logger.warn("List or watch failed; retrying", {
+        // The same failure repeating (a CRD not installed yet) is logged once, not on every retry.
+        const description = describeError(err);
+        if (!this.stopped && description !== this.lastLoggedError) {
+          this.lastLoggedError = description;
+          this.options.logger.warn("List or watch failed; retrying with backoff", {
             resource: this.client.type.plural,
-            error: describeError(err),
+            error: description,
             status: statusCodeOf(err),
           });
         }
