@@ -59,15 +59,20 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
 }
 
+function resultOf(cl: IPClaim): string {
+  const ready = cl.status?.conditions?.find((x) => x.type === READY_CONDITION);
+  if (ready?.status === "True") return "Allocated";
+  return `${ready?.reason ?? "Pending"}: ${cl.status?.errorMessage ?? ready?.message ?? ""}`;
+}
+
+function claimRow(cl: IPClaim, ip: IPAddress | undefined): string[] {
+  if (!ip) return [cl.metadata.name ?? "", cl.spec.pool.name, "-", "-", "-", resultOf(cl)];
+  return [cl.metadata.name ?? "", cl.spec.pool.name, ip.spec.address, String(ip.spec.prefix ?? ""), ip.spec.gateway ?? "-", resultOf(cl)];
+}
+
 function claimRows(claims: IPClaim[], addresses: Map<string, IPAddress>): string[][] {
-  const rows = [["CLAIM", "POOL", "ADDRESS", "PREFIX", "GATEWAY", "RESULT"]];
-  for (const cl of [...claims].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""))) {
-    const ip = addresses.get(cl.status?.address?.name ?? "");
-    const ready = cl.status?.conditions?.find((x) => x.type === READY_CONDITION);
-    const result = ready?.status === "True" ? "Allocated" : `${ready?.reason ?? "Pending"}: ${cl.status?.errorMessage ?? ready?.message ?? ""}`;
-    rows.push([cl.metadata.name ?? "", cl.spec.pool.name, ip?.spec.address ?? "-", ip ? String(ip.spec.prefix ?? "") : "-", ip?.spec.gateway ?? "-", result]);
-  }
-  return rows;
+  const sorted = [...claims].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  return [["CLAIM", "POOL", "ADDRESS", "PREFIX", "GATEWAY", "RESULT"], ...sorted.map((cl) => claimRow(cl, addresses.get(cl.status?.address?.name ?? "")))];
 }
 
 async function main(): Promise<void> {
