@@ -12,6 +12,7 @@ import { addressToPool, BY_CLUSTER, claimToPool, poolKey } from "./ippool/indexe
 import { PoolReconciler } from "./ippool/reconciler.js";
 import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
+import { CapiBridge } from "./capi/bridge.js";
 
 export interface ManagerOptions {
   /** Namespace to watch; empty or undefined watches all. */
@@ -27,6 +28,7 @@ export interface ManagerOptions {
 export class Manager {
   private store?: Store;
   private queue?: WorkQueue;
+  private bridge?: CapiBridge;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -46,7 +48,8 @@ export class Manager {
       logger: log.child({ component: "informer" }),
     });
     this.store = store;
-    const reconciler = new PoolReconciler(store, this.options.events ?? new EventRecorder(this.kubeConfig, log), log);
+    const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
+    const reconciler = new PoolReconciler(store, events, log);
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
       onError: (key, err) => log.error("Reconcile failed; retrying with backoff", { pool: key, error: err instanceof Error ? err.message : String(err) }),
@@ -58,6 +61,8 @@ export class Manager {
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
     await store.start();
+    this.bridge = new CapiBridge(store, { concurrency: this.options.poolConcurrency ?? 4, logger: log, events, enqueuePool: add });
+    await this.bridge.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion: clusters.version });
   }
@@ -79,11 +84,13 @@ export class Manager {
   /** Resolves when no pool is queued or being reconciled (tests, shutdown). */
   async idle(): Promise<void> {
     await this.queue?.onIdle();
+    await this.bridge?.idle();
   }
 
   /** Stops watching and waits for in-flight reconciles to finish. */
   async stop(): Promise<void> {
     this.store?.stop();
+    await this.bridge?.stop();
     await this.queue?.shutdown();
   }
 }

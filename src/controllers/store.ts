@@ -4,6 +4,7 @@
  * that has not arrived yet.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
   GROUP,
   IPADDRESS_KIND,
@@ -40,6 +41,11 @@ export class Store {
   readonly claims: Informer<IPClaim>;
   readonly addresses: Informer<IPAddress>;
   readonly clusters: Informer<Cluster>;
+  /** Cluster API IPAddressClaims and IPAddresses; set when the bridge finds `ipam.cluster.x-k8s.io` served. */
+  capiClaims?: Informer<IPAddressClaim>;
+  capiAddresses?: Informer<CapiIPAddress>;
+
+  private readonly informerOptions: ConstructorParameters<typeof Informer>[2];
 
   constructor(readonly kubeConfig: KubeConfig, options: StoreOptions) {
     const informerOptions = {
@@ -48,6 +54,7 @@ export class Store {
       watchTimeoutSeconds: options.watchTimeoutSeconds,
       logger: options.logger,
     };
+    this.informerOptions = informerOptions;
     const make = <T extends KubeObject>(type: ResourceType): Informer<T> =>
       new Informer<T>(kubeConfig, new ResourceClient<T>(kubeConfig, type), informerOptions);
     this.pools = make<IPPool>(metal3(IPPOOL_KIND, IPPOOL_PLURAL));
@@ -69,7 +76,12 @@ export class Store {
   }
 
   stop(): void {
-    for (const i of [this.pools, this.claims, this.addresses, this.clusters]) i.stop();
+    for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capiClaims, this.capiAddresses]) i?.stop();
+  }
+
+  /** Creates (not starts) an informer for another resource with this store's options. */
+  informerFor<T extends KubeObject>(type: ResourceType): Informer<T> {
+    return new Informer<T>(this.kubeConfig, new ResourceClient<T>(this.kubeConfig, type), this.informerOptions);
   }
 
   get synced(): boolean {

@@ -41,6 +41,8 @@ export interface ClaimPlanInput {
   addressNamed: (name: string) => IPAddress | undefined;
   /** Called for an address skipped because another pool's IPAddress holds its name. */
   onCollision: (message: string) => void;
+  /** Address of an existing Cluster API IPAddress naming this claim: adopted, never re-allocated (spec §5.6). */
+  adoptAddress?: string | undefined;
 }
 
 /** Whether `address` is this claim's: same pool, and owned by this incarnation of the claim when it names one. */
@@ -78,7 +80,7 @@ function fail(claim: IPClaim, reason: Reason, message: string): ClaimAction {
 
 function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator: PoolAllocator): ClaimAction {
   const claimName = claim.metadata.name ?? "";
-  const requestedAddress = claim.metadata.annotations?.[IP_ADDRESS_ANNOTATION];
+  const requestedAddress = input.adoptAddress ?? claim.metadata.annotations?.[IP_ADDRESS_ANNOTATION];
   // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
   // only bounds a pathological pass (the claim then fails and is retried on the next event).
   for (let round = 0; round < 256; round++) {

@@ -107,6 +107,11 @@ export class PoolReconciler {
       const claimName = a.spec?.claim?.name;
       allocator.reserve(a.spec.address, claimName ? { kind: "claim", claimName } : { kind: "other", description: `IPAddress ${a.metadata.name ?? ""}` });
     }
+    // Cluster API IPAddresses of this pool (spec §3.2): ours mirror an IPAddress above; adopted ones hold their
+    // address for the claim they name, so that claim's IPClaim gets exactly that address (spec §5.6).
+    for (const a of this.store.capiAddresses?.byIndex(BY_POOL, key) ?? []) {
+      allocator.reserve(a.spec.address, { kind: "claim", claimName: a.spec.claimRef.name });
+    }
     for (const other of this.store.addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? "")) {
       if (other.spec?.pool?.name === pool.metadata.name || !allocator.contains(other.spec?.address ?? "")) continue;
       if (ipAddressName(pool.spec.namePrefix, other.spec.address) !== other.metadata.name) continue;
@@ -129,6 +134,7 @@ export class PoolReconciler {
         allocator: ctx.allocator,
         ...(deleting ? { allocationBlocked: { reason: Reasons.PoolNotReady, message: `IPPool ${pool.metadata.name ?? ""} is being deleted` } } : {}),
         addressNamed: (name) => this.store.addresses.get(claim.metadata.namespace ?? "", name),
+        adoptAddress: this.store.capiAddresses?.byIndex(BY_CLAIM, `${claim.metadata.namespace ?? ""}/${claim.metadata.name ?? ""}`).find((a) => a.spec.poolRef.name === claim.spec?.pool?.name)?.spec.address,
         onCollision: (message) => collisions.push(message),
       }));
     }
@@ -155,7 +161,7 @@ export class PoolReconciler {
 
   /** A deleting pool keeps its finalizer until no IPAddress references it. */
   private async finishDeletion(ctx: ApplyContext, pool: IPPool, key: string): Promise<void> {
-    const remaining = this.store.addresses.byIndex(BY_POOL, key);
+    const remaining = [...this.store.addresses.byIndex(BY_POOL, key), ...(this.store.capiAddresses?.byIndex(BY_POOL, key) ?? [])];
     if (remaining.length > 0) {
       ctx.log.info("Pool deletion waits for its IPAddresses", { remaining: remaining.length });
       return;

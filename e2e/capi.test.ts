@@ -1,0 +1,299 @@
+/**
+ * The Cluster API IPAM contract (spec §5) through the bridge, against Cluster API's real CRDs.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import { Watch, type KubeConfig } from "@kubernetes/client-node";
+import { dump, load } from "js-yaml";
+import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
+import type { Condition } from "../api/v1alpha1/types.js";
+import { isNotFound } from "../src/kube/errors.js";
+import { ResourceClient } from "../src/kube/resource.js";
+import { LocalPlane } from "../hack/localplane/plane.js";
+import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "./support/cluster.js";
+import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "./support/ipam.js";
+import { consistently, eventually } from "./support/wait.js";
+
+const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
+
+function capiClients(kc: KubeConfig, version: string): { claims: ResourceClient<IPAddressClaim>; addresses: ResourceClient<CapiIPAddress> } {
+  const t = (kind: string, plural: string) => ({ group: "ipam.cluster.x-k8s.io", version, kind, plural, namespaced: true });
+  return {
+    claims: new ResourceClient<IPAddressClaim>(kc, t("IPAddressClaim", "ipaddressclaims")),
+    addresses: new ResourceClient<CapiIPAddress>(kc, t("IPAddress", "ipaddresses")),
+  };
+}
+
+function capiClaim(ns: string, name: string, poolName: string, extra: Partial<IPAddressClaim["metadata"]> = {}, spec: Partial<IPAddressClaim["spec"]> = {}): IPAddressClaim {
+  return { metadata: { name, namespace: ns, ...extra }, spec: { poolRef: POOL_REF(poolName), ...spec } };
+}
+
+function ready(c: IPAddressClaim): Condition | undefined {
+  return (c.status?.v1beta2?.conditions ?? (c.status?.conditions as Condition[] | undefined))?.find((x) => x.type === "Ready");
+}
+
+async function capiAddressOf(capi: ReturnType<typeof capiClients>, ns: string, name: string): Promise<string | undefined> {
+  const c = await capi.claims.get(ns, name);
+  const ref = c.status?.addressRef?.name;
+  if (!ref || ready(c)?.status !== "True") return undefined;
+  return (await capi.addresses.get(ns, ref)).spec.address;
+}
+
+async function gone(client: ResourceClient<IPAddressClaim> | ResourceClient<CapiIPAddress>, ns: string, name: string): Promise<boolean> {
+  try {
+    await client.get(ns, name);
+    return false;
+  } catch (err) {
+    return isNotFound(err);
+  }
+}
+
+describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
+  this.timeout(300_000);
+  let kc: KubeConfig;
+  let c: Clients;
+  let capi: ReturnType<typeof capiClients>;
+
+  before(async () => {
+    kc = (await sharedCluster()).kubeConfig;
+    c = clients(kc);
+    capi = capiClients(kc, "v1beta2");
+  });
+
+  async function withController<T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> {
+    const ns = await freshNamespace(kc, prefix);
+    const ctl = await startController(kc, ns);
+    try {
+      return await body(ns);
+    } finally {
+      await ctl.stop();
+    }
+  }
+
+  it("allocates for a v1beta2 claim: IPClaim, Cluster API IPAddress, addressRef and Ready", async () => {
+    await withController("capi-basic", async (ns) => {
+      await c.clusters.create(ns, cluster(ns, "wl"));
+      const p = await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.30.0.10", end: "10.30.0.20", gateway: "10.30.0.1" }], prefix: 24 }));
+      const cl = await capi.claims.create(ns, capiClaim(ns, "m1", "p", { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }));
+      expect(await eventually("m1 bound", () => capiAddressOf(capi, ns, "m1"))).to.equal("10.30.0.10");
+      const ip = await capi.addresses.get(ns, "m1");
+      expect(ip.spec).to.deep.equal({ claimRef: { name: "m1" }, poolRef: POOL_REF("p"), address: "10.30.0.10", prefix: 24, gateway: "10.30.0.1" });
+      expect(ip.metadata.finalizers).to.include("ipam.metal3.io/ipaddress");
+      expect(ip.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "wl" });
+      const owners = ip.metadata.ownerReferences ?? [];
+      expect(owners.find((o) => o.kind === "IPAddressClaim")).to.include({ uid: cl.metadata.uid, controller: true, blockOwnerDeletion: true });
+      expect(owners.find((o) => o.kind === "IPPool")).to.include({ uid: p.metadata.uid, blockOwnerDeletion: true });
+      const fresh = await capi.claims.get(ns, "m1");
+      expect(fresh.metadata.finalizers).to.include("ipam.metal3.io/ipaddressclaim");
+      const r = ready(fresh)!;
+      expect(r.status).to.equal("True");
+      expect(r.reason).to.match(/^[A-Za-z]+$/);
+      expect(r.message).to.be.a("string").and.not.equal("");
+      expect(r.lastTransitionTime).to.be.a("string");
+      const ipClaim = await c.claims.get(ns, "m1");
+      expect(ipClaim.metadata.ownerReferences?.[0]).to.include({ kind: "IPAddressClaim", uid: cl.metadata.uid, controller: true });
+      expect(ipClaim.metadata.labels).to.deep.include({ "cluster.x-k8s.io/cluster-name": "wl" });
+    });
+  });
+
+  it("leaves a claim for another provider's pool kind of the same name untouched", async () => {
+    await withController("capi-foreign", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.31.0.1", end: "10.31.0.9" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "theirs", "p", {}, { poolRef: { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" } }));
+      await capi.claims.create(ns, capiClaim(ns, "ours", "p"));
+      await eventually("ours bound", () => capiAddressOf(capi, ns, "ours"));
+      await consistently("theirs untouched", async () => {
+        const t = await capi.claims.get(ns, "theirs");
+        return (t.metadata.finalizers ?? []).length === 0 && t.status === undefined && !(await c.claims.list(ns)).items.some((x) => x.metadata.name === "theirs");
+      }, 1_500);
+    });
+  });
+
+  it("serves preallocations and requested addresses for Cluster API claims", async () => {
+    await withController("capi-pre", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.32.0.1", end: "10.32.0.9" }], preAllocations: { pre: "10.32.0.5" } }));
+      await capi.claims.create(ns, capiClaim(ns, "pre", "p"));
+      await capi.claims.create(ns, capiClaim(ns, "asks", "p", { annotations: { ipAddress: "10.32.0.8" } }));
+      await capi.claims.create(ns, capiClaim(ns, "plain", "p"));
+      expect(await eventually("pre", () => capiAddressOf(capi, ns, "pre"))).to.equal("10.32.0.5");
+      expect(await eventually("asks", () => capiAddressOf(capi, ns, "asks"))).to.equal("10.32.0.8");
+      expect(await eventually("plain", () => capiAddressOf(capi, ns, "plain"))).to.equal("10.32.0.1");
+    });
+  });
+
+  it("never lets a Cluster API claim and an IPClaim share an address (300 of each at once)", async () => {
+    await withController("capi-mixed", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ subnet: "10.33.0.0/22" }] }));
+      const names = Array.from({ length: 300 }, (_, i) => String(i).padStart(3, "0"));
+      for (let i = 0; i < names.length; i += 30) {
+        await Promise.all(names.slice(i, i + 30).flatMap((n) => [capi.claims.create(ns, capiClaim(ns, `capi-${n}`, "p")), c.claims.create(ns, claim(ns, `m3-${n}`, "p"))]));
+      }
+      const addresses = await eventually("600 bound", async () => {
+        const capiBound = (await capi.claims.list(ns)).items.filter((x) => x.status?.addressRef?.name && ready(x)?.status === "True");
+        const m3 = (await c.claims.list(ns)).items.filter((x) => x.metadata.name?.startsWith("m3-") && x.status?.address?.name);
+        if (capiBound.length < 300 || m3.length < 300) return undefined;
+        const capiAddrs = (await capi.addresses.list(ns)).items.map((a) => a.spec.address);
+        const m3ByName = new Map((await c.addresses.list(ns)).items.map((a) => [a.metadata.name ?? "", a.spec.address]));
+        return [...capiAddrs, ...m3.map((x) => m3ByName.get(x.status!.address!.name)!)];
+      }, 240_000, 1_000);
+      expect(addresses).to.have.length(600);
+      expect(new Set(addresses).size).to.equal(600);
+    });
+  });
+
+  it("freezes a claim of a paused Cluster (field via spec.clusterName, annotation via label) and resumes on unpause", async () => {
+    await withController("capi-pause", async (ns) => {
+      await c.clusters.create(ns, cluster(ns, "byfield", true));
+      await c.clusters.create(ns, { ...cluster(ns, "byannotation", false), metadata: { name: "byannotation", namespace: ns, annotations: { "cluster.x-k8s.io/paused": "" } } });
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.34.0.1", end: "10.34.0.9" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "f", "p", {}, { clusterName: "byfield" }));
+      await capi.claims.create(ns, capiClaim(ns, "a", "p", { labels: { "cluster.x-k8s.io/cluster-name": "byannotation" } }));
+      await consistently("both frozen", async () => {
+        const both = await Promise.all(["f", "a"].map((n) => capi.claims.get(ns, n)));
+        return both.every((x) => (x.metadata.finalizers ?? []).length === 0 && x.status === undefined);
+      }, 2_000);
+      await c.clusters.patch(ns, "byfield", { spec: { paused: false } });
+      expect(await eventually("f resumes", () => capiAddressOf(capi, ns, "f"), 10_000)).to.be.a("string");
+      expect((await capi.claims.get(ns, "a")).status).to.equal(undefined);
+      await c.clusters.patch(ns, "byannotation", { metadata: { annotations: { "cluster.x-k8s.io/paused": null } } });
+      expect(await eventually("a resumes", () => capiAddressOf(capi, ns, "a"), 10_000)).to.be.a("string");
+    });
+  });
+
+  it("reports PoolExhausted on an exhausted pool and heals when an address frees", async () => {
+    await withController("capi-exhaust", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ subnet: "10.35.0.0/31" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "one", "p"));
+      await eventually("one bound", () => capiAddressOf(capi, ns, "one"));
+      await capi.claims.create(ns, capiClaim(ns, "two", "p"));
+      const r = await eventually("two exhausted", async () => {
+        const x = ready(await capi.claims.get(ns, "two"));
+        return x?.reason === "PoolExhausted" ? x : undefined;
+      });
+      expect(r.status).to.equal("False");
+      expect(r.message).to.equal("Exhausted IP Pools");
+      expect(r.lastTransitionTime).to.be.a("string");
+      await capi.claims.delete(ns, "one");
+      expect(await eventually("two healed", () => capiAddressOf(capi, ns, "two"), 15_000)).to.equal("10.35.0.1");
+    });
+  });
+
+  it("adopts a pre-existing Cluster API IPAddress without a new allocation", async () => {
+    await withController("capi-adopt", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.36.0.1", end: "10.36.0.9" }] }));
+      await capi.addresses.create(ns, { metadata: { name: "legacy", namespace: ns }, spec: { claimRef: { name: "old" }, poolRef: POOL_REF("p"), address: "10.36.0.7", prefix: 24 } });
+      await capi.claims.create(ns, capiClaim(ns, "fresh", "p"));
+      await capi.claims.create(ns, capiClaim(ns, "old", "p"));
+      await eventually("old bound", () => capiAddressOf(capi, ns, "old"));
+      const old = await capi.claims.get(ns, "old");
+      expect(old.status?.addressRef?.name).to.equal("legacy");
+      expect(await addressOf(c, ns, "old")).to.equal("10.36.0.7");
+      expect(await eventually("fresh bound", () => capiAddressOf(capi, ns, "fresh"))).to.equal("10.36.0.1");
+      expect((await capi.addresses.list(ns)).items.map((a) => a.metadata.name).sort()).to.deep.equal(["fresh", "legacy"]);
+    });
+  });
+
+  it("deletes in order: the Cluster API IPAddress first, the claim last, and the address is released", async () => {
+    await withController("capi-delete", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.37.0.1", end: "10.37.0.9" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "d", "p"));
+      await eventually("d bound", () => capiAddressOf(capi, ns, "d"));
+      const deletedAt = new Map<string, bigint>();
+      const aborts: AbortController[] = [];
+      for (const [what, client] of [["address", capi.addresses], ["claim", capi.claims]] as const) {
+        aborts.push(await new Watch(kc).watch(client.collectionPath(ns), {}, (type: string, obj: { metadata: { name: string; resourceVersion: string } }) => {
+          if (type === "DELETED" && obj.metadata.name === "d") deletedAt.set(what, BigInt(obj.metadata.resourceVersion));
+        }, () => undefined));
+      }
+      try {
+        await capi.claims.delete(ns, "d");
+        await eventually("both deletions seen", () => deletedAt.size === 2);
+      } finally {
+        aborts.forEach((a) => a.abort());
+      }
+      expect(deletedAt.get("address")! < deletedAt.get("claim")!).to.equal(true);
+      await eventually("IPClaim and Metal3 IPAddress gone", async () => (await c.claims.list(ns)).items.length === 0 && (await c.addresses.list(ns)).items.length === 0);
+      expect(await gone(capi.addresses, ns, "d")).to.equal(true);
+    });
+  });
+
+  it("fails with AllocationFailed when a same-named IPClaim belongs to someone else", async () => {
+    await withController("capi-conflict", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.40.0.1", end: "10.40.0.9" }] }));
+      await c.claims.create(ns, claim(ns, "taken", "p"));
+      await eventually("the IPClaim bound", () => addressOf(c, ns, "taken"));
+      await capi.claims.create(ns, capiClaim(ns, "taken", "p"));
+      const r = await eventually("conflict reported", async () => {
+        const x = ready(await capi.claims.get(ns, "taken"));
+        return x?.reason === "AllocationFailed" ? x : undefined;
+      });
+      expect(r.message).to.match(/IPClaim .*taken already exists and is not owned/);
+    });
+  });
+
+  it("blocks a user's deletion of the Cluster API IPAddress of a live claim, keeping its values", async () => {
+    await withController("capi-userdel", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.41.0.1", end: "10.41.0.9" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "k", "p"));
+      const address = await eventually("k bound", () => capiAddressOf(capi, ns, "k"));
+      await capi.addresses.delete(ns, "k");
+      await consistently("the IPAddress to stay with the same address", async () => (await capi.addresses.get(ns, "k")).spec.address === address, 1_500);
+      expect((await capi.claims.get(ns, "k")).status?.addressRef?.name).to.equal("k");
+    });
+  });
+
+  it("restores wiped status of a fulfilled claim to the same address", async () => {
+    await withController("capi-wipe", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.38.0.1", end: "10.38.0.9" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "w", "p"));
+      const before = await eventually("w bound", () => capiAddressOf(capi, ns, "w"));
+      await capi.claims.patchStatus(ns, "w", { status: null });
+      expect(await eventually("status restored", () => capiAddressOf(capi, ns, "w"))).to.equal(before);
+      expect((await capi.addresses.list(ns)).items).to.have.length(1);
+    });
+  });
+
+  describe("on a management cluster that serves only v1beta1", function () {
+    let plane: LocalPlane | undefined;
+    let crdDir = "";
+
+    before(async function () {
+      if (usingExistingCluster()) this.skip();
+      crdDir = mkdtempSync(join(tmpdir(), "capi-v1beta1-"));
+      for (const file of readdirSync(CAPI_CRDS).filter((f) => f.startsWith("ipam.cluster.x-k8s.io_") || f.startsWith("cluster.x-k8s.io_clusters"))) {
+        const crd = load(readFileSync(join(CAPI_CRDS, file), "utf8")) as { spec: { versions: { name: string; served: boolean; storage: boolean }[] } };
+        if (file.startsWith("ipam.")) {
+          crd.spec.versions = crd.spec.versions.filter((v) => v.name !== "v1beta2").map((v) => ({ ...v, storage: v.name === "v1beta1" }));
+        }
+        writeFileSync(join(crdDir, file), dump(crd));
+      }
+      plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, crdDir], controllerManager: false });
+    });
+
+    after(async () => {
+      await plane?.stop();
+      if (crdDir) rmSync(crdDir, { recursive: true, force: true });
+    });
+
+    it("allocates for a v1beta1 claim and writes v1beta1 and v1beta2 conditions", async () => {
+      const kc1 = plane!.kubeConfig;
+      const ns = await freshNamespace(kc1, "capi-v1beta1");
+      const ctl = await startController(kc1, ns);
+      try {
+        const c1 = clients(kc1);
+        const capi1 = capiClients(kc1, "v1beta1");
+        await c1.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.39.0.1", end: "10.39.0.9" }] }));
+        await capi1.claims.create(ns, { apiVersion: "ipam.cluster.x-k8s.io/v1beta1", ...capiClaim(ns, "old-api", "p") });
+        expect(await eventually("v1beta1 claim bound", () => capiAddressOf(capi1, ns, "old-api"))).to.equal("10.39.0.1");
+        const cl = await capi1.claims.get(ns, "old-api");
+        const legacy = (cl.status?.conditions ?? []).find((x) => x.type === "Ready");
+        expect(legacy?.status).to.equal("True");
+        expect(cl.status?.v1beta2?.conditions?.find((x) => x.type === "Ready")?.reason).to.equal("Allocated");
+      } finally {
+        await ctl.stop();
+      }
+    });
+  });
+});
