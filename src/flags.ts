@@ -7,43 +7,133 @@ export interface Flags {
   poolConcurrency: number;
   logLevel: string;
   logFormat: "json" | "text";
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionId: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  metricsAddress: string;
+  healthAddress: string;
+  webhookPort: number;
+  webhookCertDir?: string;
+  webhookSelfManaged: boolean;
+  webhookServiceName: string;
+  webhookMutatingName: string;
+  webhookValidatingName: string;
 }
 
 export const USAGE = `Usage: npm start -- [flags]
-  --kubeconfig PATH        kubeconfig to use (env KUBECONFIG; default: in-cluster, then ~/.kube/config)
-  --namespace NS           namespace to watch; empty watches all (env WATCH_NAMESPACE)
-  --pool-concurrency N     pools reconciled in parallel (env POOL_CONCURRENCY, default 4)
-  --log-level LEVEL        error|warn|info|debug (env LOG_LEVEL, default info)
-  --log-format FORMAT      json|text (env LOG_FORMAT, default json)`;
+  --kubeconfig PATH                  kubeconfig (env KUBECONFIG; default: in-cluster, then ~/.kube/config)
+  --namespace NS                     namespace to watch; empty watches all (env WATCH_NAMESPACE)
+  --pool-concurrency N               pools reconciled in parallel (env POOL_CONCURRENCY, default 4)
+  --log-level LEVEL                  error|warn|info|debug (env LOG_LEVEL, default info)
+  --log-format FORMAT                json|text (env LOG_FORMAT, default json)
+  --leader-elect                     elect a leader on a Lease; only it reconciles (env LEADER_ELECT=true)
+  --leader-election-namespace NS     namespace of the Lease (env POD_NAMESPACE, default metal3-ipam-system)
+  --leader-election-id NAME          name of the Lease (default metal3-ipam-controller)
+  --leader-elect-lease-duration D    e.g. 15s (default 15s); also --leader-elect-renew-deadline (10s), --leader-elect-retry-period (2s)
+  --metrics-bind-address ADDR        /metrics address (env METRICS_BIND_ADDRESS, default :8080; 0 disables)
+  --health-probe-bind-address ADDR   /healthz and /readyz address (env HEALTH_PROBE_BIND_ADDRESS, default :8081; 0 disables)
+  --webhook-port N                   serve admission webhooks on this port (env WEBHOOK_PORT; default 0: no webhooks)
+  --webhook-cert-dir DIR             tls.crt and tls.key of the webhook server (cert-manager) (env WEBHOOK_CERT_DIR)
+  --webhook-self-managed             make the webhook certificate and keep the configurations' caBundle current
+  --webhook-service-name NAME        Service in front of the webhooks (default metal3-ipam-webhook-service)
+  --webhook-mutating-configuration-name NAME    (default metal3-ipam-mutating-webhook-configuration)
+  --webhook-validating-configuration-name NAME  (default metal3-ipam-validating-webhook-configuration)`;
+
+const bool = (v: string | boolean | undefined, env: string | undefined): boolean => (v === undefined ? env === "true" : v === true || v === "true");
+
+/** Parses "15s", "500ms", "2m" or plain milliseconds. */
+export function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new Error(`--${flag} must be a duration such as 15s or 500ms, got "${text}"`);
+  const n = Number(m[1]);
+  return Math.round(m[2] === "m" ? n * 60_000 : m[2] === "ms" || m[2] === undefined ? n : n * 1000);
+}
+
+function integer(flag: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be an integer from ${min} to ${max}, got "${text}"`);
+  return n;
+}
+
+const OPTIONS = {
+  kubeconfig: { type: "string" },
+  namespace: { type: "string" },
+  "pool-concurrency": { type: "string" },
+  "log-level": { type: "string" },
+  "log-format": { type: "string" },
+  "leader-elect": { type: "boolean" },
+  "leader-election-namespace": { type: "string" },
+  "leader-election-id": { type: "string" },
+  "leader-elect-lease-duration": { type: "string" },
+  "leader-elect-renew-deadline": { type: "string" },
+  "leader-elect-retry-period": { type: "string" },
+  "metrics-bind-address": { type: "string" },
+  "health-probe-bind-address": { type: "string" },
+  "webhook-port": { type: "string" },
+  "webhook-cert-dir": { type: "string" },
+  "webhook-self-managed": { type: "boolean" },
+  "webhook-service-name": { type: "string" },
+  "webhook-mutating-configuration-name": { type: "string" },
+  "webhook-validating-configuration-name": { type: "string" },
+  help: { type: "boolean" },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; strict: true }>>["values"];
+
+function coreFlags(v: Values, env: NodeJS.ProcessEnv): Pick<Flags, "kubeconfig" | "namespace" | "poolConcurrency" | "logLevel" | "logFormat"> {
+  const logFormat = v["log-format"] ?? env.LOG_FORMAT ?? "json";
+  if (logFormat !== "json" && logFormat !== "text") throw new Error(`--log-format must be json or text, got "${logFormat}"`);
+  const kubeconfig = v.kubeconfig ?? env.KUBECONFIG;
+  return {
+    ...(kubeconfig ? { kubeconfig } : {}),
+    namespace: v.namespace ?? env.WATCH_NAMESPACE ?? "",
+    poolConcurrency: integer("pool-concurrency", v["pool-concurrency"] ?? env.POOL_CONCURRENCY ?? "4", 1, 256),
+    logLevel: v["log-level"] ?? env.LOG_LEVEL ?? "info",
+    logFormat,
+  };
+}
+
+type LeaderFlags = Pick<Flags, "leaderElect" | "leaderElectionNamespace" | "leaderElectionId" | "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs">;
+
+function leaderFlags(v: Values, env: NodeJS.ProcessEnv): LeaderFlags {
+  const flags = {
+    leaderElect: bool(v["leader-elect"], env.LEADER_ELECT),
+    leaderElectionNamespace: v["leader-election-namespace"] ?? env.POD_NAMESPACE ?? "metal3-ipam-system",
+    leaderElectionId: v["leader-election-id"] ?? "metal3-ipam-controller",
+    leaseDurationMs: parseDuration("leader-elect-lease-duration", v["leader-elect-lease-duration"] ?? "15s"),
+    renewDeadlineMs: parseDuration("leader-elect-renew-deadline", v["leader-elect-renew-deadline"] ?? "10s"),
+    retryPeriodMs: parseDuration("leader-elect-retry-period", v["leader-elect-retry-period"] ?? "2s"),
+  };
+  if (!(flags.renewDeadlineMs < flags.leaseDurationMs)) throw new Error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
+  return flags;
+}
+
+type ServingFlags = Pick<Flags, "metricsAddress" | "healthAddress" | "webhookPort" | "webhookCertDir" | "webhookSelfManaged" | "webhookServiceName" | "webhookMutatingName" | "webhookValidatingName">;
+
+function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
+  const webhookCertDir = v["webhook-cert-dir"] ?? env.WEBHOOK_CERT_DIR;
+  const flags = {
+    metricsAddress: v["metrics-bind-address"] ?? env.METRICS_BIND_ADDRESS ?? ":8080",
+    healthAddress: v["health-probe-bind-address"] ?? env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
+    webhookPort: integer("webhook-port", v["webhook-port"] ?? env.WEBHOOK_PORT ?? "0", 0, 65535),
+    ...(webhookCertDir ? { webhookCertDir } : {}),
+    webhookSelfManaged: bool(v["webhook-self-managed"], env.WEBHOOK_SELF_MANAGED),
+    webhookServiceName: v["webhook-service-name"] ?? "metal3-ipam-webhook-service",
+    webhookMutatingName: v["webhook-mutating-configuration-name"] ?? "metal3-ipam-mutating-webhook-configuration",
+    webhookValidatingName: v["webhook-validating-configuration-name"] ?? "metal3-ipam-validating-webhook-configuration",
+  };
+  if (flags.webhookPort > 0 && !flags.webhookCertDir && !flags.webhookSelfManaged) {
+    throw new Error("--webhook-port needs --webhook-cert-dir (cert-manager) or --webhook-self-managed");
+  }
+  return flags;
+}
 
 /** Parses argv and env. Throws an Error with a one-line message on bad input (the caller prints USAGE). */
 export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      kubeconfig: { type: "string" },
-      namespace: { type: "string" },
-      "pool-concurrency": { type: "string" },
-      "log-level": { type: "string" },
-      "log-format": { type: "string" },
-      help: { type: "boolean" },
-    },
-    strict: true,
-  });
+  const { values } = parseArgs({ args: argv, options: OPTIONS, strict: true });
   if (values.help) throw new Error("help");
-  const concurrencyText = values["pool-concurrency"] ?? env.POOL_CONCURRENCY ?? "4";
-  const poolConcurrency = Number(concurrencyText);
-  if (!Number.isInteger(poolConcurrency) || poolConcurrency < 1 || poolConcurrency > 256) {
-    throw new Error(`--pool-concurrency must be an integer from 1 to 256, got "${concurrencyText}"`);
-  }
-  const logFormat = values["log-format"] ?? env.LOG_FORMAT ?? "json";
-  if (logFormat !== "json" && logFormat !== "text") throw new Error(`--log-format must be json or text, got "${logFormat}"`);
-  const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
-  return {
-    ...(kubeconfig ? { kubeconfig } : {}),
-    namespace: values.namespace ?? env.WATCH_NAMESPACE ?? "",
-    poolConcurrency,
-    logLevel: values["log-level"] ?? env.LOG_LEVEL ?? "info",
-    logFormat,
-  };
+  return { ...coreFlags(values, env), ...leaderFlags(values, env), ...servingFlags(values, env) };
 }

@@ -21,6 +21,7 @@ import { Manager } from "../../src/controllers/manager.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient } from "../../src/kube/resource.js";
 import { createLogger, silentLogger } from "../../src/runtime/logger.js";
+import { serviceAccountKubeConfig } from "./serviceaccount.js";
 
 export interface Clients {
   pools: ResourceClient<IPPool>;
@@ -41,9 +42,13 @@ export function clients(kc: KubeConfig): Clients {
   };
 }
 
-/** Starts the controller for `namespace` in this process; returns a stop function. */
-export async function startController(kc: KubeConfig, namespace: string, poolConcurrency = 4): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
+/**
+ * Starts the controller for `namespace` in this process; returns a stop function. It authenticates as the
+ * ServiceAccount of config/rbac (so every suite proves those rules sufficient), unless E2E_CONTROLLER_AS_ADMIN=true.
+ */
+export async function startController(adminKc: KubeConfig, namespace: string, poolConcurrency = 4): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
   if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve() };
+  const kc = process.env.E2E_CONTROLLER_AS_ADMIN === "true" ? adminKc : await serviceAccountKubeConfig(adminKc);
   // E2E_LOG=debug shows the controller's log in the test output.
   const logger = process.env.E2E_LOG ? createLogger({ level: process.env.E2E_LOG, format: "text" }) : silentLogger();
   const manager = new Manager(kc, { namespace, poolConcurrency, logger, watchTimeoutSeconds: 60 });

@@ -12,6 +12,9 @@ export interface Cluster extends KubeObject {
   spec?: { paused?: boolean };
 }
 
+/** RBAC for reading Clusters (pause, owner references). */
+export const CLUSTER_RULES = [{ apiGroups: ["cluster.x-k8s.io"], resources: ["clusters"], verbs: ["get", "list", "watch"] }];
+
 export const CLUSTER_GROUP = "cluster.x-k8s.io";
 
 export function clusterType(version: string): ResourceType {

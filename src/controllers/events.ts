@@ -4,6 +4,9 @@ import type { KubeObject } from "../kube/resource.js";
 import { describeError } from "../kube/errors.js";
 import type { Logger } from "../runtime/logger.js";
 
+/** RBAC for recording Events. */
+export const EVENT_RULES = [{ apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] }];
+
 export const COMPONENT = "metal3-ipam-controller";
 
 export interface EventSink {

@@ -5,6 +5,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Logger } from "../runtime/logger.js";
+import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
 import { discoverClusterVersion, type Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
@@ -23,6 +24,7 @@ export interface ManagerOptions {
   events?: EventSink;
   resyncMs?: number;
   watchTimeoutSeconds?: number;
+  metrics?: ControllerMetrics;
 }
 
 export class Manager {
@@ -49,10 +51,15 @@ export class Manager {
     });
     this.store = store;
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
-    const reconciler = new PoolReconciler(store, events, log);
+    const metrics = this.options.metrics ?? noMetrics;
+    const reconciler = new PoolReconciler(store, events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
-      onError: (key, err) => log.error("Reconcile failed; retrying with backoff", { pool: key, error: err instanceof Error ? err.message : String(err) }),
+      onMetrics: metrics.queue("ippool"),
+      onError: (key, err) => {
+        metrics.reconcileError("ippool");
+        log.error("Reconcile failed; retrying with backoff", { pool: key, error: err instanceof Error ? err.message : String(err) });
+      },
     });
     this.queue = queue;
     const add = (key: string): void => queue.add(key);

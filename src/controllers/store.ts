@@ -28,6 +28,13 @@ import { addressToClaim, addressToPool, BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_P
 
 const metal3 = (kind: string, plural: string): ResourceType => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
 
+/** RBAC the store's reads and writes need (rendered into config/rbac by `npm run generate`). */
+export const STORE_RULES = [
+  { apiGroups: [GROUP], resources: ["ippools"], verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [GROUP], resources: ["ippools/status", "ipclaims/status"], verbs: ["patch"] },
+  { apiGroups: [GROUP], resources: ["ipclaims", "ipaddresses"], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+];
+
 export interface StoreOptions {
   namespace?: string;
   clusterVersion: string;

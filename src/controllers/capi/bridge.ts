@@ -28,6 +28,17 @@ import type { Store } from "../store.js";
 import { CapiClaimReconciler } from "./reconciler.js";
 import { capiAddressToClaim, capiAddressToPool, ownedBy, servesClaim } from "./translate.js";
 
+/** RBAC of the bridge: Cluster API claims (and their status) and the IPAddresses it creates. */
+export const BRIDGE_RULES = [
+  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddressclaims"], verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddressclaims/status"], verbs: ["patch"] },
+  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddresses"], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  // blockOwnerDeletion on the owner references we set needs update on the owners' finalizers subresource where the
+  // OwnerReferencesPermissionEnforcement admission plugin runs.
+  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddressclaims/finalizers"], verbs: ["update"] },
+  { apiGroups: ["ipam.metal3.io"], resources: ["ippools/finalizers"], verbs: ["update"] },
+];
+
 /** The newest IPAM version served, or undefined when Cluster API's IPAM CRDs are not installed. */
 export async function discoverCapiIpamVersion(kc: KubeConfig): Promise<string | undefined> {
   const api = kc.makeApiClient(CustomObjectsApi);

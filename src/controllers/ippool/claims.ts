@@ -12,6 +12,7 @@ import {
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import type { Logger } from "../../runtime/logger.js";
+import type { ControllerMetrics } from "../../runtime/metrics.js";
 import { conditionUnchanged, setCondition } from "../conditions.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
@@ -25,6 +26,7 @@ export interface ApplyContext {
   now: Date;
   /** Set when a write lost a race; the pool is reconciled again soon. */
   requeue: boolean;
+  metrics: ControllerMetrics;
 }
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
@@ -55,6 +57,7 @@ export async function releaseAddress(ctx: ApplyContext, address: IPAddress): Pro
   const unlocked = await ctx.store.removeFinalizer(ctx.store.addresses, address, IPADDRESS_FINALIZER);
   if (unlocked) await ctx.store.delete(ctx.store.addresses, unlocked);
   ctx.allocator?.release(address.spec.address);
+  ctx.metrics.release("released");
 }
 
 async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<IPClaim> {
@@ -80,6 +83,7 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
     throw err;
   }
   let created: IPAddress;
+  const started = performance.now();
   try {
     created = await ctx.store.create(ctx.store.addresses, address);
   } catch (err) {
@@ -94,6 +98,7 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
   }
   ctx.log.info("Allocated IPAddress", { claim: claim.metadata.name, address: created.spec.address, ipAddress: created.metadata.name });
   await bind(ctx, withFinalizer, created);
+  ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
 }
 
 function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): void {
@@ -105,6 +110,7 @@ export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reaso
   const changed = !conditionUnchanged(claim.status?.conditions, { type: READY_CONDITION, status: "False", reason, message });
   await writeClaimStatus(ctx, claim, claim.status?.address, message, { reason, message });
   if (changed) {
+    ctx.metrics.allocation(reason);
     ctx.events.record(claim, "Warning", reason, message);
     ctx.log.info("Allocation failed", { claim: claim.metadata.name, reason, message });
   }

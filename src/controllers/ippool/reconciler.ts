@@ -20,6 +20,7 @@ import { PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import { describeError } from "../../kube/errors.js";
 import type { Logger } from "../../runtime/logger.js";
+import { noMetrics, type ControllerMetrics } from "../../runtime/metrics.js";
 import type { ReconcileResult } from "../../runtime/workqueue.js";
 import { pauseState, type Cluster } from "../clusters.js";
 import type { EventSink } from "../events.js";
@@ -31,6 +32,7 @@ import { planClaim, type ClaimAction } from "./plan.js";
 import { desiredPoolStatus } from "./status.js";
 
 export interface PoolReconcilerOptions {
+  metrics?: ControllerMetrics;
   /** Claim writes of one pass run this many at a time (decisions stay sequential). Default 16. */
   writeConcurrency?: number;
   clock?: () => Date;
@@ -60,7 +62,9 @@ export class PoolReconciler {
     }
     const collisions: string[] = [];
     const allocator = pool ? this.buildAllocator(pool, key, collisions) : undefined;
-    const ctx: ApplyContext = { store: this.store, events: this.events, log, allocator, now: this.now(), requeue: false };
+    const metrics = this.options.metrics ?? noMetrics;
+    if (!pool) metrics.poolGone(namespace, name);
+    const ctx: ApplyContext = { store: this.store, events: this.events, log, allocator, now: this.now(), requeue: false, metrics };
     await this.reconcileClaims(ctx, pool, claims, collisions);
     await this.cleanupOrphans(ctx, this.store.addresses.byIndex(BY_POOL, key));
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(ctx, pool, key);
@@ -173,6 +177,7 @@ export class PoolReconciler {
     const addresses = this.store.addresses.byIndex(BY_POOL, key);
     const health = { specErrors: allocator.specErrors, collisions };
     const status = desiredPoolStatus(pool, addresses, allocator.capacity(), health, ctx.now);
+    ctx.metrics.poolCapacity(pool.metadata.namespace ?? "", pool.metadata.name ?? "", status.total ?? 0, status.used ?? 0, status.free ?? 0);
     if (isEqual(status, pool.status ?? {})) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");

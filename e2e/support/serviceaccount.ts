@@ -1,0 +1,77 @@
+/**
+ * Runs test controllers as the ServiceAccount of config/rbac instead of the admin: installs the rendered RBAC of
+ * config/rbac (namespace metal3-ipam-system, name prefix metal3-ipam-, as config/default renders them) and mints a
+ * token through the TokenRequest API. Every suite that starts a controller thereby proves the rules sufficient.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject } from "@kubernetes/client-node";
+import { load } from "js-yaml";
+import { isConflict } from "../../src/kube/errors.js";
+import { repoRoot } from "./cluster.js";
+
+export const CONTROLLER_NAMESPACE = "metal3-ipam-system";
+export const CONTROLLER_SERVICE_ACCOUNT = "metal3-ipam-controller-manager";
+const PREFIX = "metal3-ipam-";
+const FILES = ["service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election_role.yaml", "leader_election_role_binding.yaml"];
+
+/** config/rbac's objects as config/default renders them (namespace and name prefix applied). */
+export function renderedRbac(): KubernetesObject[] {
+  const fix = (obj: Record<string, unknown> & KubernetesObject): KubernetesObject => {
+    const meta = obj.metadata ?? {};
+    meta.name = PREFIX + (meta.name ?? "");
+    if (meta.namespace === "system") meta.namespace = CONTROLLER_NAMESPACE;
+    const roleRef = obj.roleRef as { name: string } | undefined;
+    if (roleRef) roleRef.name = PREFIX + roleRef.name;
+    for (const s of (obj.subjects as { name: string; namespace?: string }[] | undefined) ?? []) {
+      s.name = PREFIX + s.name;
+      s.namespace = CONTROLLER_NAMESPACE;
+    }
+    return obj;
+  };
+  return FILES.map((f) => fix(load(readFileSync(join(repoRoot, "config", "rbac", f), "utf8")) as Record<string, unknown> & KubernetesObject));
+}
+
+async function applyAll(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespace({ body: { metadata: { name: CONTROLLER_NAMESPACE } } });
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  for (const obj of objects) {
+    try {
+      await api.create(obj);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      await api.replace(obj);
+    }
+  }
+}
+
+/** RBAC installs per API server (suites may run planes of their own). */
+const installed = new Map<string, Promise<void>>();
+
+/** A kubeconfig for the same server that authenticates as the controller's ServiceAccount (token valid 1 h). */
+export async function serviceAccountKubeConfig(admin: KubeConfig): Promise<KubeConfig> {
+  const server = admin.getCurrentCluster()?.server ?? "";
+  if (!installed.has(server)) installed.set(server, applyAll(admin, renderedRbac()));
+  await installed.get(server);
+  const core = admin.makeApiClient(CoreV1Api);
+  const token = await core.createNamespacedServiceAccountToken({
+    name: CONTROLLER_SERVICE_ACCOUNT,
+    namespace: CONTROLLER_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const cluster = admin.getCurrentCluster();
+  if (!cluster || !token.status?.token) throw new Error("could not mint a ServiceAccount token");
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ ...cluster, name: "test" }],
+    users: [{ name: CONTROLLER_SERVICE_ACCOUNT, token: token.status.token }],
+    contexts: [{ name: "sa", cluster: "test", user: CONTROLLER_SERVICE_ACCOUNT }],
+    currentContext: "sa",
+  });
+  return kc;
+}

@@ -1,0 +1,124 @@
+/**
+ * `npm run bench`: a benchmark, not a test. Prints a table of figures and writes them as JSON (.cache/bench/last.json).
+ *
+ *   1. burst: BENCH_CLAIMS IPClaims (default 1000) created at once on one pool; time until all are bound, distinctness
+ *   2. latency: BENCH_LATENCY_CLAIMS claims (default 50) one at a time on a quiet pool; median and p90
+ *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random
+ *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
+ *
+ * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
+ * LocalPlane of their own with the controller as a child process. Only a crash fails the run; everything started is
+ * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
+ */
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { CAPI_CRDS, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
+import { readConfig, type BenchConfig } from "./bench/config.js";
+import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
+import { METAL3_IPCLAIM } from "./bench/kinds.js";
+import { sectionsOf, type BenchResults } from "./bench/report.js";
+import { bindBurst, controllerMemory, idleMemory, singleClaimLatency, type BenchContext } from "./bench/scenarios.js";
+import { renderTable } from "./bench/table.js";
+import { describeError } from "../src/kube/errors.js";
+import { LocalPlane } from "./localplane/plane.js";
+
+const BENCH_DIR = join(repoRoot, ".cache", "bench");
+
+let plane: LocalPlane | undefined;
+
+function progress(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** Stops every controller and the plane; safe to call twice. */
+async function cleanup(): Promise<void> {
+  await stopAllControllers();
+  const p = plane;
+  plane = undefined;
+  await p?.stop();
+}
+
+function runAllocator(config: BenchConfig, results: BenchResults): void {
+  for (const c of ALLOCATOR_CASES) {
+    progress(`allocator: ${c.label}, ${config.allocations} allocations × ${config.repeats + 1}`);
+    results.allocator.push(measureAllocator(c, config.allocations, config.window, config.repeats));
+  }
+}
+
+async function runClusterScenarios(config: BenchConfig, results: BenchResults): Promise<void> {
+  progress("starting the local plane (etcd, kube-apiserver, kube-controller-manager) with our CRDs and Cluster API's");
+  plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, CAPI_CRDS] });
+  const ctx: BenchContext = { kc: plane.kubeConfig, kubeconfigPath: plane.kubeconfigPath, logDir: join(BENCH_DIR, "logs"), timeoutMs: config.timeoutSeconds * 1000 };
+
+  progress("memory: idle node, node + tsx, idle controller (empty cluster)");
+  results.idleMemory = await idleMemory(ctx);
+
+  progress("starting the controller (all namespaces) for scenarios 1 and 2");
+  const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir);
+  try {
+    progress(`burst: ${config.claims} IPClaims, ${config.concurrency} in flight`);
+    results.burst = await bindBurst(ctx, METAL3_IPCLAIM, { count: config.claims, concurrency: config.concurrency, controller });
+    progress(`latency: ${config.latencyClaims} IPClaims one at a time`);
+    results.latency = await singleClaimLatency(ctx, METAL3_IPCLAIM, { count: config.latencyClaims, controller });
+    results.afterBurstMemory = await controller.memory();
+  } finally {
+    await controller.stop();
+  }
+
+  progress(`memory: loading ${config.addresses} IPAddresses, then a controller on them`);
+  results.memory = await controllerMemory(ctx, { addresses: config.addresses, concurrency: config.concurrency });
+}
+
+function output(config: BenchConfig, results: BenchResults): void {
+  console.log(renderTable(sectionsOf(results)));
+  mkdirSync(dirname(config.outFile), { recursive: true });
+  const json = JSON.stringify(results, null, 2);
+  writeFileSync(config.outFile, `${json}\n`);
+  console.log(`JSON: ${config.outFile}${results.error ? "   (partial: the run failed, see the error below)" : ""}`);
+  if (config.printJson) console.log(json);
+}
+
+async function main(): Promise<number> {
+  const config = readConfig(process.env, join(BENCH_DIR, "last.json"));
+  rmSync(join(BENCH_DIR, "logs"), { recursive: true, force: true });
+  const results: BenchResults = {
+    startedAt: new Date().toISOString(),
+    host: { node: process.version, platform: `${process.platform}/${process.arch}`, cpus: cpus().length, loadAverageAtStart: loadavg() },
+    config,
+    allocator: [],
+  };
+  let failure: unknown;
+  try {
+    runAllocator(config, results);
+    await runClusterScenarios(config, results);
+  } catch (err) {
+    failure = err;
+    results.error = describeError(err);
+  } finally {
+    progress("stopping the controller and the plane");
+    await cleanup();
+  }
+  output(config, results);
+  if (failure !== undefined) {
+    console.error(failure instanceof Error ? failure.stack ?? failure.message : describeError(failure));
+    return 1;
+  }
+  return 0;
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: stopping everything`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.stack ?? err.message : String(err));
+    void cleanup().finally(() => process.exit(1));
+  },
+);

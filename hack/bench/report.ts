@@ -1,0 +1,113 @@
+/** Turns the results of a run into table sections. Missing results (a run that failed half-way) are skipped. */
+import type { AllocatorResult } from "./allocator.js";
+import type { BenchConfig } from "./config.js";
+import type { ProcMemory } from "./controller.js";
+import type { BurstResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
+import { fmt, fmtBytes, fmtMs, fmtRatio, type Summary } from "./stats.js";
+import type { Row, Section } from "./table.js";
+
+/** Everything a run measured; written as JSON as is. */
+export interface BenchResults {
+  startedAt: string;
+  host: { node: string; platform: string; cpus: number; loadAverageAtStart: number[] };
+  config: BenchConfig;
+  allocator: AllocatorResult[];
+  burst?: BurstResult;
+  latency?: LatencyResult;
+  idleMemory?: MemoryReading[];
+  /** The cluster-wide controller of scenarios 1 and 2, read after them. */
+  afterBurstMemory?: ProcMemory;
+  memory?: MemoryResult;
+  error?: string;
+}
+
+function spread(s: Summary): string {
+  return `p90 ${fmtMs(s.p90)}, p99 ${fmtMs(s.p99)}, max ${fmtMs(s.max)}`;
+}
+
+function burstSection(b: BurstResult): Section {
+  const duplicates = b.boundVerified - b.distinctAddresses;
+  const check = duplicates === 0 && b.boundVerified === b.count ? "OK: all distinct" : duplicates > 0 ? `FAIL: ${duplicates} duplicate(s)` : "INCOMPLETE";
+  return {
+    title: `1. Burst: ${b.count} ${b.kind}s created at once on one pool (${b.concurrency} creates in flight; controller = child process)`,
+    rows: [
+      { metric: "time to bind all (first create → last Ready=True)", value: fmtMs(b.bindAllMs), detail: b.timedOut ? "TIMED OUT: deadline reached" : "" },
+      { metric: "creates submitted (first sent → last answered)", value: fmtMs(b.createAllMs) },
+      { metric: "throughput", value: `${fmt(b.claimsPerSecond)}/s`, detail: "claims bound per second over the whole burst" },
+      { metric: "per claim, create sent → seen bound: median", value: fmtMs(b.perClaimMs.median), detail: spread(b.perClaimMs) },
+      { metric: "claims seen bound (watch)", value: `${b.boundSeen}/${b.count}` },
+      { metric: "addresses verified (claim → IPAddress → spec.address)", value: `${b.boundVerified}/${b.count}` },
+      { metric: "distinct addresses among them", value: `${b.distinctAddresses}/${b.boundVerified}`, detail: check },
+    ],
+  };
+}
+
+function latencySection(l: LatencyResult): Section {
+  const rows: Row[] = [
+    { metric: "create → Ready=True: median", value: fmtMs(l.bindMs.median) },
+    { metric: "create → Ready=True: p90", value: fmtMs(l.bindMs.p90) },
+    { metric: "create → Ready=True: min / mean / max", value: fmtMs(l.bindMs.mean), detail: `min ${fmtMs(l.bindMs.min)}, max ${fmtMs(l.bindMs.max)} (value column: mean)` },
+    { metric: "of which the create call itself: median", value: fmtMs(l.createMs.median), detail: `p90 ${fmtMs(l.createMs.p90)}` },
+  ];
+  if (l.timedOut > 0) rows.push({ metric: "claims not bound before the deadline", value: String(l.timedOut) });
+  return { title: `2. Single-claim latency: ${l.count} ${l.kind}s one at a time on a quiet pool (watch on the claims)`, rows };
+}
+
+function allocatorSection(results: readonly AllocatorResult[]): Section | undefined {
+  const first = results[0];
+  if (!first) return undefined;
+  const w = (c: AllocatorResult["first"]): string => `${c.from}-${c.to}`;
+  return {
+    title: `3. Allocator only (PoolAllocator: allocate + reserve, no API server; median of ${first.repeats} runs after a warm-up)`,
+    header: ["pool", `µs/alloc ${w(first.first)}`, `µs/alloc ${w(first.last)}`, "time ratio", "work/alloc first", "work/alloc last", "work ratio", `${first.allocations} allocs`, "heap empty", `heap at ${first.allocations}`, "heap/addr"],
+    cells: results.map((r) => [
+      r.label,
+      fmt(r.first.microsPerAllocation),
+      fmt(r.last.microsPerAllocation),
+      fmtRatio(r.last.microsPerAllocation, r.first.microsPerAllocation),
+      fmt(r.first.workPerAllocation),
+      fmt(r.last.workPerAllocation),
+      fmtRatio(r.last.workPerAllocation, r.first.workPerAllocation),
+      fmtMs(r.runMs),
+      r.heapEmptyBytes === undefined ? "n/a" : fmtBytes(r.heapEmptyBytes),
+      r.heapFilledBytes === undefined ? "n/a" : fmtBytes(r.heapFilledBytes),
+      r.heapFilledBytes === undefined ? "n/a" : `${fmt(r.heapFilledBytes / r.allocations)} B`,
+    ]),
+  };
+}
+
+function memoryRow(state: string, m: ProcMemory, base?: ProcMemory): Row {
+  const delta = base ? `, +${fmtBytes(m.rss - base.rss)} over idle controller` : "";
+  return { metric: state, value: fmtBytes(m.rss), detail: `peak ${fmtBytes(m.peakRss)}, anon ${fmtBytes(m.rssAnon)}${delta}` };
+}
+
+function memorySection(r: BenchResults): Section | undefined {
+  const idle = r.idleMemory?.find((m) => m.state.startsWith("controller"));
+  const rows: Row[] = (r.idleMemory ?? []).map((m) => memoryRow(m.state, m));
+  if (r.afterBurstMemory) {
+    rows.push(memoryRow(`controller, all namespaces, after scenarios 1-2 (${r.config.claims + r.config.latencyClaims} claims)`, r.afterBurstMemory, idle));
+  }
+  const mem = r.memory;
+  if (mem) {
+    rows.push(memoryRow(`controller, watching 1 namespace: 1 pool, ${mem.addresses} IPAddresses`, mem.loaded, idle));
+    if (idle) {
+      const perObject = (mem.loaded.rss - idle.rss) / mem.addresses;
+      rows.push({ metric: "  → RSS per IPAddress held", value: fmtBytes(perObject), detail: "(loaded − idle) / addresses" });
+    }
+    rows.push({ metric: `  loading ${mem.addresses} IPAddresses (before the controller starts)`, value: fmtMs(mem.loadMs), detail: `${fmt(mem.addresses / (mem.loadMs / 1000))} creates/s` });
+    rows.push({ metric: "  controller start → pool status used = all", value: fmtMs(mem.syncMs), detail: `used ${mem.poolUsed}; includes process start, tsx compile, list, first reconcile` });
+  }
+  if (rows.length === 0) return undefined;
+  return { title: "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs as `node --import tsx src/main.ts`)", rows };
+}
+
+/** The table sections of `r`, in scenario order. */
+export function sectionsOf(r: BenchResults): Section[] {
+  const sections: (Section | undefined)[] = [
+    r.burst && burstSection(r.burst),
+    r.latency && latencySection(r.latency),
+    allocatorSection(r.allocator),
+    memorySection(r),
+  ];
+  return sections.filter((s): s is Section => s !== undefined);
+}

@@ -1,0 +1,308 @@
+/**
+ * The scenarios that need an API server: a burst of claims on one pool, one claim at a time on a quiet pool, and the
+ * controller's memory with many IPAddress objects. Each scenario makes its own namespace and pool, so they can run in
+ * any order and more than once (e.g. once per {@link ClaimKind}).
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
+import { freshNamespace } from "../../e2e/support/cluster.js";
+import { clients, pool } from "../../e2e/support/ipam.js";
+import { ipAddressName } from "../../src/ipam/naming.js";
+import { describeError, isNotFound } from "../../src/kube/errors.js";
+import { idleNodeMemory, startControllerProcess, type ControllerProcess, type ProcMemory } from "./controller.js";
+import type { ClaimKind } from "./kinds.js";
+import { nowMs, summarize, type Summary } from "./stats.js";
+import { ClaimWatch } from "./watch.js";
+
+/** What every scenario needs: the cluster and where controller logs go. */
+export interface BenchContext {
+  kc: KubeConfig;
+  kubeconfigPath: string;
+  logDir: string;
+  /** Deadline of each wait for the controller. */
+  timeoutMs: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn` over `items` with at most `limit` calls in flight; rejects with the first error once all settled. */
+export async function runLimited<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let firstError: unknown;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        await fn(items[index] as T, index);
+      } catch (err) {
+        firstError ??= err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error(describeError(firstError));
+}
+
+/** Polls `probe` every `intervalMs` until it returns true (→ true) or `timeoutMs` passes (→ false). */
+export async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(intervalMs);
+  }
+}
+
+/** 10.0.0.0 with the longest prefix (at most /16) whose subnet yields at least `count` addresses (spec §2: network+1 … broadcast). */
+export function subnetFor(count: number): string {
+  const bits = Math.max(16, Math.ceil(Math.log2(count + 1)));
+  if (bits > 24) throw new Error(`${count} addresses do not fit in 10.0.0.0/8`);
+  return `10.0.0.0/${32 - bits}`;
+}
+
+async function createPool(kc: KubeConfig, namespace: string, name: string, count: number): Promise<IPPool> {
+  return await clients(kc).pools.create(namespace, pool(namespace, name, { pools: [{ subnet: subnetFor(count) }], prefix: 16, gateway: "10.0.0.1" }));
+}
+
+async function readPool(kc: KubeConfig, namespace: string, name: string): Promise<IPPool | undefined> {
+  try {
+    return await clients(kc).pools.get(namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Waits until the controller wrote the pool's status (Ready condition present): it is synced and reconciling. */
+async function waitPoolReconciled(ctx: BenchContext, controller: ControllerProcess, namespace: string, name: string): Promise<void> {
+  const ok = await controller.guard(pollUntil(async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length), ctx.timeoutMs, 50));
+  if (!ok) throw new Error(`the controller did not reconcile IPPool ${namespace}/${name} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`);
+}
+
+/** Options of {@link bindBurst}. */
+export interface BurstOptions {
+  count: number;
+  /** Creates in flight. */
+  concurrency: number;
+  /** The controller serving the cluster; a crash aborts the scenario with its output. */
+  controller: ControllerProcess;
+}
+
+/** Result of {@link bindBurst}. */
+export interface BurstResult {
+  kind: string;
+  count: number;
+  concurrency: number;
+  /** First create sent → last create answered. */
+  createAllMs: number;
+  /** First create sent → last claim seen bound (or the deadline, when `timedOut`). */
+  bindAllMs: number;
+  /** Claims bound per second over bindAllMs. */
+  claimsPerSecond: number;
+  /** Per claim: its create sent → it was seen bound, in ms. */
+  perClaimMs: Summary;
+  timedOut: boolean;
+  /** Claims seen bound through the watch. */
+  boundSeen: number;
+  /** Claims whose address reference resolves to an IPAddress naming them (read back after the burst). */
+  boundVerified: number;
+  /** Distinct addresses among the verified ones; equal to boundVerified when no address was handed out twice. */
+  distinctAddresses: number;
+}
+
+/** Scenario 1: `count` claims created at once (`concurrency` in flight) on one fresh pool; time until all are bound. */
+export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: BurstOptions): Promise<BurstResult> {
+  const { count, concurrency, controller } = options;
+  const namespace = await freshNamespace(ctx.kc, "bench-burst");
+  await createPool(ctx.kc, namespace, "burst", count);
+  await waitPoolReconciled(ctx, controller, namespace, "burst");
+  const watch = await ClaimWatch.start(ctx.kc, kind, namespace);
+  try {
+    const names = Array.from({ length: count }, (_, i) => `burst-${String(i + 1).padStart(5, "0")}`);
+    const sentAt = new Map<string, number>();
+    const start = nowMs();
+    await controller.guard(
+      runLimited(names, concurrency, async (name) => {
+        sentAt.set(name, nowMs());
+        await kind.create(ctx.kc, namespace, name, "burst");
+      }),
+    );
+    const createAllMs = nowMs() - start;
+    const allBound = await controller.guard(watch.waitBound(names, ctx.timeoutMs));
+    const boundTimes = names.map((n) => watch.boundAt.get(n)).filter((t): t is number => t !== undefined);
+    const bindAllMs = allBound ? Math.max(...boundTimes) - start : nowMs() - start;
+    const perClaim = names.flatMap((n) => {
+      const bound = watch.boundAt.get(n);
+      const sent = sentAt.get(n);
+      return bound !== undefined && sent !== undefined ? [bound - sent] : [];
+    });
+    const addresses = await kind.boundAddresses(ctx.kc, namespace);
+    const verified = names.map((n) => addresses.get(n)).filter((a): a is string => a !== undefined);
+    return {
+      kind: kind.label,
+      count,
+      concurrency,
+      createAllMs,
+      bindAllMs,
+      claimsPerSecond: boundTimes.length / (bindAllMs / 1000),
+      perClaimMs: summarize(perClaim),
+      timedOut: !allBound,
+      boundSeen: boundTimes.length,
+      boundVerified: verified.length,
+      distinctAddresses: new Set(verified).size,
+    };
+  } finally {
+    watch.stop();
+  }
+}
+
+/** Options of {@link singleClaimLatency}. */
+export interface LatencyOptions {
+  count: number;
+  controller: ControllerProcess;
+  /** Quiet time after each bind before the next create, so each claim meets an idle controller. Default 100 ms. */
+  pauseMs?: number;
+}
+
+/** Result of {@link singleClaimLatency}. */
+export interface LatencyResult {
+  kind: string;
+  count: number;
+  /** Create sent → claim seen bound (watch), ms. */
+  bindMs: Summary;
+  /** Create sent → create answered, ms: the API server's share of the figure above. */
+  createMs: Summary;
+  /** Claims not bound within the deadline. */
+  timedOut: number;
+}
+
+/** Scenario 2: `count` claims, one at a time, on a quiet pool; per-claim time from create to bound. */
+export async function singleClaimLatency(ctx: BenchContext, kind: ClaimKind, options: LatencyOptions): Promise<LatencyResult> {
+  const { count, controller } = options;
+  const namespace = await freshNamespace(ctx.kc, "bench-latency");
+  await createPool(ctx.kc, namespace, "quiet", count);
+  await waitPoolReconciled(ctx, controller, namespace, "quiet");
+  const watch = await ClaimWatch.start(ctx.kc, kind, namespace);
+  const bind: number[] = [];
+  const create: number[] = [];
+  let timedOut = 0;
+  try {
+    for (let i = 1; i <= count; i++) {
+      const name = `single-${String(i).padStart(4, "0")}`;
+      await sleep(options.pauseMs ?? 100);
+      const sent = nowMs();
+      await controller.guard(kind.create(ctx.kc, namespace, name, "quiet"));
+      create.push(nowMs() - sent);
+      if (!(await controller.guard(watch.waitBound([name], ctx.timeoutMs)))) {
+        timedOut++;
+        continue;
+      }
+      bind.push((watch.boundAt.get(name) ?? Number.NaN) - sent);
+    }
+  } finally {
+    watch.stop();
+  }
+  return { kind: kind.label, count, bindMs: summarize(bind), createMs: summarize(create), timedOut };
+}
+
+/** One reading of a controller's memory, with when it was taken. */
+export interface MemoryReading extends ProcMemory {
+  /** What the controller held: e.g. "idle, empty namespace". */
+  state: string;
+}
+
+/** Result of {@link controllerMemory}. */
+export interface MemoryResult {
+  addresses: number;
+  /** Creating the IPAddress objects (before the controller starts), ms. */
+  loadMs: number;
+  /** Controller start → pool status shows every address used, ms (informer sync + first reconcile). */
+  syncMs: number;
+  /** The controller holding the addresses, read after sync and a settle time. */
+  loaded: ProcMemory;
+  /** `used` in the pool status when sync was declared. */
+  poolUsed: number;
+}
+
+/** Options of {@link controllerMemory}. */
+export interface MemoryOptions {
+  addresses: number;
+  concurrency: number;
+  /** Time between sync and the reading, so start-up garbage can be collected. Default 5 s. */
+  settleMs?: number;
+}
+
+/** Starts a controller watching `namespace`, waits until `ready` holds, settles, reads its memory, stops it. */
+async function controllerReading(ctx: BenchContext, namespace: string, ready: () => Promise<boolean>, settleMs: number): Promise<{ memory: ProcMemory; readyMs: number }> {
+  const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir, namespace);
+  try {
+    const start = nowMs();
+    const ok = await controller.guard(pollUntil(ready, ctx.timeoutMs, 100));
+    if (!ok) throw new Error(`the controller did not sync namespace ${namespace} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`);
+    const readyMs = nowMs() - start;
+    await controller.guard(sleep(settleMs));
+    return { memory: await controller.memory(), readyMs };
+  } finally {
+    await controller.stop();
+  }
+}
+
+/**
+ * An idle controller's memory: a controller scoped to an empty namespace holding one pool (so readiness is visible),
+ * plus node's own floor with and without the tsx loader. Run it first, on an empty cluster.
+ */
+export async function idleMemory(ctx: BenchContext, settleMs = 5_000): Promise<MemoryReading[]> {
+  const bare = await idleNodeMemory(false, ctx.logDir);
+  const tsx = await idleNodeMemory(true, ctx.logDir);
+  const namespace = await freshNamespace(ctx.kc, "bench-idle");
+  await createPool(ctx.kc, namespace, "idle", 1);
+  const idle = await controllerReading(ctx, namespace, async () => Boolean((await readPool(ctx.kc, namespace, "idle"))?.status?.conditions?.length), settleMs);
+  return [
+    { state: "node, nothing loaded", ...bare },
+    { state: "node + tsx loader, nothing loaded", ...tsx },
+    { state: "controller, idle, watching 1 namespace: 1 empty pool", ...idle.memory },
+  ];
+}
+
+function personMadeAddress(namespace: string, poolName: string, address: string, index: number): IPAddress {
+  return {
+    metadata: { name: ipAddressName(poolName, address), namespace },
+    spec: { address, prefix: 16, gateway: "10.0.0.1", pool: { name: poolName }, claim: { name: `host-${index}` } },
+  };
+}
+
+/** The i-th host address (1-based) of 10.0.0.0/8 as dotted quad. */
+function nthAddress(i: number): string {
+  return [10, (i >>> 16) & 255, (i >>> 8) & 255, i & 255].join(".");
+}
+
+/**
+ * Scenario 4: `addresses` IPAddress objects in one pool, made directly (no owner references, so the controller keeps
+ * them as reservations and never deletes them), then a controller started on them; memory once its pool status
+ * counts them all.
+ */
+export async function controllerMemory(ctx: BenchContext, options: MemoryOptions): Promise<MemoryResult> {
+  const { addresses, concurrency } = options;
+  const c = clients(ctx.kc);
+  const namespace = await freshNamespace(ctx.kc, "bench-memory");
+  await createPool(ctx.kc, namespace, "mem", addresses);
+  const indexes = Array.from({ length: addresses }, (_, i) => i + 1);
+  const loadStart = nowMs();
+  await runLimited(indexes, concurrency, async (i) => {
+    await c.addresses.create(namespace, personMadeAddress(namespace, "mem", nthAddress(i), i));
+  });
+  const loadMs = nowMs() - loadStart;
+  let poolUsed = 0;
+  const synced = async (): Promise<boolean> => {
+    poolUsed = (await readPool(ctx.kc, namespace, "mem"))?.status?.used ?? 0;
+    return poolUsed >= addresses;
+  };
+  const loaded = await controllerReading(ctx, namespace, synced, options.settleMs ?? 5_000);
+  return {
+    addresses,
+    loadMs,
+    syncMs: loaded.readyMs,
+    loaded: loaded.memory,
+    poolUsed,
+  };
+}

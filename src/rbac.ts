@@ -1,0 +1,43 @@
+/**
+ * Every permission the controller needs, collected from the modules that declare them. `npm run generate` renders
+ * them into config/rbac (a ClusterRole for the cluster-wide rules, a Role in the controller's namespace for the
+ * leader-election Lease); a test fails when the rendered files are stale or a rule grows a wildcard.
+ */
+import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
+import { CLUSTER_RULES } from "./controllers/clusters.js";
+import { EVENT_RULES } from "./controllers/events.js";
+import { STORE_RULES } from "./controllers/store.js";
+import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
+import { WEBHOOK_RULES } from "./webhooks/rbac.js";
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** Rules granted cluster-wide (the controller may watch all namespaces). */
+export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [...STORE_RULES, ...CLUSTER_RULES, ...EVENT_RULES, ...BRIDGE_RULES, ...WEBHOOK_RULES];
+/** Rules granted only in the controller's own namespace. */
+export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES];
+
+/** Merges rules per (group, resource), verbs united and sorted, for a stable rendering. */
+export function normalizeRules(rules: readonly PolicyRule[]): PolicyRule[] {
+  const byKey = new Map<string, Set<string>>();
+  for (const r of rules) {
+    for (const g of r.apiGroups) {
+      for (const res of r.resources) {
+        const key = `${g}\u0000${res}`;
+        const verbs = byKey.get(key) ?? new Set<string>();
+        r.verbs.forEach((v) => verbs.add(v));
+        byKey.set(key, verbs);
+      }
+    }
+  }
+  return [...byKey.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, verbs]) => {
+      const [group = "", resource = ""] = key.split("\u0000");
+      return { apiGroups: [group], resources: [resource], verbs: [...verbs].sort() };
+    });
+}
