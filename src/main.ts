@@ -1,11 +1,17 @@
 /**
- * The controller process: flags → logger → kubeconfig → manager. SIGTERM and SIGINT drain in-flight reconciles
- * before exiting.
+ * The controller process: flags → logger → probes and metrics → webhooks (every replica) → reconciliation (the
+ * leader only, when leader election is on). SIGTERM drains in-flight reconciles and releases the Lease, so a
+ * successor takes over at once; a lost Lease ends the process at once (a restart begins from the API server's state,
+ * which the allocation path is designed for).
  */
 import { KubeConfig } from "@kubernetes/client-node";
 import { Manager } from "./controllers/manager.js";
 import { parseFlags, USAGE, type Flags } from "./flags.js";
-import { createLogger } from "./runtime/logger.js";
+import { LeaderElector } from "./runtime/leader.js";
+import { createLogger, type Logger } from "./runtime/logger.js";
+import { PrometheusMetrics } from "./runtime/metrics.js";
+import { startProbeServer } from "./runtime/probes.js";
+import { startWebhookServer, type WebhookServer } from "./webhooks/server.js";
 
 function loadKubeConfig(flags: Flags): KubeConfig {
   const kc = new KubeConfig();
@@ -14,27 +20,89 @@ function loadKubeConfig(flags: Flags): KubeConfig {
   return kc;
 }
 
-async function main(): Promise<void> {
-  let flags: Flags;
+function readFlags(): Flags {
   try {
-    flags = parseFlags(process.argv.slice(2), process.env);
+    return parseFlags(process.argv.slice(2), process.env);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     console.error(message === "help" ? USAGE : `${message}\n\n${USAGE}`);
     process.exit(message === "help" ? 0 : 2);
   }
+}
+
+async function startWebhooks(flags: Flags, kc: KubeConfig, logger: Logger): Promise<WebhookServer | undefined> {
+  if (flags.webhookPort === 0) return undefined;
+  const selfManaged = flags.webhookSelfManaged
+    ? {
+        kubeConfig: kc,
+        mutatingName: flags.webhookMutatingName,
+        validatingName: flags.webhookValidatingName,
+        serviceName: flags.webhookServiceName,
+        namespace: flags.leaderElectionNamespace,
+      }
+    : undefined;
+  return await startWebhookServer({
+    port: flags.webhookPort,
+    ...(flags.webhookCertDir ? { certDir: flags.webhookCertDir } : {}),
+    ...(selfManaged ? { selfManaged } : {}),
+    kubeConfig: kc,
+    logger: logger.child({ component: "webhook" }),
+  });
+}
+
+async function main(): Promise<void> {
+  const flags = readFlags();
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat });
-  const manager = new Manager(loadKubeConfig(flags), { namespace: flags.namespace, poolConcurrency: flags.poolConcurrency, logger });
+  const kc = loadKubeConfig(flags);
+  const metrics = new PrometheusMetrics();
+  const manager = new Manager(kc, { namespace: flags.namespace, poolConcurrency: flags.poolConcurrency, logger, metrics });
+  const webhook = await startWebhooks(flags, kc, logger);
+  let leading = false;
+  const closers: (() => Promise<void>)[] = [];
+  if (flags.healthAddress !== "0") {
+    const readiness = { webhook: () => !webhook || webhook.ready(), caches: () => !leading || manager.synced };
+    closers.push((await startProbeServer({ address: flags.healthAddress, readiness })).close);
+  }
+  if (flags.metricsAddress !== "0") closers.push((await startProbeServer({ address: flags.metricsAddress, registry: metrics.registry })).close);
+
+  const becomeLeader = (): void => {
+    leading = true;
+    metrics.leader(true);
+    manager.start().catch((err: unknown) => {
+      logger.error("Controller failed to start", { error: err instanceof Error ? err.message : String(err) });
+      process.exit(1);
+    });
+  };
+  const elector = flags.leaderElect
+    ? new LeaderElector(kc, {
+        namespace: flags.leaderElectionNamespace,
+        name: flags.leaderElectionId,
+        leaseDurationMs: flags.leaseDurationMs,
+        renewDeadlineMs: flags.renewDeadlineMs,
+        retryPeriodMs: flags.retryPeriodMs,
+        logger,
+        onStartedLeading: becomeLeader,
+        onStoppedLeading: () => process.exit(1),
+      })
+    : undefined;
+
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     logger.info("Shutting down", { signal });
-    void manager.stop().then(() => process.exit(0));
+    void (async () => {
+      await manager.stop();
+      await elector?.stop();
+      await webhook?.stop();
+      await Promise.all(closers.map((c) => c()));
+      process.exit(0);
+    })();
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
-  await manager.start();
+  if (elector) elector.start();
+  else becomeLeader();
 }
 
 main().catch((err: unknown) => {

@@ -1,0 +1,186 @@
+/**
+ * Two controller processes with leader election on a Lease (as the Deployment runs them): exactly one reconciles,
+ * a SIGKILLed leader is replaced within the lease duration without a duplicate address, and SIGTERM hands over at
+ * once. Plus /metrics gauges that match the pools' status.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { claimPort } from "../hack/localplane/ports.js";
+import { Manager } from "../src/controllers/manager.js";
+import { silentLogger } from "../src/runtime/logger.js";
+import { PrometheusMetrics } from "../src/runtime/metrics.js";
+import { startProbeServer } from "../src/runtime/probes.js";
+import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
+import { claim, clients, pool, type Clients } from "./support/ipam.js";
+import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "./support/serviceaccount.js";
+import { eventually } from "./support/wait.js";
+
+interface Replica {
+  name: string;
+  proc: ChildProcess;
+  metricsPort: number;
+  exited: Promise<void>;
+}
+
+/** Reads one sample of `metric` (with all of `labels`) from a /metrics text; undefined when absent. */
+function sample(text: string, metric: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(metric)) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== metric) continue;
+    if (Object.entries(labels).every(([k, v]) => (m[2] ?? "").includes(`${k}="${v}"`))) return Number(m[3]);
+  }
+  return undefined;
+}
+
+async function scrape(port: number): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  return await res.text();
+}
+
+async function isLeader(r: Replica): Promise<boolean> {
+  try {
+    return sample(await scrape(r.metricsPort), "metal3_ipam_leader") === 1;
+  } catch {
+    return false;
+  }
+}
+
+describe("leader election and metrics (controller processes)", function () {
+  this.timeout(300_000);
+  let admin: KubeConfig;
+  let c: Clients;
+  let dir: string;
+  let kubeconfig: string;
+  const replicas: Replica[] = [];
+
+  before(async function () {
+    if (usingExistingCluster()) this.skip();
+    admin = (await sharedCluster()).kubeConfig;
+    c = clients(admin);
+    dir = mkdtempSync(join(tmpdir(), "leader-test-"));
+    kubeconfig = join(dir, "sa.kubeconfig");
+    writeFileSync(kubeconfig, (await serviceAccountKubeConfig(admin)).exportConfig());
+  });
+
+  afterEach(async () => {
+    for (const r of replicas.splice(0)) {
+      r.proc.kill("SIGKILL");
+      await r.exited;
+    }
+  });
+
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function startReplica(name: string, namespace: string, lease: string, durations: [string, string, string]): Promise<Replica> {
+    const metricsPort = await claimPort();
+    const proc = spawn(process.execPath, [
+      "--import", "tsx", join(repoRoot, "src", "main.ts"),
+      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, "--log-level=warn",
+      "--leader-elect", `--leader-election-namespace=${CONTROLLER_NAMESPACE}`, `--leader-election-id=${lease}`,
+      `--leader-elect-lease-duration=${durations[0]}`, `--leader-elect-renew-deadline=${durations[1]}`, `--leader-elect-retry-period=${durations[2]}`,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`, "--health-probe-bind-address=0",
+    ], { stdio: ["ignore", "ignore", "inherit"], cwd: repoRoot });
+    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    const replica = { name, proc, metricsPort, exited };
+    replicas.push(replica);
+    await eventually(`${name} to serve /metrics`, async () => (await scrape(metricsPort)).includes("metal3_ipam_leader"), 60_000, 250);
+    return replica;
+  }
+
+  async function boundAddresses(ns: string): Promise<string[]> {
+    const byName = new Map((await c.addresses.list(ns)).items.map((a) => [a.metadata.name ?? "", a.spec.address]));
+    return (await c.claims.list(ns)).items.map((x) => byName.get(x.status?.address?.name ?? "")).filter((a): a is string => a !== undefined);
+  }
+
+  it("lets exactly one replica reconcile, and replaces a SIGKILLed leader within the lease duration without duplicates", async () => {
+    const ns = await freshNamespace(admin, "leader-kill");
+    await c.pools.create(ns, pool(ns, "p", { pools: [{ subnet: "10.50.0.0/22" }] }));
+    const lease = `lease-${ns}`;
+    const a = await startReplica("a", ns, lease, ["6s", "4s", "500ms"]);
+    const b = await startReplica("b", ns, lease, ["6s", "4s", "500ms"]);
+    const leader = await eventually("a leader", async () => {
+      const flags = await Promise.all([isLeader(a), isLeader(b)]);
+      return flags.filter(Boolean).length === 1 ? (flags[0] ? a : b) : undefined;
+    }, 30_000, 250);
+    const follower = leader === a ? b : a;
+    const names = Array.from({ length: 500 }, (_, i) => `k-${String(i).padStart(3, "0")}`);
+    for (let i = 0; i < 100; i += 25) await Promise.all(names.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
+    await eventually("some claims bound by the leader", async () => (await boundAddresses(ns)).length >= 50, 60_000, 200);
+    const followerMetrics = await scrape(follower.metricsPort);
+    expect(sample(followerMetrics, "metal3_ipam_allocations_total", { result: "allocated" }) ?? 0).to.equal(0);
+    expect(sample(followerMetrics, "metal3_ipam_leader")).to.equal(0);
+
+    const rest = names.slice(100);
+    const creating = (async () => {
+      for (let i = 0; i < rest.length; i += 25) await Promise.all(rest.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
+    })();
+    leader.proc.kill("SIGKILL");
+    const killedAt = Date.now();
+    await eventually("the follower to take over", () => isLeader(follower), 30_000, 100);
+    const takeoverMs = Date.now() - killedAt;
+    // A follower takes over after it has seen the Lease unchanged for the lease duration (6 s), checked every retry
+    // period; the margin covers one retry period and scheduling on a loaded machine.
+    expect(takeoverMs).to.be.lessThan(6_000 + 500 + 4_000);
+    await creating;
+    const addresses = await eventually("all 500 bound", async () => {
+      const got = await boundAddresses(ns);
+      return got.length === 500 ? got : undefined;
+    }, 180_000, 500);
+    expect(new Set(addresses).size).to.equal(500);
+    expect((await c.addresses.list(ns)).items).to.have.length(500);
+  });
+
+  it("hands over at once on SIGTERM: the lease is released, not left to expire", async () => {
+    const ns = await freshNamespace(admin, "leader-term");
+    const lease = `lease-${ns}`;
+    const a = await startReplica("a", ns, lease, ["15s", "10s", "500ms"]);
+    const b = await startReplica("b", ns, lease, ["15s", "10s", "500ms"]);
+    const leader = await eventually("a leader", async () => ((await isLeader(a)) ? a : (await isLeader(b)) ? b : undefined), 30_000, 250);
+    const follower = leader === a ? b : a;
+    leader.proc.kill("SIGTERM");
+    const at = Date.now();
+    await leader.exited;
+    await eventually("the follower to lead", () => isLeader(follower), 15_000, 100);
+    expect(Date.now() - at).to.be.lessThan(15_000 / 2);
+    await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.51.0.1", end: "10.51.0.9" }] }));
+    await c.claims.create(ns, claim(ns, "after", "p"));
+    expect(await eventually("the new leader to allocate", async () => (await boundAddresses(ns))[0], 30_000)).to.equal("10.51.0.1");
+  });
+
+  it("exposes per-pool gauges on /metrics that match the pools' status after claims and releases", async () => {
+    const ns = await freshNamespace(admin, "metrics");
+    const metrics = new PrometheusMetrics();
+    const manager = new Manager(await serviceAccountKubeConfig(admin), { namespace: ns, logger: silentLogger(), metrics });
+    await manager.start();
+    const probe = await startProbeServer({ address: "127.0.0.1:0", registry: metrics.registry });
+    try {
+      await c.pools.create(ns, pool(ns, "m", { pools: [{ start: "10.52.0.1", end: "10.52.0.40" }] }));
+      for (let i = 0; i < 25; i++) await c.claims.create(ns, claim(ns, `x-${i}`, "m"));
+      await eventually("25 bound", async () => (await boundAddresses(ns)).length === 25, 60_000);
+      for (let i = 0; i < 10; i++) await c.claims.delete(ns, `x-${i}`);
+      const status = await eventually("status used = 15", async () => {
+        const p = await c.pools.get(ns, "m");
+        return p.status?.used === 15 ? p.status : undefined;
+      }, 30_000);
+      const text = await eventually("gauges to match", async () => {
+        const t = await scrape(probe.port);
+        return sample(t, "metal3_ipam_pool_addresses_used", { namespace: ns, pool: "m" }) === status.used ? t : undefined;
+      });
+      expect(sample(text, "metal3_ipam_pool_addresses_total", { namespace: ns, pool: "m" })).to.equal(status.total);
+      expect(sample(text, "metal3_ipam_pool_addresses_free", { namespace: ns, pool: "m" })).to.equal(status.free);
+      expect(sample(text, "metal3_ipam_allocations_total", { result: "allocated" })).to.equal(25);
+      expect(sample(text, "metal3_ipam_releases_total", { result: "released" })).to.equal(10);
+      expect(text).to.include("metal3_ipam_workqueue_depth").and.include("metal3_ipam_allocation_duration_seconds_bucket");
+    } finally {
+      await probe.close();
+      await manager.stop();
+    }
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * One admission handler per webhook (spec §6), all built on the shared validation module `src/ipam/validation.ts`.
+ * Handlers answer every request they are given: DELETE and CONNECT are allowed (deleting is never blocked by a
+ * webhook), a request for the wrong kind or with an unreadable object is denied with 400. They may reject (a failed
+ * lookup); the HTTP layer turns that into a 500 denial.
+ */
+import lodash from "lodash";
+import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND } from "../../api/v1alpha1/types.js";
+import type { IPAddress, IPClaim, IPPool, ObjectMeta } from "../../api/v1alpha1/types.js";
+import { formatFieldError } from "../ipam/fielderror.js";
+import type { FieldError } from "../ipam/fielderror.js";
+import { defaultIPPool, ipPoolWarnings, validateIPAddress, validateIPClaim, validateIPPool } from "../ipam/validation.js";
+import type { Logger } from "../runtime/logger.js";
+import { allow, deny, failure, invalid, isRecord, pointerSegment } from "./admission.js";
+import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
+import type { ClusterLookup } from "./lookup.js";
+
+/** What handlers may use besides the request. */
+export interface HandlerContext {
+  lookup: ClusterLookup;
+  logger: Logger;
+}
+
+/** One webhook: the kind it accepts and how it answers. */
+export interface Route {
+  kind: string;
+  handle(request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse>;
+}
+
+/** URL paths of the webhooks (kubebuilder naming); config/webhook/manifests.yaml uses the same. */
+export const WEBHOOK_PATHS = {
+  mutateIPPool: "/mutate-ipam-metal3-io-v1alpha1-ippool",
+  validateIPPool: "/validate-ipam-metal3-io-v1alpha1-ippool",
+  validateIPClaim: "/validate-ipam-metal3-io-v1alpha1-ipclaim",
+  validateIPAddress: "/validate-ipam-metal3-io-v1alpha1-ipaddress",
+} as const;
+
+/** The API server truncates long warning lists; beyond this many we summarise. */
+const MAX_WARNINGS = 20;
+
+interface Decoded<T> {
+  object: T;
+  old: T | undefined;
+}
+
+/** Reads object (and oldObject on UPDATE) as objects of `kind`; undefined when their shape is unusable. */
+function decode<T extends { metadata: ObjectMeta }>(req: AdmissionRequest): Decoded<T> | undefined {
+  const usable = (v: unknown): v is T => isRecord(v) && (v.metadata === undefined || isRecord(v.metadata)) && (v.spec === undefined || isRecord(v.spec));
+  if (!usable(req.object)) return undefined;
+  const object = { ...req.object, metadata: { ...req.object.metadata } };
+  // On CREATE the namespace may only be in the request (the object says nothing, it is defaulted later).
+  if (!object.metadata.namespace && req.namespace) object.metadata.namespace = req.namespace;
+  if (req.operation !== "UPDATE") return { object, old: undefined };
+  return usable(req.oldObject) ? { object, old: req.oldObject } : undefined;
+}
+
+function badRequest(req: AdmissionRequest, message: string): AdmissionResponse {
+  return deny(req.uid, failure(400, "BadRequest", message));
+}
+
+function objectName(req: AdmissionRequest, meta: ObjectMeta | undefined): string {
+  return req.name || meta?.name || "";
+}
+
+/** Shared prelude: operation filter, kind check, decoding. Returns a response to send, or the decoded objects. */
+function prelude<T extends { metadata: ObjectMeta }>(req: AdmissionRequest, kind: string): AdmissionResponse | Decoded<T> {
+  if (req.operation !== "CREATE" && req.operation !== "UPDATE") return allow(req.uid);
+  if (req.kind.group !== GROUP || req.kind.kind !== kind) {
+    return badRequest(req, `this webhook serves ${kind}.${GROUP}, not ${req.kind.kind}.${req.kind.group || "core"}`);
+  }
+  return decode<T>(req) ?? badRequest(req, `request.object${req.operation === "UPDATE" ? " or request.oldObject" : ""} is not a readable ${kind}`);
+}
+
+function isResponse<T>(value: AdmissionResponse | Decoded<T>): value is AdmissionResponse {
+  return "allowed" in value;
+}
+
+function capWarnings(warnings: readonly string[]): string[] {
+  if (warnings.length <= MAX_WARNINGS) return [...warnings];
+  return [...warnings.slice(0, MAX_WARNINGS - 1), `and ${warnings.length - MAX_WARNINGS + 1} more warnings`];
+}
+
+/**
+ * Errors of the new object that the old one did not already have (compared as rendered text). Validation ratchets
+ * on UPDATE: an object stored before the webhook existed keeps working (finalizer and metadata writes of the
+ * controller never bounce), while anything the update newly breaks, immutability included, is still refused.
+ */
+function newErrors(errors: readonly FieldError[], before: readonly FieldError[]): FieldError[] {
+  const known = new Set(before.map(formatFieldError));
+  return errors.filter((e) => !known.has(formatFieldError(e)));
+}
+
+function answer(req: AdmissionRequest, kind: string, name: string, errors: readonly FieldError[], warnings: string[] = []): AdmissionResponse {
+  return errors.length > 0 ? deny(req.uid, invalid(GROUP, kind, name, errors), warnings) : allow(req.uid, warnings);
+}
+
+/** Defaulting of IPPool (spec §6): `allocationStrategy` absent or `""` becomes `sequential`, as a JSON patch. */
+export const mutateIPPool: Route = {
+  kind: IPPOOL_KIND,
+  handle(req) {
+    const decoded = prelude<IPPool>(req, IPPOOL_KIND);
+    if (isResponse(decoded)) return Promise.resolve(decoded);
+    const { object } = decoded;
+    if (!isRecord(object.spec)) return Promise.resolve(allow(req.uid));
+    const defaulted = defaultIPPool(object);
+    const ops: JsonPatchOp[] = [];
+    for (const [key, value] of Object.entries(defaulted.spec)) {
+      const before: unknown = (object.spec as unknown as Record<string, unknown>)[key];
+      if (lodash.isEqual(before, value)) continue;
+      ops.push({ op: before === undefined ? "add" : "replace", path: `/spec/${pointerSegment(key)}`, value });
+    }
+    return Promise.resolve(allow(req.uid, [], ops));
+  },
+};
+
+async function poolWarnings(pool: IPPool, ctx: HandlerContext): Promise<string[]> {
+  const namespace = pool.metadata.namespace ?? "";
+  try {
+    return capWarnings(ipPoolWarnings(pool, namespace ? await ctx.lookup.poolsInNamespace(namespace) : []));
+  } catch (err) {
+    // Warnings are advice: a failed list must not block the write.
+    ctx.logger.warn("Cannot list IPPools for admission warnings", { namespace, error: err });
+    return capWarnings(ipPoolWarnings(pool, []));
+  }
+}
+
+/**
+ * Validation of IPPool (spec §6). On UPDATE an unchanged spec is allowed at once (metadata writes never bounce);
+ * a changed one is validated in full, and when `spec.pools` changed the addresses in use in the pool are read so
+ * that ranges dropping one of them are refused. Warnings: overlaps and namePrefix shared with other pools of the
+ * namespace, entries that yield nothing.
+ */
+export const validateIPPoolRoute: Route = {
+  kind: IPPOOL_KIND,
+  async handle(req, ctx) {
+    const decoded = prelude<IPPool>(req, IPPOOL_KIND);
+    if (isResponse(decoded)) return decoded;
+    const { object, old } = decoded;
+    if (old && lodash.isEqual(old.spec, object.spec)) return allow(req.uid);
+    const namespace = object.metadata.namespace ?? "";
+    const name = objectName(req, object.metadata);
+    let inUse: string[] = [];
+    if (old && !lodash.isEqual(old.spec?.pools, object.spec?.pools)) {
+      try {
+        inUse = await ctx.lookup.addressesOfPool(namespace, name);
+      } catch (err) {
+        const why = err instanceof Error ? err.message : String(err);
+        return deny(req.uid, failure(500, "InternalError", `cannot read the IPAddresses of IPPool "${name}" to check the addresses in use: ${why}`));
+      }
+    }
+    const errors = validateIPPool(object, old, inUse);
+    return answer(req, IPPOOL_KIND, name, errors, await poolWarnings(object, ctx));
+  },
+};
+
+/** Validation of IPClaim (spec §6): pool name required, `ipAddress` annotation an address, `spec.pool` immutable. */
+export const validateIPClaimRoute: Route = {
+  kind: IPCLAIM_KIND,
+  handle(req) {
+    const decoded = prelude<IPClaim>(req, IPCLAIM_KIND);
+    if (isResponse(decoded)) return Promise.resolve(decoded);
+    const { object, old } = decoded;
+    let errors = validateIPClaim(object, old);
+    if (old) errors = newErrors(errors, validateIPClaim(old));
+    return Promise.resolve(answer(req, IPCLAIM_KIND, objectName(req, object.metadata), errors));
+  },
+};
+
+/** Validation of IPAddress (spec §6): pool, claim and address required, the address an IP, the spec immutable. */
+export const validateIPAddressRoute: Route = {
+  kind: IPADDRESS_KIND,
+  handle(req) {
+    const decoded = prelude<IPAddress>(req, IPADDRESS_KIND);
+    if (isResponse(decoded)) return Promise.resolve(decoded);
+    const { object, old } = decoded;
+    let errors = validateIPAddress(object, old);
+    if (old) errors = newErrors(errors, validateIPAddress(old));
+    return Promise.resolve(answer(req, IPADDRESS_KIND, objectName(req, object.metadata), errors));
+  },
+};
+
+/** Every webhook by URL path. */
+export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
+  [WEBHOOK_PATHS.mutateIPPool, mutateIPPool],
+  [WEBHOOK_PATHS.validateIPPool, validateIPPoolRoute],
+  [WEBHOOK_PATHS.validateIPClaim, validateIPClaimRoute],
+  [WEBHOOK_PATHS.validateIPAddress, validateIPAddressRoute],
+]);

@@ -1,0 +1,143 @@
+/**
+ * The HTTP side of the webhooks: one request listener that reads a bounded JSON body, dispatches the AdmissionReview
+ * to the route of its path and writes the answer. It never throws and never leaves a request unanswered:
+ * - unknown path → 404, method other than POST → 405, body larger than the limit → 413 (the connection is then
+ *   closed, the rest of the body is not read), body that is not JSON or not an AdmissionReview v1 → 400; each with a
+ *   `metav1.Status` JSON body;
+ * - a readable review always gets HTTP 200 with an AdmissionReview answer, a handler failure included (denied, 500).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { deny, failure, parseAdmissionReview, review } from "./admission.js";
+import type { AdmissionRequest, AdmissionResponse, Status } from "./admission.js";
+import type { HandlerContext, Route } from "./handlers.js";
+
+/**
+ * Default bound of a request body: 3 MiB, the API server's own request-body limit (Kubernetes' pod-security webhook
+ * uses the same). Stored objects stay under etcd's 1.5 MiB, so a review carrying an object and its old version fits.
+ */
+export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/** Options of {@link admissionListener}. */
+export interface ListenerOptions {
+  routes: ReadonlyMap<string, Route>;
+  context: HandlerContext;
+  /** Largest accepted body in bytes; default {@link DEFAULT_MAX_BODY_BYTES}. */
+  maxBodyBytes?: number;
+}
+
+class BodyTooLarge extends Error {}
+
+function send(res: ServerResponse, code: number, body: unknown, close = false): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(code, {
+    "Content-Type": "application/json",
+    "Content-Length": Buffer.byteLength(text),
+    ...(close ? { Connection: "close" } : {}),
+  });
+  res.end(text);
+}
+
+function sendStatus(res: ServerResponse, status: Status, close = false): void {
+  send(res, status.code, status, close);
+}
+
+/** Reads the whole body, rejecting with BodyTooLarge past `limit` bytes (and then stops reading). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.pause();
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(Buffer.concat(chunks)));
+    req.once("error", reject);
+    // A client that goes away mid-body emits neither end nor (always) error: do not wait for it forever.
+    req.once("close", () => {
+      if (!req.complete) reject(new Error("the client closed the connection before the body was complete"));
+    });
+  });
+}
+
+function tooLarge(limit: number): Status {
+  return failure(413, "RequestEntityTooLarge", `the request body is larger than ${limit} bytes`);
+}
+
+/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send. Never rejects. */
+async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise<{ code: number; body: unknown }> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString("utf8"));
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { code: 400, body: failure(400, "BadRequest", `the body is not JSON: ${why}`) };
+  }
+  const envelope = parseAdmissionReview(parsed);
+  if (!envelope.ok) return { code: 400, body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`) };
+  return { code: 200, body: review(await handleSafely(route, envelope.request, ctx)) };
+}
+
+async function handleSafely(route: Route, request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse> {
+  try {
+    const response = await route.handle(request, ctx);
+    ctx.logger.debug("Admission review", {
+      kind: request.kind.kind,
+      operation: request.operation,
+      namespace: request.namespace,
+      name: request.name,
+      allowed: response.allowed,
+      ...(response.status ? { message: response.status.message } : {}),
+    });
+    return response;
+  } catch (err) {
+    ctx.logger.error("Admission handler failed", { kind: request.kind.kind, name: request.name, error: err });
+    const why = err instanceof Error ? err.message : String(err);
+    return deny(request.uid, failure(500, "InternalError", `internal error in the admission webhook: ${why}`));
+  }
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, options: ListenerOptions, limit: number): Promise<void> {
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  const route = options.routes.get(path);
+  if (!route) return sendStatus(res, failure(404, "NotFound", `no webhook is served at ${path}`));
+  if (req.method !== "POST") {
+    res.setHeader("Allow", "POST");
+    return sendStatus(res, failure(405, "MethodNotAllowed", `${req.method ?? "?"} is not allowed; webhooks take POST`));
+  }
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) return sendStatus(res, tooLarge(limit), true);
+  let raw: Buffer;
+  try {
+    raw = await readBody(req, limit);
+  } catch (err) {
+    if (err instanceof BodyTooLarge) return sendStatus(res, tooLarge(limit), true);
+    throw err;
+  }
+  const { code, body } = await dispatch(route, raw, options.context);
+  send(res, code, body);
+}
+
+/**
+ * The request listener of the webhook server. Every request is answered (see the file header); an unexpected
+ * failure while answering is logged and answered with 500, or the connection is dropped when the answer had begun.
+ */
+export function admissionListener(options: ListenerOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  return (req, res) => {
+    serve(req, res, options, limit).catch((err: unknown) => {
+      options.context.logger.error("Webhook request failed", { path: req.url, error: err });
+      sendStatus(res, failure(500, "InternalError", "internal error"), true);
+    });
+  };
+}

@@ -1,0 +1,85 @@
+/** config/webhook and config/certmanager agree with the server (paths, operations, policies) and with spec §6. */
+import { expect } from "chai";
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadAll } from "js-yaml";
+import { WEBHOOK_PATHS } from "./handlers.js";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+interface Webhook {
+  name: string;
+  admissionReviewVersions: string[];
+  clientConfig: { service: { name: string; namespace: string; path: string } };
+  failurePolicy: string;
+  matchPolicy: string;
+  sideEffects: string;
+  timeoutSeconds: number;
+  rules: Array<{ apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }>;
+}
+
+interface Doc {
+  kind: string;
+  metadata: { name: string; annotations?: Record<string, string> };
+  webhooks?: Webhook[];
+  spec?: { ports?: Array<{ port: number; targetPort: number }>; secretName?: string; issuerRef?: { name: string } };
+}
+
+function docs(path: string): Doc[] {
+  return loadAll(readFileSync(join(root, path), "utf8")).filter((d): d is Doc => d !== null && typeof d === "object");
+}
+
+describe("config/webhook and config/certmanager", () => {
+  const manifests = docs("config/webhook/manifests.yaml");
+  const webhooks = manifests.flatMap((d) => (d.webhooks ?? []).map((w) => ({ kind: d.kind, ...w })));
+
+  it("has one webhook per served path, mutating only for the IPPool defaulter", () => {
+    const byPath = new Map(webhooks.map((w) => [w.clientConfig.service.path, w.kind]));
+    expect(byPath).to.deep.equal(
+      new Map<string, string>([
+        [WEBHOOK_PATHS.mutateIPPool, "MutatingWebhookConfiguration"],
+        [WEBHOOK_PATHS.validateIPPool, "ValidatingWebhookConfiguration"],
+        [WEBHOOK_PATHS.validateIPClaim, "ValidatingWebhookConfiguration"],
+        [WEBHOOK_PATHS.validateIPAddress, "ValidatingWebhookConfiguration"],
+      ]),
+    );
+  });
+
+  it("routes CREATE and UPDATE of the main resources only: never DELETE, never a status subresource", () => {
+    for (const w of webhooks) {
+      expect(w.rules, w.name).to.have.length(1);
+      const [rule] = w.rules;
+      expect(rule?.operations, w.name).to.deep.equal(["CREATE", "UPDATE"]);
+      expect(rule?.apiGroups, w.name).to.deep.equal(["ipam.metal3.io"]);
+      expect(rule?.apiVersions, w.name).to.deep.equal(["v1alpha1"]);
+      expect(rule?.resources, w.name).to.have.length(1);
+      expect(rule?.resources[0], w.name).to.match(/^(ippools|ipclaims|ipaddresses)$/);
+      expect(w.clientConfig.service.path, w.name).to.contain(rule?.resources[0]?.replace(/es$|s$/, ""));
+    }
+  });
+
+  it("fails closed, has no side effects, speaks AdmissionReview v1 and matches equivalent versions", () => {
+    for (const w of webhooks) {
+      expect(w, w.name).to.include({ failurePolicy: "Fail", sideEffects: "None", matchPolicy: "Equivalent" });
+      expect(w.admissionReviewVersions, w.name).to.deep.equal(["v1"]);
+      expect(w.timeoutSeconds, w.name).to.be.within(1, 30);
+    }
+    expect(new Set(webhooks.map((w) => w.name)).size).to.equal(webhooks.length);
+  });
+
+  it("asks cert-manager for the CA bundle and points at the Service", () => {
+    const [service] = docs("config/webhook/service.yaml");
+    for (const d of manifests) expect(d.metadata.annotations?.["cert-manager.io/inject-ca-from"], d.metadata.name).to.be.a("string");
+    for (const w of webhooks) expect(w.clientConfig.service.name).to.equal(service?.metadata.name);
+    expect(service?.spec?.ports?.[0]).to.include({ port: 443, targetPort: 9443 });
+  });
+
+  it("issues the certificate into the Secret the manager mounts, from the Issuer it declares", () => {
+    const cm = docs("config/certmanager/certificate.yaml");
+    const issuer = cm.find((d) => d.kind === "Issuer");
+    const certificate = cm.find((d) => d.kind === "Certificate");
+    expect(certificate?.spec?.issuerRef?.name).to.equal(issuer?.metadata.name);
+    expect(certificate?.spec?.secretName).to.equal("webhook-server-cert");
+  });
+});

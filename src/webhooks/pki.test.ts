@@ -1,0 +1,71 @@
+import { expect } from "chai";
+import { X509Certificate } from "node:crypto";
+import { bundlePatch } from "./cabundle.js";
+import { pairProblem } from "./certdir.js";
+import {
+  createCertificateAuthority,
+  issueServingCertificate,
+  serviceHosts,
+  servingCertificateProblem,
+  usableCertificateAuthority,
+} from "./pki.js";
+
+describe("webhook certificates", function () {
+  this.timeout(20_000);
+  const ca = createCertificateAuthority("test-ca");
+  const hosts = [...serviceHosts("webhook-service", "ipam-system"), "127.0.0.1"];
+  const serving = issueServingCertificate(ca, hosts);
+
+  it("issues a CA and a serving certificate Go's TLS accepts (SANs, server auth, signed by the CA)", () => {
+    const caCert = new X509Certificate(ca.certPem);
+    const cert = new X509Certificate(serving.certPem);
+    expect(caCert.ca).to.equal(true);
+    expect(cert.ca).to.equal(false);
+    expect(cert.verify(caCert.publicKey)).to.equal(true);
+    expect(cert.subjectAltName).to.contain("DNS:webhook-service.ipam-system.svc");
+    expect(cert.subjectAltName).to.contain("IP Address:127.0.0.1");
+    expect(cert.keyUsage).to.include("1.3.6.1.5.5.7.3.1");
+    expect(pairProblem(serving)).to.equal(undefined);
+    expect(hosts).to.include.members(["webhook-service.ipam-system.svc", "webhook-service.ipam-system.svc.cluster.local"]);
+  });
+
+  it("tells why a pair cannot serve", () => {
+    expect(servingCertificateProblem(serving, ca.certPem, hosts, 0)).to.equal(undefined);
+    expect(servingCertificateProblem(serving, ca.certPem, ["other.svc"], 0)).to.equal("not valid for other.svc");
+    expect(servingCertificateProblem(serving, ca.certPem, ["10.0.0.1"], 0)).to.equal("not valid for 10.0.0.1");
+    expect(servingCertificateProblem(serving, createCertificateAuthority("other").certPem, hosts, 0)).to.equal("not signed by the CA");
+    expect(servingCertificateProblem({ ...serving, keyPem: ca.keyPem }, ca.certPem, hosts, 0)).to.equal("the key does not match the certificate");
+    expect(servingCertificateProblem(serving, ca.certPem, hosts, 400 * 86_400_000)).to.match(/^expires /);
+    expect(servingCertificateProblem({ certPem: "x", keyPem: "y" }, ca.certPem, hosts, 0)).to.match(/^unreadable: /);
+    expect(pairProblem({ certPem: serving.certPem, keyPem: ca.keyPem })).to.be.a("string");
+  });
+
+  it("tells whether a CA is still usable", () => {
+    expect(usableCertificateAuthority(ca, 0)).to.equal(true);
+    expect(usableCertificateAuthority(serving, 0)).to.equal(false);
+    expect(usableCertificateAuthority(ca, 4000 * 86_400_000)).to.equal(false);
+    expect(usableCertificateAuthority({ certPem: "x", keyPem: "y" }, 0)).to.equal(false);
+  });
+
+  it("refuses to issue a certificate without hosts", () => {
+    expect(() => issueServingCertificate(ca, [])).to.throw("at least one host");
+  });
+
+  it("patches only the webhooks whose caBundle differs, guarding each index by name", () => {
+    const webhooks = [
+      { name: "a", clientConfig: { caBundle: "NEW" } },
+      { name: "b", clientConfig: { caBundle: "" } },
+      { name: "c", clientConfig: {} },
+      { name: "d" },
+    ];
+    expect(bundlePatch(webhooks, "NEW")).to.deep.equal([
+      { op: "test", path: "/webhooks/1/name", value: "b" },
+      { op: "add", path: "/webhooks/1/clientConfig/caBundle", value: "NEW" },
+      { op: "test", path: "/webhooks/2/name", value: "c" },
+      { op: "add", path: "/webhooks/2/clientConfig/caBundle", value: "NEW" },
+      { op: "test", path: "/webhooks/3/name", value: "d" },
+      { op: "add", path: "/webhooks/3/clientConfig/caBundle", value: "NEW" },
+    ]);
+    expect(bundlePatch(webhooks.slice(0, 1), "NEW")).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * The public entry of the admission webhooks (spec §6): an HTTPS server (TLS 1.2 or newer) answering AdmissionReview
+ * v1 requests at the paths of {@link WEBHOOK_PATHS}, with its certificate from a mounted folder (cert-manager) or
+ * made and published by itself (self-managed mode). See README.md in this folder.
+ */
+import { createServer } from "node:https";
+import type { Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "../runtime/logger.js";
+import { CertDirSource } from "./certdir.js";
+import type { CertificateSource } from "./certdir.js";
+import { ROUTES } from "./handlers.js";
+import { admissionListener } from "./http.js";
+import { kubeLookup } from "./lookup.js";
+import type { ClusterLookup } from "./lookup.js";
+import type { CertificatePair } from "./pki.js";
+import { SelfManagedSource } from "./selfmanaged.js";
+import type { SelfManagedOptions } from "./selfmanaged.js";
+
+export { WEBHOOK_PATHS } from "./handlers.js";
+export { DEFAULT_MAX_BODY_BYTES } from "./http.js";
+export type { ClusterLookup } from "./lookup.js";
+export type { SelfManagedOptions } from "./selfmanaged.js";
+
+/** Options of {@link startWebhookServer}. Exactly one of `certDir` and `selfManaged` must be given. */
+export interface WebhookServerOptions {
+  /** TCP port (the kubebuilder convention is 9443); 0 picks a free one, reported in the result. */
+  port: number;
+  /** Address to bind. Default: every interface. */
+  host?: string;
+  /**
+   * Folder holding `tls.crt` and `tls.key` (the layout of a cert-manager Secret mounted as a volume). Changed files
+   * are picked up within `certReloadMs`, without a restart.
+   */
+  certDir?: string;
+  /** Self-managed mode: make a CA and certificate and keep the configurations' `caBundle` current. */
+  selfManaged?: SelfManagedOptions;
+  /** Client for the lookups the handlers make (pools of a namespace, addresses in use); default `selfManaged.kubeConfig`. */
+  kubeConfig?: KubeConfig;
+  /** Replaces the lookups through `kubeConfig` (tests). One of the two (or `selfManaged`) is required. */
+  lookup?: ClusterLookup;
+  logger: Logger;
+  /** Largest accepted request body; default 3 MiB. Larger ones get 413. */
+  maxBodyBytes?: number;
+  /** How often `certDir` is checked for a new certificate; default 10 s. */
+  certReloadMs?: number;
+}
+
+/** A running webhook server. */
+export interface WebhookServer {
+  /** The port it listens on (the actual one when 0 was asked). */
+  readonly port: number;
+  /** PEM of the CA that signed the serving certificate, in self-managed mode (it may change on renewal). */
+  readonly caPem: string | undefined;
+  /**
+   * Whether the API server can call it: listening, and in self-managed mode the CA published in both webhook
+   * configurations at least once. Wire it into `/readyz`.
+   */
+  ready(): boolean;
+  /** Stops accepting requests, drops open connections and stops certificate reloads. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const TLS_MIN_VERSION = "TLSv1.2";
+
+async function certificateSource(options: WebhookServerOptions): Promise<CertificateSource> {
+  if (options.certDir !== undefined && options.selfManaged !== undefined) {
+    throw new Error("the webhook server takes a certificate folder or self-managed mode, not both");
+  }
+  if (options.selfManaged) return await SelfManagedSource.create(options.selfManaged, options.logger);
+  if (options.certDir !== undefined) return new CertDirSource(options.certDir, options.logger, options.certReloadMs);
+  throw new Error("the webhook server needs a certificate folder (--webhook-cert-dir) or self-managed mode (--webhook-self-managed)");
+}
+
+function listen(server: Server, port: number, host: string | undefined): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/**
+ * Starts the webhook server and resolves once it listens.
+ *
+ * Guarantees: every request is answered and none throws out of the server (see http.ts: 404/405/413/400 for bad
+ * HTTP input, AdmissionReview answers otherwise, 500 denials for handler failures); TLS 1.2 or newer only; a new
+ * certificate (renewed folder, self-managed renewal) applies to new connections without a restart.
+ *
+ * @throws (rejects) when neither or both certificate modes are given, when there is nothing to read the cluster
+ * with (no `lookup`, `kubeConfig` or `selfManaged`), when the certificate folder has no usable pair, when the
+ * self-managed Secret cannot be read or written, or when the port cannot be bound.
+ */
+export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
+  const kubeConfig = options.kubeConfig ?? options.selfManaged?.kubeConfig;
+  const lookup = options.lookup ?? (kubeConfig ? kubeLookup(kubeConfig) : undefined);
+  if (!lookup) throw new Error("the webhook server needs a kubeConfig (or a lookup) to read pools and addresses");
+  const { logger } = options;
+  const source = await certificateSource(options);
+  const tlsOptions = (pair: CertificatePair) => ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION } as const);
+  const listener = admissionListener({
+    routes: ROUTES,
+    context: { lookup, logger },
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+  });
+  const server = createServer({ ...tlsOptions(source.current()), requestTimeout: 30_000, headersTimeout: 10_000 }, listener);
+  server.on("tlsClientError", (err) => logger.debug("TLS handshake failed", { error: err }));
+  let address: AddressInfo;
+  try {
+    address = await listen(server, options.port, options.host);
+  } catch (err) {
+    source.stop();
+    throw err;
+  }
+  source.start((pair) => server.setSecureContext(tlsOptions(pair)));
+  logger.info("Serving webhooks", { port: address.port, mode: options.selfManaged ? "self-managed" : "cert-dir" });
+  let stopped: Promise<void> | undefined;
+  return {
+    port: address.port,
+    get caPem() {
+      return source.caPem();
+    },
+    ready: () => server.listening && source.ready(),
+    stop: () => {
+      stopped ??= new Promise<void>((resolve) => {
+        source.stop();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return stopped;
+    },
+  };
+}
