@@ -268,7 +268,9 @@ describe("IPAM controller (real API server)", function () {
     });
   });
 
-  it("reports bad input that slipped past admission on the object, and other pools keep working", async () => {
+  it("reports bad input that slipped past admission on the object, and other pools keep working", async function () {
+    // A deployed controller's webhooks reject such pools at the door, which is the point of them.
+    if (process.env.E2E_EXTERNAL_CONTROLLER === "true") this.skip();
     await withController("badinput", async (ns) => {
       await c.pools.create(ns, pool(ns, "broken", { pools: [{ start: "10.7.0.9", end: "10.7.0.1" }], preAllocations: { z: "10.9.9.9" } }));
       await c.pools.create(ns, pool(ns, "good", { pools: [{ start: "10.8.0.1", end: "10.8.0.9" }] }));

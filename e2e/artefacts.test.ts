@@ -1,0 +1,74 @@
+/**
+ * The shipping artefacts that cannot run here (no Docker engine): their scripts pass shellcheck (and the Dockerfile
+ * hadolint) where installed, the production build the image runs starts, and clusterctl accepts the rendered
+ * release components through a local providers entry.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import { resolveClusterctl } from "../hack/localplane/binaries.js";
+import { repoRoot } from "./support/cluster.js";
+
+const has = (tool: string, ...args: string[]): boolean => spawnSync(tool, args.length > 0 ? args : ["--version"], { stdio: "ignore" }).status === 0;
+
+describe("shipping artefacts", function () {
+  this.timeout(180_000);
+
+  it("shell scripts pass shellcheck", function () {
+    if (!has("shellcheck")) this.skip();
+    const scripts = [...readdirSync(join(repoRoot, "hack")).filter((f) => f.endsWith(".sh")).map((f) => join(repoRoot, "hack", f)), join(repoRoot, ".ci", "run")];
+    expect(scripts.length).to.be.greaterThan(2);
+    const res = spawnSync("shellcheck", scripts, { encoding: "utf8" });
+    expect(res.stdout + res.stderr).to.equal("");
+    expect(res.status).to.equal(0);
+  });
+
+  it("the Dockerfile is multi-stage, installs production dependencies only and runs as non-root (and passes hadolint if installed)", function () {
+    const text = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+    expect(text.match(/^FROM /gm)?.length).to.be.greaterThanOrEqual(2);
+    expect(text).to.match(/npm ci --omit=dev/);
+    const users = text.match(/^USER (\S+)/gm) ?? [];
+    expect(users.at(-1)).to.match(/^USER [1-9]\d*:[1-9]\d*$/);
+    if (has("hadolint")) expect(spawnSync("hadolint", [join(repoRoot, "Dockerfile")]).status).to.equal(0);
+  });
+
+  it("the production build (what the image runs) compiles and starts", () => {
+    // Inside the repository, so that the output resolves node_modules as the image's /app does.
+    mkdirSync(join(repoRoot, ".cache"), { recursive: true });
+    const out = mkdtempSync(join(repoRoot, ".cache", "build-"));
+    try {
+      execFileSync(process.execPath, [join(repoRoot, "node_modules", "typescript", "bin", "tsc"), "-p", join(repoRoot, "tsconfig.build.json"), "--outDir", out], { cwd: repoRoot });
+      const help = spawnSync(process.execPath, [join(out, "src", "main.js"), "--help"], { encoding: "utf8", cwd: repoRoot });
+      expect(help.status).to.equal(0);
+      expect(help.stderr + help.stdout).to.include("--leader-elect");
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it("clusterctl accepts the rendered release components through a providers entry", async function () {
+    if (!has("kubectl", "version", "--client")) this.skip();
+    let clusterctl: string;
+    try {
+      clusterctl = await resolveClusterctl();
+    } catch {
+      this.skip();
+    }
+    const work = mkdtempSync(join(tmpdir(), "release-"));
+    try {
+      const rendered = execFileSync(join(repoRoot, "hack", "release-components.sh"), ["v0.1.0", "example.test/ipam"], { env: { ...process.env, OUT_DIR: join(work, "out") }, encoding: "utf8" }).trim();
+      const repo = join(work, "repo", "ipam-metal3-ts", "v0.1.0");
+      mkdirSync(repo, { recursive: true });
+      copyFileSync(rendered, join(repo, "ipam-components.yaml"));
+      copyFileSync(join(repoRoot, "metadata.yaml"), join(repo, "metadata.yaml"));
+      writeFileSync(join(work, "clusterctl.yaml"), `providers:\n  - name: metal3-ts\n    url: file://${join(repo, "ipam-components.yaml")}\n    type: IPAMProvider\n`);
+      const out = execFileSync(clusterctl, ["generate", "provider", "--ipam", "metal3-ts:v0.1.0", "--config", join(work, "clusterctl.yaml")], { encoding: "utf8", env: { ...process.env, HOME: work } });
+      expect(out).to.include("kind: Deployment").and.include("image: example.test/ipam:v0.1.0");
+      expect(out.match(/^kind: CustomResourceDefinition$/gm)?.length).to.equal(3);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
