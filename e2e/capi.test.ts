@@ -14,6 +14,7 @@ import { ResourceClient } from "../src/kube/resource.js";
 import { LocalPlane } from "../hack/localplane/plane.js";
 import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "./support/cluster.js";
 import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "./support/ipam.js";
+import { withController as withControllerIn } from "./support/ipam.js";
 import { consistently, eventually } from "./support/wait.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
@@ -62,15 +63,7 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
     capi = capiClients(kc, "v1beta2");
   });
 
-  async function withController<T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> {
-    const ns = await freshNamespace(kc, prefix);
-    const ctl = await startController(kc, ns);
-    try {
-      return await body(ns);
-    } finally {
-      await ctl.stop();
-    }
-  }
+  const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> => withControllerIn(kc, prefix, body);
 
   it("allocates for a v1beta2 claim: IPClaim, Cluster API IPAddress, addressRef and Ready", async () => {
     await withController("capi-basic", async (ns) => {

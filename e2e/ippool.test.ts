@@ -4,8 +4,9 @@
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, IPPOOL_FINALIZER, type IPClaim } from "../api/v1alpha1/types.js";
-import { freshNamespace, sharedCluster } from "./support/cluster.js";
-import { addressOf, claim, clients, cluster, eventReasons, exists, pool, startController, type Clients } from "./support/ipam.js";
+import { sharedCluster } from "./support/cluster.js";
+import { addressOf, claim, clients, cluster, eventReasons, exists, pool, type Clients } from "./support/ipam.js";
+import { withController as withControllerIn } from "./support/ipam.js";
 import { consistently, eventually, sleep } from "./support/wait.js";
 
 const CAPM3_FINALIZER = "metal3data.infrastructure.cluster.x-k8s.io";
@@ -45,16 +46,7 @@ describe("IPAM controller (real API server)", function () {
     c = clients(kc);
   });
 
-  /** A namespace with a controller of its own for one test. */
-  async function withController<T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> {
-    const ns = await freshNamespace(kc, prefix);
-    const ctl = await startController(kc, ns);
-    try {
-      return await body(ns);
-    } finally {
-      await ctl.stop();
-    }
-  }
+  const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> => withControllerIn(kc, prefix, body);
 
   it("gives 500 claims created at once 500 distinct addresses, the same set on a second run", async () => {
     const runOnce = async (): Promise<string[]> =>

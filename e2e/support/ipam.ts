@@ -21,6 +21,7 @@ import { Manager } from "../../src/controllers/manager.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient } from "../../src/kube/resource.js";
 import { createLogger, silentLogger } from "../../src/runtime/logger.js";
+import { freshNamespace } from "./cluster.js";
 import { serviceAccountKubeConfig } from "./serviceaccount.js";
 
 export interface Clients {
@@ -54,6 +55,17 @@ export async function startController(adminKc: KubeConfig, namespace: string, po
   const manager = new Manager(kc, { namespace, poolConcurrency, logger, watchTimeoutSeconds: 60 });
   await manager.start();
   return { manager, stop: () => manager.stop() };
+}
+
+/** Runs `body` in a fresh namespace with a controller of its own, stopped afterwards whatever happens. */
+export async function withController<T>(kc: KubeConfig, prefix: string, body: (ns: string) => Promise<T>): Promise<T> {
+  const ns = await freshNamespace(kc, prefix);
+  const ctl = await startController(kc, ns);
+  try {
+    return await body(ns);
+  } finally {
+    await ctl.stop();
+  }
 }
 
 export function pool(namespace: string, name: string, spec: Partial<IPPool["spec"]> & { pools: IPPool["spec"]["pools"] }): IPPool {
