@@ -17,7 +17,7 @@ import { CAPI_CRDS, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
 import { readConfig, type BenchConfig } from "./bench/config.js";
 import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
-import { METAL3_IPCLAIM } from "./bench/kinds.js";
+import { CAPI_IPADDRESSCLAIM, METAL3_IPCLAIM } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
 import { bindBurst, controllerMemory, idleMemory, singleClaimLatency, type BenchContext } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
@@ -62,6 +62,10 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
     results.burst = await bindBurst(ctx, METAL3_IPCLAIM, { count: config.claims, concurrency: config.concurrency, controller });
     progress(`latency: ${config.latencyClaims} IPClaims one at a time`);
     results.latency = await singleClaimLatency(ctx, METAL3_IPCLAIM, { count: config.latencyClaims, controller });
+    progress(`burst: ${config.claims} Cluster API IPAddressClaims, ${config.concurrency} in flight`);
+    results.capiBurst = await bindBurst(ctx, CAPI_IPADDRESSCLAIM, { count: config.claims, concurrency: config.concurrency, controller });
+    progress(`latency: ${config.latencyClaims} IPAddressClaims one at a time`);
+    results.capiLatency = await singleClaimLatency(ctx, CAPI_IPADDRESSCLAIM, { count: config.latencyClaims, controller });
     results.afterBurstMemory = await controller.memory();
   } finally {
     await controller.stop();

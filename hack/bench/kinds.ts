@@ -5,7 +5,17 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
+  CAPI_IPADDRESS_KIND,
+  CAPI_IPADDRESS_PLURAL,
+  CAPI_IPAM_GROUP,
+  IPADDRESSCLAIM_KIND,
+  IPADDRESSCLAIM_PLURAL,
+  type CapiIPAddress,
+  type IPAddressClaim,
+} from "../../api/capi/types.js";
+import {
   GROUP,
+  IPPOOL_KIND,
   IPCLAIM_KIND,
   IPCLAIM_PLURAL,
   READY_CONDITION,
@@ -13,7 +23,7 @@ import {
   type IPClaim,
 } from "../../api/v1alpha1/types.js";
 import { clients, claim } from "../../e2e/support/ipam.js";
-import type { ResourceType } from "../../src/kube/resource.js";
+import { ResourceClient, type ResourceType } from "../../src/kube/resource.js";
 
 /** What a scenario needs to know about one kind of claim. */
 export interface ClaimKind {
@@ -60,6 +70,38 @@ export const METAL3_IPCLAIM: ClaimKind = {
       const ref = cl.status?.address?.name;
       const address = ref ? byName.get(ref) : undefined;
       if (address && address.spec.claim.name === cl.metadata.name) result.set(cl.metadata.name ?? "", address.spec.address);
+    }
+    return result;
+  },
+};
+
+const capiClaims = (kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE);
+const capiAddresses = (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
+  new ResourceClient<CapiIPAddress>(kc, { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: CAPI_IPADDRESS_PLURAL, kind: CAPI_IPADDRESS_KIND, namespaced: true });
+const CAPI_CLAIM_TYPE: ResourceType = { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: IPADDRESSCLAIM_PLURAL, kind: IPADDRESSCLAIM_KIND, namespaced: true };
+
+/**
+ * Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io/v1beta2`) on one of our pools: bound when `status.addressRef`
+ * is set and Ready=True; the address is read from the Cluster API IPAddress it names. This path goes through the
+ * bridge (claim → IPClaim → allocation → Cluster API IPAddress), so it shows the bridge's cost over METAL3_IPCLAIM.
+ */
+export const CAPI_IPADDRESSCLAIM: ClaimKind = {
+  label: "IPAddressClaim",
+  claimType: CAPI_CLAIM_TYPE,
+  async create(kc, namespace, name, poolName) {
+    await capiClaims(kc).create(namespace, { metadata: { name, namespace }, spec: { poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName } } });
+  },
+  isBound(obj) {
+    const status = (obj as Partial<IPAddressClaim> | null)?.status;
+    return Boolean(status?.addressRef?.name) && readyTrue(status?.conditions);
+  },
+  async boundAddresses(kc, namespace) {
+    const [claims, addresses] = await Promise.all([capiClaims(kc).list(namespace), capiAddresses(kc).list(namespace)]);
+    const byName = new Map(addresses.items.map((a) => [a.metadata.name ?? "", a]));
+    const result = new Map<string, string>();
+    for (const cl of claims.items) {
+      const address = byName.get(cl.status?.addressRef?.name ?? "");
+      if (address && address.spec.claimRef.name === cl.metadata.name) result.set(cl.metadata.name ?? "", address.spec.address);
     }
     return result;
   },

@@ -14,6 +14,9 @@ export interface BenchResults {
   allocator: AllocatorResult[];
   burst?: BurstResult;
   latency?: LatencyResult;
+  /** The same two scenarios through the Cluster API bridge, in the same run. */
+  capiBurst?: BurstResult;
+  capiLatency?: LatencyResult;
   idleMemory?: MemoryReading[];
   /** The cluster-wide controller of scenarios 1 and 2, read after them. */
   afterBurstMemory?: ProcMemory;
@@ -101,11 +104,27 @@ function memorySection(r: BenchResults): Section | undefined {
   return { title: "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs as `node --import tsx src/main.ts`)", rows };
 }
 
+function comparisonSection(r: BenchResults): Section | undefined {
+  const [b, l, cb, cl] = [r.burst, r.latency, r.capiBurst, r.capiLatency];
+  if (!b || !l || !cb || !cl) return undefined;
+  const ratio = (x: number, y: number): string => (y > 0 ? `${fmt(x / y)}×` : "-");
+  return {
+    title: `1-2 compared: Cluster API IPAddressClaim (through the bridge) vs IPClaim, same run, same controller`,
+    rows: [
+      { metric: `time to bind ${cb.count} IPAddressClaims`, value: fmtMs(cb.bindAllMs), detail: `IPClaims: ${fmtMs(b.bindAllMs)}; ratio ${ratio(cb.bindAllMs, b.bindAllMs)}` },
+      { metric: "distinct addresses (IPAddressClaim burst)", value: `${cb.distinctAddresses}/${cb.boundVerified}` },
+      { metric: "median claim → addressRef latency", value: fmtMs(cl.bindMs.median), detail: `IPClaim → address: ${fmtMs(l.bindMs.median)}; ratio ${ratio(cl.bindMs.median, l.bindMs.median)}` },
+      { metric: "p90 claim → addressRef latency", value: fmtMs(cl.bindMs.p90), detail: `IPClaim: ${fmtMs(l.bindMs.p90)}` },
+    ],
+  };
+}
+
 /** The table sections of `r`, in scenario order. */
 export function sectionsOf(r: BenchResults): Section[] {
   const sections: (Section | undefined)[] = [
     r.burst && burstSection(r.burst),
     r.latency && latencySection(r.latency),
+    comparisonSection(r),
     allocatorSection(r.allocator),
     memorySection(r),
   ];
