@@ -78,7 +78,8 @@ function track(proc: Supervised, logFile: string): ControllerProcess {
 export function startControllerProcess(kubeconfigPath: string, logDir: string, namespace?: string): ControllerProcess {
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `controller-${++counter}.log`);
-  const args = ["--import", TSX_LOADER, MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", ...(namespace ? ["--namespace", namespace] : [])];
+  // Probe and metrics ports off: two runs (or a run beside a deployed controller) must not collide on :8080/:8081.
+  const args = ["--import", TSX_LOADER, MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", ...(namespace ? ["--namespace", namespace] : [])];
   const proc = startProcess("controller", process.execPath, args, logFile);
   return track(proc, logFile);
 }

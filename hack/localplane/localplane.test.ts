@@ -147,6 +147,38 @@ describe("local control plane", function () {
       }
     });
 
+    it("restarts and freezes kube-apiserver and etcd in place: same port, same data, same kubeconfig", async () => {
+      const plane = await LocalPlane.start({ controllerManager: false });
+      try {
+        const core = plane.kubeConfig.makeApiClient(CoreV1Api);
+        await core.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "survivor" } } });
+        const before = plane.pids;
+        await plane.restartApiServer();
+        expect(plane.pids.apiServer).to.be.a("number").and.not.equal(before.apiServer);
+        expect(await configMapExists(plane.kubeConfig, "default", "survivor")).to.equal(true);
+        await plane.restartApiServer({ kill: true });
+        await plane.restartEtcd();
+        expect(plane.pids.etcd).to.be.a("number").and.not.equal(before.etcd);
+        expect(await configMapExists(plane.kubeConfig, "default", "survivor")).to.equal(true);
+        const twice = await plane.startApiServer().then(() => undefined, (e: unknown) => e);
+        expect(String(twice)).to.include("kube-apiserver: it is already running");
+
+        // Frozen: a request gets no answer until the server thaws, then it does.
+        plane.pauseApiServer();
+        const pending = configMapExists(plane.kubeConfig, "default", "survivor");
+        const first = await Promise.race([pending, new Promise((r) => setTimeout(() => r("no answer"), 1_500))]);
+        expect(first).to.equal("no answer");
+        await plane.resumeApiServer();
+        expect(await pending).to.equal(true);
+        // stop() copes with a frozen process too.
+        plane.pauseApiServer();
+      } finally {
+        const pids = Object.values(plane.pids);
+        await plane.stop();
+        expect(pids.filter(processAlive)).to.deep.equal([]);
+      }
+    });
+
     it("kills its processes and removes its folder when the owning process exits without stopping it", async () => {
       const { dir, pids, child } = await startChildPlane("exit");
       await new Promise((r) => child.once("exit", r));

@@ -7,6 +7,11 @@
  * every wait has a deadline); `stop` kills every process and deletes the folder; if the process exits without calling
  * `stop` (test failure, Ctrl-C), an exit hook kills the children and removes the folder; a run killed with SIGKILL is
  * cleaned up by the next plane to start (see reaper.ts). Several planes can run side by side.
+ *
+ * Fault injection for reliability tests: etcd and kube-apiserver can be stopped, started, restarted and frozen
+ * (SIGSTOP) in place, on the same ports and data, so clients keep their kubeconfig. Combine with `apiServerFlags` such
+ * as `--min-request-timeout=5` (short watches) or `--watch-cache=false` with `--etcd-compaction-interval=2s` (a watch
+ * resumed from an old resourceVersion then gets 410 Gone).
  */
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -103,7 +108,15 @@ export class LocalPlane {
     recordOwnership(this.dir, pids);
   }
 
-  private async startEtcd(): Promise<void> {
+  /** Fails clearly when the plane was stopped or `proc` still runs: a second copy could not bind the port. */
+  private assertCanStart(proc: Supervised | undefined, what: string): void {
+    if (this.stopped) throw new Error(`cannot start ${what}: the plane is stopped`);
+    if (proc?.isRunning()) throw new Error(`cannot start ${what}: it is already running (pid ${proc.pid})`);
+  }
+
+  /** Starts etcd on the plane's port and data folder; waits for /health. Rejects if it is already running. */
+  async startEtcd(): Promise<void> {
+    this.assertCanStart(this.etcd, "etcd");
     const url = `http://127.0.0.1:${this.ports.etcd}`;
     this.etcd = startProcess("etcd", this.binaries.etcd, [
       `--data-dir=${join(this.dir, "etcd")}`,
@@ -117,8 +130,9 @@ export class LocalPlane {
     await this.ready(this.etcd, "etcd /health", async () => (await get(`${url}/health`)).body.includes('"true"'));
   }
 
-  /** Starts kube-apiserver on the plane's port and data; waits for /readyz. */
-  private async startApiServer(): Promise<void> {
+  /** Starts kube-apiserver on the plane's port and data; waits for /readyz. Rejects if it is already running. */
+  async startApiServer(): Promise<void> {
+    this.assertCanStart(this.apiServer, "kube-apiserver");
     const port = this.ports.apiServer;
     const f = (name: string): string => join(this.dir, "pki", name);
     this.apiServer = startProcess("kube-apiserver", this.binaries.kubeApiServer, [
@@ -141,10 +155,70 @@ export class LocalPlane {
       ...(this.options.apiServerFlags ?? []),
     ], join(this.dir, "kube-apiserver.log"));
     this.record();
-    await this.ready(this.apiServer, "kube-apiserver /readyz", async () => {
+    await this.waitApiServerReady(this.apiServer);
+  }
+
+  private async waitApiServerReady(proc: Supervised): Promise<void> {
+    await this.ready(proc, "kube-apiserver /readyz", async () => {
       const res = await get(`${this.server}/readyz`, this.tls);
       return res.status === 200;
     });
+  }
+
+  /**
+   * Stops kube-apiserver: SIGTERM (its graceful shutdown: open watches end, new connections are refused), or SIGKILL
+   * with `{ kill: true }` (a crash). Resolves when the process is gone. No-op when it is not running.
+   */
+  async stopApiServer(options: { kill?: boolean } = {}): Promise<void> {
+    const proc = this.apiServer;
+    if (!proc) return;
+    await (options.kill ? proc.kill() : proc.stop());
+    this.record();
+  }
+
+  /** Stops and starts kube-apiserver on the same port and data; resolves when it is ready again. */
+  async restartApiServer(options: { kill?: boolean } = {}): Promise<void> {
+    await this.stopApiServer(options);
+    await this.startApiServer();
+  }
+
+  /**
+   * Freezes kube-apiserver with SIGSTOP: it keeps its sockets and accepts TCP connections (the kernel does), but
+   * answers nothing, not even TLS handshakes: a hung server, as seen by clients. `resumeApiServer` thaws it.
+   */
+  pauseApiServer(): void {
+    if (!this.apiServer?.signal("SIGSTOP")) throw new Error("cannot pause kube-apiserver: it is not running");
+  }
+
+  /** Thaws a paused kube-apiserver (SIGCONT) and resolves when it answers /readyz again. */
+  async resumeApiServer(): Promise<void> {
+    const proc = this.apiServer;
+    if (!proc?.signal("SIGCONT")) throw new Error("cannot resume kube-apiserver: it is not running");
+    await this.waitApiServerReady(proc);
+  }
+
+  /** Stops etcd (SIGTERM, or SIGKILL with `{ kill: true }`); the API server, if running, stays up and fails reads. */
+  async stopEtcd(options: { kill?: boolean } = {}): Promise<void> {
+    const proc = this.etcd;
+    if (!proc) return;
+    await (options.kill ? proc.kill() : proc.stop());
+    this.record();
+  }
+
+  /**
+   * Restarts etcd on the same port and data folder; resolves when etcd is healthy and, if kube-apiserver runs, when
+   * it is ready again.
+   */
+  async restartEtcd(options: { kill?: boolean } = {}): Promise<void> {
+    await this.stopEtcd(options);
+    await this.startEtcd();
+    if (this.apiServer?.isRunning()) await this.waitApiServerReady(this.apiServer);
+  }
+
+  /** Process ids of the plane's running processes, e.g. to watch them from a test. */
+  get pids(): { etcd?: number; apiServer?: number; controllerManager?: number } {
+    const pid = (p: Supervised | undefined): number | undefined => (p?.isRunning() ? p.pid : undefined);
+    return { etcd: pid(this.etcd), apiServer: pid(this.apiServer), controllerManager: pid(this.controllerManager) };
   }
 
   private async startControllerManager(): Promise<void> {

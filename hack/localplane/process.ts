@@ -38,6 +38,8 @@ export interface Supervised {
   stop(graceMs?: number): Promise<void>;
   /** SIGKILL at once; resolves when the process is gone. */
   kill(): Promise<void>;
+  /** Sends `signal` (e.g. SIGSTOP/SIGCONT to freeze and thaw it); false when the process is gone. */
+  signal(signal: NodeJS.Signals): boolean;
 }
 
 /** Starts `binary args`, logging to `logFile`. The process dies with us: see killAllChildrenSync. */
@@ -81,6 +83,8 @@ export function startProcess(name: string, binary: string, args: string[], logFi
     async stop(graceMs = 5_000) {
       if (!running) return;
       child.kill("SIGTERM");
+      // A frozen (SIGSTOPped) process acts on SIGTERM only once it runs again.
+      child.kill("SIGCONT");
       const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
       await waitGone();
       clearTimeout(timer);
@@ -89,6 +93,9 @@ export function startProcess(name: string, binary: string, args: string[], logFi
       if (!running) return;
       child.kill("SIGKILL");
       await waitGone();
+    },
+    signal(sig) {
+      return running && child.kill(sig);
     },
   };
 }

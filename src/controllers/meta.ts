@@ -1,5 +1,5 @@
 /** Pure helpers on object metadata: finalizers, pause, deletion, ordering. */
-import { PAUSED_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
+import { DELETE_FOR_MOVE_ANNOTATION, PAUSED_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
 
 export const hasFinalizer = (meta: ObjectMeta, finalizer: string): boolean => (meta.finalizers ?? []).includes(finalizer);
 
@@ -9,6 +9,13 @@ export function onlyOurFinalizers(meta: ObjectMeta, ours: readonly string[]): bo
 }
 
 export const isDeleting = (meta: ObjectMeta): boolean => Boolean(meta.deletionTimestamp);
+
+/**
+ * Being deleted by `clusterctl move` from the source cluster (spec §7): clusterctl annotates, deletes, then strips
+ * every finalizer itself. Nothing is released for such an object: its addresses either moved along (clusterctl
+ * deletes their source copies too) or stay reserved with a pool that did not move.
+ */
+export const isDeletedForMove = (meta: ObjectMeta): boolean => isDeleting(meta) && DELETE_FOR_MOVE_ANNOTATION in (meta.annotations ?? {});
 
 export const hasPausedAnnotation = (meta: ObjectMeta): boolean => PAUSED_ANNOTATION in (meta.annotations ?? {});
 

@@ -6,6 +6,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
+  DELETE_FOR_MOVE_ANNOTATION,
   GROUP,
   IPADDRESS_KIND,
   IPADDRESS_PLURAL,
@@ -51,6 +52,14 @@ export class Store {
   /** Cluster API IPAddressClaims and IPAddresses; set when the bridge finds `ipam.cluster.x-k8s.io` served. */
   capiClaims?: Informer<IPAddressClaim>;
   capiAddresses?: Informer<CapiIPAddress>;
+  /**
+   * UIDs of what `clusterctl move` took away from this cluster (spec §7): IPClaims gone while carrying its
+   * delete-for-move annotation, and their controlling owners (an IPAddressClaim whose IPClaim left is leaving in the
+   * same move). An IPAddress of such a claim that is still here stayed behind with a pool that did not move (no
+   * clusterName): it is in use on the other side, not an orphan to clean up; and such an IPAddressClaim must not get
+   * a new IPClaim. Memory only: the garbage collector soon drops the vanished claim from the IPAddress's owners.
+   */
+  readonly movedAway = new Set<string>();
 
   private readonly informerOptions: ConstructorParameters<typeof Informer>[2];
 
@@ -74,6 +83,10 @@ export class Store {
     this.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
     this.addresses.addIndex(BY_CLAIM, addressToClaim);
     this.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
+    this.claims.on((kind, c) => {
+      if (kind !== "delete" || !(DELETE_FOR_MOVE_ANNOTATION in (c.metadata.annotations ?? {}))) return;
+      for (const uid of [c.metadata.uid, ...(c.metadata.ownerReferences ?? []).filter((o) => o.controller).map((o) => o.uid)]) if (uid) this.movedAway.add(uid);
+    });
   }
 
   /** Starts every informer; resolves when the Metal3 kinds are synced (Clusters may be absent and keep retrying). */

@@ -1,17 +1,27 @@
 /**
- * A list+watch cache of one resource, written for a controller that runs for months: the watch is restarted with
- * backoff after any error or end, a `410 Gone` (or any failed restart) relists from scratch, a watchdog replaces a
- * watch that stays silent (no event, no bookmark) for longer than the server's timeout, and a periodic resync
- * re-delivers every object so lost events heal.
+ * A list+watch cache of one resource, written for a controller that runs for months:
+ * - a watch that ends (the server's timeout) is resumed from the last resourceVersion at once;
+ * - a watch or list that fails (API server restarting, connection reset, HTTP error) is retried with jittered
+ *   exponential backoff, and the retry relists from scratch;
+ * - a `410 Gone` (the resourceVersion was compacted away, in the stream or as the answer) relists from scratch;
+ * - a watchdog aborts a watch that stays silent (no event, no bookmark) for longer than the server could keep it open,
+ *   and one whose response headers do not arrive in time (a hung server accepts connections and answers nothing);
+ * - lists carry a request timeout, so a hung server cannot park the loop;
+ * - a periodic resync re-delivers every cached object so lost events heal.
+ * The loop never gives up until stop(); `synced` says whether the cache currently reflects a successful list.
  *
  * Read-your-writes: a reconciler that created or changed an object calls `upsert(response)` so the very next read
- * sees it, before the watch delivers the same event. Newer never gets replaced by older: resourceVersions are compared
- * as integers (every etcd-backed API server issues them that way); when one does not parse, the newer arrival wins.
+ * sees it, before the watch delivers the same event. Newer never gets replaced by older, by events or by a relist:
+ * resourceVersions are compared as integers (every etcd-backed API server issues them that way); when one does not
+ * parse, the newer arrival wins. Deleted objects stay dead: a tombstone remembers each deletion for a few minutes, so
+ * a write's answer that arrives after the watch reported the deletion (the patch that removed the last finalizer)
+ * cannot bring the object back into the cache, where nothing would ever remove it again.
  */
-import { Watch, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../runtime/logger.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
-import type { KubeObject, ResourceClient } from "./resource.js";
+import type { KubeObject, ListResult, ResourceClient } from "./resource.js";
+import { streamWatch, type WatchEvent } from "./watch.js";
 
 export type EventKind = "add" | "update" | "delete" | "resync";
 export type Handler<T> = (kind: EventKind, obj: T, old?: T) => void;
@@ -20,10 +30,49 @@ export interface InformerOptions {
   namespace?: string;
   /** Re-deliver every cached object this often (0 = never). Default 10 min. */
   resyncMs?: number;
-  /** Server-side watch timeout; the watchdog fires at twice this plus 30 s. Default 300 s. */
+  /**
+   * Server-side watch timeout T in seconds: each watch asks the server to end it after a random time between T and
+   * 2T. Default 300. Also sets the watchdog (see `watchdogMs`) and the list timeout (min(60 s, watchdog)).
+   */
   watchTimeoutSeconds?: number;
+  /**
+   * A watch with no event and no bookmark for this long is aborted and resumed. Default (2T + min(T, 30)) seconds:
+   * longer than the server keeps any of our watches open, plus grace. A watch whose response headers take longer
+   * than min(30 s, watchdog) is aborted as failed.
+   */
+  watchdogMs?: number;
+  /** Cap of the retry backoff after failures. Default 10 s. */
+  maxBackoffMs?: number;
   logger: Logger;
 }
+
+/** What an informer went through since it started: for tests, logs and metrics. */
+export interface InformerStats {
+  /** Successful lists (the first one included). */
+  lists: number;
+  listFailures: number;
+  watches: number;
+  /** Watches that failed: network errors, HTTP errors, headers that never came. */
+  watchFailures: number;
+  /** 410 Gone answers (in the stream or as the response), each followed by a relist. */
+  expired: number;
+  /** Silent watches the watchdog aborted. */
+  watchdogAborts: number;
+}
+
+/** One watch request in flight. */
+interface ActiveWatch {
+  readonly abort: AbortController;
+  readonly startedAt: number;
+  connected: boolean;
+  events: number;
+  /** Set when the watchdog aborted it. */
+  abortedBecause?: "silent" | "no-headers";
+  /** An ERROR event the server sent in the stream (a Status). */
+  streamError?: { code?: number; message?: string };
+}
+
+type WatchOutcome = "ended" | "gone";
 
 export const keyOf = (obj: KubeObject): string => `${obj.metadata.namespace ?? ""}/${obj.metadata.name ?? ""}`;
 
@@ -34,20 +83,36 @@ function newer(candidate: KubeObject, current: KubeObject | undefined): boolean 
   return Number.isFinite(a) && Number.isFinite(b) ? a >= b : true;
 }
 
+/** How long a deletion is remembered: longer than any request (and its answer) can be in flight. */
+const TOMBSTONE_MS = 180_000;
+
+const rvOf = (obj: KubeObject): number => Number(obj.metadata.resourceVersion);
+
+/** A watch that lasted this long, or delivered anything, was healthy: the failure count starts over. */
+const PRODUCTIVE_WATCH_MS = 1_000;
+
 export class Informer<T extends KubeObject> {
   private readonly store = new Map<string, T>();
   private readonly indexers = new Map<string, (obj: T) => string[]>();
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
   private readonly handlers: Handler<T>[] = [];
+  /** Recently deleted keys → the resourceVersion at or below which a version of them is stale, and when. */
+  private readonly tombstones = new Map<string, { rv: number; at: number }>();
+  private readonly counters: InformerStats = { lists: 0, listFailures: 0, watches: 0, watchFailures: 0, expired: 0, watchdogAborts: 0 };
   private resourceVersion = "";
-  private abort?: AbortController;
+  private current?: ActiveWatch;
   private stopped = false;
-  private syncedOnce = false;
+  private inSync = false;
   private lastActivity = Date.now();
   private timers: NodeJS.Timeout[] = [];
   private failures = 0;
   private lastLoggedError = "";
   private readyWaiters: (() => void)[] = [];
+  private wake?: () => void;
+  /** A list or watch failed since the last successful list. */
+  private recovering = false;
+  /** Events (bookmarks included) the last finished watch delivered. */
+  private lastWatchEvents = 0;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -79,9 +144,40 @@ export class Informer<T extends KubeObject> {
     return [...keys].map((k) => this.store.get(k)).filter((o): o is T => o !== undefined);
   }
 
-  /** True once the first list completed (and after every relist). */
+  /**
+   * Whether the cache reflects a successful list: false until the first list completes, false again after a list
+   * fails (API server down, a hung request timing out), true after the next successful one. Watches that end and
+   * resume from the last resourceVersion keep it true: they miss nothing.
+   */
   get synced(): boolean {
-    return this.syncedOnce;
+    return this.inSync;
+  }
+
+  /** Synced, and a watch is connected and has shown a sign of life within the watchdog's limit. */
+  get healthy(): boolean {
+    return this.inSync && this.current?.connected === true && Date.now() - this.lastActivity <= this.watchdogMs;
+  }
+
+  /** A copy of the counters. */
+  get stats(): InformerStats {
+    return { ...this.counters };
+  }
+
+  private get timeoutSeconds(): number {
+    return this.options.watchTimeoutSeconds ?? 300;
+  }
+
+  private get watchdogMs(): number {
+    const t = this.timeoutSeconds;
+    return this.options.watchdogMs ?? (2 * t + Math.min(t, 30)) * 1000;
+  }
+
+  private get headersTimeoutMs(): number {
+    return Math.min(30_000, this.watchdogMs);
+  }
+
+  private get listTimeoutMs(): number {
+    return Math.min(60_000, this.watchdogMs);
   }
 
   /** Starts listing and watching; resolves once the first list is in the cache. Retries forever until stop(). */
@@ -89,23 +185,27 @@ export class Informer<T extends KubeObject> {
     void this.runLoop();
     const resync = this.options.resyncMs ?? 600_000;
     if (resync > 0) this.timers.push(setInterval(() => this.resync(), resync));
-    this.timers.push(setInterval(() => this.watchdog(), 5_000));
-    if (this.syncedOnce) return;
+    this.timers.push(setInterval(() => this.watchdog(), Math.max(100, Math.min(5_000, this.watchdogMs / 4))));
+    if (this.inSync) return;
     await new Promise<void>((resolve) => this.readyWaiters.push(resolve));
   }
 
   stop(): void {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    this.abort?.abort();
-    for (const w of this.readyWaiters) w();
+    this.current?.abort.abort();
+    this.wake?.();
+    for (const w of this.readyWaiters.splice(0)) w();
   }
 
-  /** Read-your-writes: records the object a write returned, unless the cache already holds something newer. */
+  /**
+   * Read-your-writes: records the object a write returned, unless the cache already holds something newer or the
+   * object was deleted since (its version is not newer than the deletion).
+   */
   upsert(obj: T): void {
     const key = keyOf(obj);
     const old = this.store.get(key);
-    if (!newer(obj, old)) return;
+    if (!newer(obj, old) || this.buried(key, obj)) return;
     this.put(key, obj, old);
   }
 
@@ -113,20 +213,41 @@ export class Informer<T extends KubeObject> {
   remove(obj: T): void {
     const key = keyOf(obj);
     const old = this.store.get(key);
-    if (old) this.drop(key, old);
+    if (old) this.drop(key, old, rvOf(obj));
+  }
+
+  /** Whether `obj` is a version from before the deletion of its key. */
+  private buried(key: string, obj: T): boolean {
+    const tomb = this.tombstones.get(key);
+    const rv = rvOf(obj);
+    return tomb !== undefined && Number.isFinite(rv) && rv <= tomb.rv;
   }
 
   private put(key: string, obj: T, old: T | undefined): void {
+    this.tombstones.delete(key);
     if (old) this.unindex(key, old);
     this.store.set(key, obj);
     this.index(key, obj);
     this.emit(old ? "update" : "add", obj, old);
   }
 
-  private drop(key: string, old: T): void {
+  /** Remembers that versions of `key` up to resourceVersion `rv` are dead. */
+  private bury(key: string, rv: number): void {
+    const known = this.tombstones.get(key)?.rv ?? 0;
+    if (Number.isFinite(rv)) this.tombstones.set(key, { rv: Math.max(rv, known), at: Date.now() });
+  }
+
+  /** Removes `key`, remembering that versions up to `deletedAt` (a resourceVersion) are dead. */
+  private drop(key: string, old: T, deletedAt: number): void {
+    this.bury(key, Math.max(rvOf(old), deletedAt));
     this.unindex(key, old);
     this.store.delete(key);
     this.emit("delete", old);
+  }
+
+  private pruneTombstones(): void {
+    const limit = Date.now() - TOMBSTONE_MS;
+    for (const [key, tomb] of this.tombstones) if (tomb.at < limit) this.tombstones.delete(key);
   }
 
   private index(key: string, obj: T): void {
@@ -165,106 +286,205 @@ export class Informer<T extends KubeObject> {
     for (const obj of this.store.values()) this.emit("resync", obj);
   }
 
+  /** Aborts a watch whose headers never came, or that has been silent for longer than the server keeps one open. */
   private watchdog(): void {
-    const limitMs = ((this.options.watchTimeoutSeconds ?? 300) * 2 + 30) * 1000;
-    if (this.abort && Date.now() - this.lastActivity > limitMs) {
-      this.options.logger.warn("Watch silent for too long; reconnecting", { resource: this.client.type.plural });
-      this.abort.abort();
-    }
-  }
-
-  /** Replaces the cache with a fresh list, emitting the differences. */
-  private async relist(): Promise<void> {
-    const { items, resourceVersion } = await this.client.list(this.options.namespace);
-    const seen = new Set<string>();
-    for (const obj of items) {
-      const key = keyOf(obj);
-      seen.add(key);
-      const old = this.store.get(key);
-      if (!old || old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.put(key, obj, old);
-    }
-    for (const [key, old] of [...this.store]) if (!seen.has(key)) this.drop(key, old);
-    this.resourceVersion = resourceVersion;
-    if (!this.syncedOnce) {
-      this.syncedOnce = true;
-      for (const w of this.readyWaiters.splice(0)) w();
+    this.pruneTombstones();
+    const watch = this.current;
+    if (!watch || watch.abortedBecause || this.stopped) return;
+    const now = Date.now();
+    if (!watch.connected && now - watch.startedAt > this.headersTimeoutMs) {
+      watch.abortedBecause = "no-headers";
+      watch.abort.abort();
+    } else if (now - this.lastActivity > this.watchdogMs) {
+      watch.abortedBecause = "silent";
+      this.counters.watchdogAborts++;
+      this.options.logger.warn("Watch silent for too long; reconnecting", { resource: this.client.type.plural, silentMs: now - this.lastActivity });
+      watch.abort.abort();
     }
   }
 
   private async runLoop(): Promise<void> {
     let needList = true;
     while (!this.stopped) {
+      let pauseMs = 0;
       try {
         if (needList) await this.relist();
         needList = false;
-        this.lastLoggedError = "";
+        const started = Date.now();
         const outcome = await this.watchOnce();
-        if (outcome === "gone") needList = true;
-        this.failures = 0;
+        needList = outcome === "gone";
+        pauseMs = this.pauseAfterWatch(started);
       } catch (err) {
         needList = true;
         this.failures++;
-        // The same failure repeating (a CRD not installed yet) is logged once, not on every retry.
-        const description = describeError(err);
-        if (!this.stopped && description !== this.lastLoggedError) {
-          this.lastLoggedError = description;
-          this.options.logger.warn("List or watch failed; retrying with backoff", {
-            resource: this.client.type.plural,
-            error: description,
-            status: statusCodeOf(err),
-          });
-        }
+        this.recovering = true;
+        this.logFailure(err);
+        pauseMs = this.backoffMs();
       }
-      if (this.stopped) break;
-      const delay = this.failures === 0 ? 0 : Math.min(30_000, 200 * 2 ** Math.min(this.failures, 8));
-      if (delay > 0) await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random() / 2)));
+      if (pauseMs > 0 && !this.stopped) await this.sleep(pauseMs);
     }
   }
 
-  /** One watch from the current resourceVersion; resolves when it ends, "gone" when the server answered 410. */
-  private watchOnce(): Promise<"ended" | "gone"> {
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const finish = (err: unknown): void => {
-        if (settled) return;
-        settled = true;
-        this.abort = undefined;
-        if (err === null || err === undefined || this.stopped) resolve("ended");
-        else if (isGone(err) || (err instanceof Error && /\b410\b|too old resource version/i.test(err.message))) resolve("gone");
-        else if (err instanceof Error && err.name === "AbortError") resolve("ended");
-        else reject(err instanceof Error ? err : new Error(describeError(err)));
-      };
-      const timeoutSeconds = this.options.watchTimeoutSeconds ?? 300;
-      const query = {
-        resourceVersion: this.resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds: Math.round(timeoutSeconds * (1 + Math.random())),
-      };
-      this.lastActivity = Date.now();
-      new Watch(this.kubeConfig)
-        .watch(this.client.collectionPath(this.options.namespace), query, (type: string, obj: T) => this.onEvent(type, obj, finish), finish)
-        .then((controller) => {
-          if (settled) controller.abort();
-          else this.abort = controller;
-        }, finish);
+  /**
+   * After a watch ended without error: a healthy one (it lasted, or delivered events) resets the failure count and
+   * the next watch starts at once; one that ended at once with nothing (a 410 right away, a server closing every
+   * watch) counts as a failure, so such a loop backs off instead of spinning.
+   */
+  private pauseAfterWatch(started: number): number {
+    if (Date.now() - started >= PRODUCTIVE_WATCH_MS || this.lastWatchEvents > 0) {
+      this.failures = 0;
+      this.lastLoggedError = "";
+      return 0;
+    }
+    this.failures++;
+    return this.backoffMs();
+  }
+
+  private backoffMs(): number {
+    const max = this.options.maxBackoffMs ?? 10_000;
+    return Math.min(max, 200 * 2 ** Math.min(this.failures, 10)) * (0.5 + Math.random() / 2);
+  }
+
+  private logFailure(err: unknown): void {
+    // The same failure repeating (a CRD not installed yet, a server down) is logged once, not on every retry.
+    const description = describeError(err);
+    if (this.stopped || description === this.lastLoggedError) return;
+    this.lastLoggedError = description;
+    this.options.logger.warn("List or watch failed; retrying with backoff", {
+      resource: this.client.type.plural,
+      error: description,
+      status: statusCodeOf(err),
+      synced: this.inSync,
     });
   }
 
-  private onEvent(type: string, obj: T, finish: (err: unknown) => void): void {
+  /** Sleeps, but wakes at once on stop(). */
+  private async sleep(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+  }
+
+  /** Replaces the cache with a fresh list, emitting the differences. A failure marks the cache not synced. */
+  private async relist(): Promise<void> {
+    let result: ListResult<T>;
+    try {
+      result = await this.client.list(this.options.namespace, { timeoutMs: this.listTimeoutMs });
+    } catch (err) {
+      this.counters.listFailures++;
+      this.inSync = false;
+      throw err;
+    }
+    this.merge(result);
+    this.resourceVersion = result.resourceVersion;
+    this.counters.lists++;
+    // After failures operators want to see the recovery; routine relists (410 Gone) stay at debug.
+    if (this.recovering) this.options.logger.info("Cache resynced after failures", { resource: this.client.type.plural, items: result.items.length, failures: this.failures });
+    else if (this.counters.lists > 1) this.options.logger.debug("Relisted", { resource: this.client.type.plural, items: result.items.length });
+    this.inSync = true;
+    this.recovering = false;
+    for (const w of this.readyWaiters.splice(0)) w();
+  }
+
+  /**
+   * Folds a list into the cache. Objects the list shows older than the cache are kept (the cache has our own newer
+   * write); cached objects missing from the list are dropped, except those written after the list's snapshot: our
+   * own creates (read-your-writes), whose fate the watch from the list's resourceVersion will tell. Dropping them
+   * would let the next decision miss an address this process just created.
+   */
+  private merge({ items, resourceVersion }: ListResult<T>): void {
+    const seen = new Set<string>();
+    for (const obj of items) {
+      const key = keyOf(obj);
+      seen.add(key);
+      const old = this.store.get(key);
+      if (old?.metadata.resourceVersion !== obj.metadata.resourceVersion && newer(obj, old) && !this.buried(key, obj)) this.put(key, obj, old);
+    }
+    const listed = Number(resourceVersion);
+    for (const [key, old] of [...this.store]) {
+      if (seen.has(key)) continue;
+      const rv = rvOf(old);
+      if (listed > 0 && Number.isFinite(listed) && Number.isFinite(rv) && rv > listed) continue;
+      this.drop(key, old, listed);
+    }
+  }
+
+  /** One watch from the current resourceVersion; "ended" when it ended or went silent, "gone" on 410. */
+  private async watchOnce(): Promise<WatchOutcome> {
+    const watch: ActiveWatch = { abort: new AbortController(), startedAt: Date.now(), connected: false, events: 0 };
+    this.current = watch;
+    this.lastActivity = watch.startedAt;
+    this.lastWatchEvents = 0;
+    this.counters.watches++;
+    try {
+      await streamWatch(this.kubeConfig, {
+        path: this.client.collectionPath(this.options.namespace),
+        query: {
+          resourceVersion: this.resourceVersion || undefined,
+          allowWatchBookmarks: true,
+          timeoutSeconds: Math.round(this.timeoutSeconds * (1 + Math.random())),
+        },
+        signal: watch.abort.signal,
+        onConnected: () => {
+          watch.connected = true;
+          this.lastActivity = Date.now();
+        },
+        onEvent: (event) => this.onEvent(watch, event),
+      });
+      return "ended";
+    } catch (err) {
+      return this.classify(watch, err);
+    } finally {
+      this.lastWatchEvents = watch.events;
+      if (this.current === watch) this.current = undefined;
+    }
+  }
+
+  /** Turns a watch's failure into an outcome, or rethrows it as a failure (which relists after backoff). */
+  private classify(watch: ActiveWatch, err: unknown): WatchOutcome {
+    if (this.stopped) return "ended";
+    const streamError = watch.streamError;
+    const gone = streamError ? streamError.code === 410 : isGone(err);
+    if (gone) {
+      this.counters.expired++;
+      this.options.logger.info("Watch expired (410 Gone); relisting", { resource: this.client.type.plural, error: streamError?.message ?? describeError(err) });
+      return "gone";
+    }
+    // A silent watch missed nothing the server knows about: resume from the last resourceVersion.
+    if (watch.abortedBecause === "silent") return "ended";
+    this.counters.watchFailures++;
+    if (streamError) throw Object.assign(new Error(streamError.message ?? "watch error"), { code: streamError.code });
+    if (watch.abortedBecause === "no-headers") throw new Error(`watch got no response headers within ${this.headersTimeoutMs} ms`);
+    throw err instanceof Error ? err : new Error(describeError(err));
+  }
+
+  private onEvent(watch: ActiveWatch, event: WatchEvent): void {
     this.lastActivity = Date.now();
-    if (type === "ERROR") {
-      const status = obj as unknown as { code?: number; message?: string };
-      finish(status.code === 410 ? Object.assign(new Error(status.message ?? "410 Gone"), { code: 410 }) : new Error(status.message ?? "watch error"));
-      this.abort?.abort();
+    if (event.type === "ERROR") {
+      const status = event.object as { code?: unknown; message?: unknown } | null | undefined;
+      watch.streamError = {
+        ...(typeof status?.code === "number" ? { code: status.code } : {}),
+        ...(typeof status?.message === "string" ? { message: status.message } : {}),
+      };
+      watch.abort.abort();
       return;
     }
-    if (obj.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
-    if (type === "BOOKMARK") return;
+    watch.events++;
+    const obj = event.object as T | undefined;
+    if (!obj?.metadata) return;
+    if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+    if (event.type === "BOOKMARK") return;
     const key = keyOf(obj);
     const old = this.store.get(key);
-    if (type === "DELETED") {
-      if (old && newer(obj, old)) this.drop(key, old);
-    } else if (newer(obj, old)) {
+    if (event.type === "DELETED") {
+      if (old && newer(obj, old)) this.drop(key, old, rvOf(obj));
+      else if (!old) this.bury(key, rvOf(obj));
+    } else if (newer(obj, old) && !this.buried(key, obj)) {
       this.put(key, obj, old);
     }
   }

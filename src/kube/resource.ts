@@ -4,9 +4,14 @@
  */
 import {
   CustomObjectsApi,
+  Observable,
   PatchStrategy,
   setHeaderOptions,
+  type ConfigurationOptions,
   type KubeConfig,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
 } from "@kubernetes/client-node";
 import type { ObjectMeta } from "../../api/v1alpha1/types.js";
 
@@ -32,15 +37,72 @@ export interface ListResult<T> {
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
-/** CRUD for one resource type. Methods reject with client-node's ApiException; classify with ./errors.ts. */
+/**
+ * Default deadline of every request. The API server ends ordinary requests after 60 s itself (`--request-timeout`),
+ * so this only bites when the server cannot answer at all (stopped, or a connection that died without a reset); then
+ * a reconcile fails and is retried instead of waiting forever while holding its pool's queue slot.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 70_000;
+
+/** Thrown when a request got no answer within its deadline. Whether a write took effect is then unknown. */
+export class RequestTimeoutError extends Error {
+  override name = "RequestTimeoutError";
+}
+
+/**
+ * Per-request options adding an abort deadline to `base`; the timer starts when the request is sent. `clear` cancels
+ * it once the call settled, so no timer (and no signal) outlives its request.
+ */
+function withDeadline(ms: number, base?: ConfigurationOptions): { options: ConfigurationOptions; clear: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline: ObservableMiddleware = {
+    pre: (ctx: RequestContext) => {
+      const abort = new AbortController();
+      timer = setTimeout(() => abort.abort(), ms);
+      timer.unref();
+      ctx.setSignal(abort.signal);
+      return new Observable(Promise.resolve(ctx));
+    },
+    post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+  };
+  const options: ConfigurationOptions = { ...base, middleware: [...(base?.middleware ?? []), deadline], middlewareMergeStrategy: "append" };
+  return { options, clear: () => clearTimeout(timer) };
+}
+
+const isAbort = (err: unknown): boolean => typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError";
+
+export interface ResourceClientOptions {
+  /** Deadline of each request (each page of a list). Default {@link DEFAULT_REQUEST_TIMEOUT_MS}. */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * CRUD for one resource type. Methods reject with client-node's ApiException (classify with ./errors.ts), with a
+ * network error, or with {@link RequestTimeoutError} when the deadline passed.
+ */
 export class ResourceClient<T extends KubeObject> {
   private readonly api: CustomObjectsApi;
 
   constructor(
     readonly kubeConfig: KubeConfig,
     readonly type: ResourceType,
+    private readonly clientOptions: ResourceClientOptions = {},
   ) {
     this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+  }
+
+  /** Runs one request with a deadline; an abort becomes a RequestTimeoutError naming the request. */
+  private async call<R>(what: string, send: (options: ConfigurationOptions) => Promise<unknown>, timeoutMs?: number, base?: ConfigurationOptions): Promise<R> {
+    const ms = timeoutMs ?? this.clientOptions.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const deadline = withDeadline(ms, base);
+    try {
+      return (await send(deadline.options)) as R;
+    } catch (err) {
+      if (isAbort(err)) throw new RequestTimeoutError(`${what} ${this.type.plural} got no answer within ${ms} ms`);
+      throw err;
+    } finally {
+      deadline.clear();
+    }
   }
 
   private base(): { group: string; version: string; plural: string } {
@@ -54,18 +116,21 @@ export class ResourceClient<T extends KubeObject> {
     return namespace ? `${prefix}/namespaces/${namespace}/${plural}` : `${prefix}/${plural}`;
   }
 
-  /** Lists every object (all pages), in one namespace or all. */
-  async list(namespace?: string): Promise<ListResult<T>> {
+  /** Lists every object (all pages), in one namespace or all. `timeoutMs` is the deadline of each page. */
+  async list(namespace?: string, options: { timeoutMs?: number } = {}): Promise<ListResult<T>> {
     const items: T[] = [];
     let continueToken: string | undefined;
     let resourceVersion = "";
     do {
-      const page = (namespace
-        ? await this.api.listNamespacedCustomObject({ ...this.base(), namespace, limit: 500, _continue: continueToken })
-        : await this.api.listClusterCustomObject({ ...this.base(), limit: 500, _continue: continueToken })) as {
-        items: T[];
-        metadata?: { resourceVersion?: string; continue?: string };
-      };
+      const _continue = continueToken;
+      const page = await this.call<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
+        "list",
+        (o) =>
+          namespace
+            ? this.api.listNamespacedCustomObject({ ...this.base(), namespace, limit: 500, _continue }, o)
+            : this.api.listClusterCustomObject({ ...this.base(), limit: 500, _continue }, o),
+        options.timeoutMs,
+      );
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = page.metadata?.continue || undefined;
@@ -84,14 +149,15 @@ export class ResourceClient<T extends KubeObject> {
     do {
       // The first page pins the snapshot; later pages carry it in the continue token and must not repeat it.
       const freshness = !continueToken && options.notOlderThan ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" } : {};
-      const page = (await this.api.listNamespacedCustomObject({
+      const request = {
         ...this.base(),
         namespace,
         limit: 500,
         _continue: continueToken,
         ...(options.fieldSelector ? { fieldSelector: options.fieldSelector } : {}),
         ...freshness,
-      })) as { items: T[]; metadata?: { continue?: string } };
+      };
+      const page = await this.call<{ items: T[]; metadata?: { continue?: string } }>("list", (o) => this.api.listNamespacedCustomObject(request, o));
       items.push(...page.items);
       continueToken = page.metadata?.continue || undefined;
     } while (continueToken);
@@ -99,12 +165,12 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   async get(namespace: string, name: string): Promise<T> {
-    return (await this.api.getNamespacedCustomObject({ ...this.base(), namespace, name })) as T;
+    return await this.call<T>("get", (o) => this.api.getNamespacedCustomObject({ ...this.base(), namespace, name }, o));
   }
 
   async create(namespace: string, body: T): Promise<T> {
     const full = { apiVersion: this.apiVersion(), kind: this.type.kind, ...body };
-    return (await this.api.createNamespacedCustomObject({ ...this.base(), namespace, body: full })) as T;
+    return await this.call<T>("create", (o) => this.api.createNamespacedCustomObject({ ...this.base(), namespace, body: full }, o));
   }
 
   /**
@@ -112,18 +178,18 @@ export class ResourceClient<T extends KubeObject> {
    * answers 409 Conflict when the object changed since (optimistic locking).
    */
   async patch(namespace: string, name: string, patch: object): Promise<T> {
-    return (await this.api.patchNamespacedCustomObject({ ...this.base(), namespace, name, body: patch }, mergePatch)) as T;
+    return await this.call<T>("patch", (o) => this.api.patchNamespacedCustomObject({ ...this.base(), namespace, name, body: patch }, o), undefined, mergePatch);
   }
 
   /** Merge patch of the status subresource; conditional like patch(). */
   async patchStatus(namespace: string, name: string, patch: object): Promise<T> {
-    return (await this.api.patchNamespacedCustomObjectStatus({ ...this.base(), namespace, name, body: patch }, mergePatch)) as T;
+    return await this.call<T>("patch status of", (o) => this.api.patchNamespacedCustomObjectStatus({ ...this.base(), namespace, name, body: patch }, o), undefined, mergePatch);
   }
 
   /** Deletes; with `uid`, only that incarnation of the object (a same-named successor is left alone). */
   async delete(namespace: string, name: string, uid?: string): Promise<void> {
     const body = uid ? { preconditions: { uid } } : undefined;
-    await this.api.deleteNamespacedCustomObject({ ...this.base(), namespace, name, body });
+    await this.call("delete", (o) => this.api.deleteNamespacedCustomObject({ ...this.base(), namespace, name, body }, o));
   }
 
   apiVersion(): string {

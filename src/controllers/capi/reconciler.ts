@@ -17,7 +17,7 @@ import type { Logger } from "../../runtime/logger.js";
 import type { ReconcileResult } from "../../runtime/workqueue.js";
 import { pauseState } from "../clusters.js";
 import type { EventSink } from "../events.js";
-import { isDeleting, splitKey } from "../meta.js";
+import { isDeletedForMove, isDeleting, splitKey } from "../meta.js";
 import type { Store } from "../store.js";
 import { BY_CLAIM } from "../ippool/indexes.js";
 import { capiClaimClusterName, claimStatus, desiredCapiAddress, desiredIPClaim, ownedBy, readyFromIPClaim, servesClaim, type ReadyInput } from "./translate.js";
@@ -36,6 +36,9 @@ export class CapiClaimReconciler {
     const [namespace, name] = splitKey(key);
     const claim = this.capiClaims.get(namespace, name);
     if (!claim || !servesClaim(claim)) return;
+    // Leaving with `clusterctl move` (deleted for move, or its IPClaim already left): clusterctl strips the finalizers;
+    // deleting the IPAddress or IPClaim, or re-creating a missing IPClaim, here would fight the move (spec §7).
+    if (isDeletedForMove(claim.metadata) || this.store.movedAway.has(claim.metadata.uid ?? "")) return;
     const log = this.logger.child({ controller: "ipaddressclaim", namespace, name });
     const pool = this.store.pools.get(namespace, claim.spec.poolRef.name);
     const pause = pauseState(claim.metadata, capiClaimClusterName(claim, pool), this.store.lookupCluster);

@@ -37,7 +37,8 @@ export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): 
     case "release":
       return await release(ctx, action.claim, action.addresses);
     case "bind":
-      return await bind(ctx, action.claim, action.address);
+      await bind(ctx, action.claim, action.address);
+      return await releaseDuplicates(ctx, action.claim, action.duplicates ?? []);
     case "create":
       return await create(ctx, action.claim, action.address);
     case "fail":
@@ -58,6 +59,14 @@ export async function releaseAddress(ctx: ApplyContext, address: IPAddress): Pro
   if (unlocked) await ctx.store.delete(ctx.store.addresses, unlocked);
   ctx.allocator?.release(address.spec.address);
   ctx.metrics.release("released");
+}
+
+/** Releases extra IPAddresses made for an already bound claim (see planClaim), after its status names the kept one. */
+async function releaseDuplicates(ctx: ApplyContext, claim: IPClaim, duplicates: IPAddress[]): Promise<void> {
+  for (const address of duplicates) {
+    ctx.log.warn("Releasing duplicate IPAddress of a claim", { claim: claim.metadata.name, ipAddress: address.metadata.name, address: address.spec.address });
+    await releaseAddress(ctx, address);
+  }
 }
 
 async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<IPClaim> {

@@ -19,12 +19,12 @@ import {
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import type { PauseState } from "../clusters.js";
-import { isDeleting, onlyOurFinalizers } from "../meta.js";
+import { isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
 
 export type ClaimAction =
   | { kind: "skip"; why: string }
   | { kind: "release"; claim: IPClaim; addresses: IPAddress[] }
-  | { kind: "bind"; claim: IPClaim; address: IPAddress }
+  | { kind: "bind"; claim: IPClaim; address: IPAddress; duplicates?: IPAddress[] }
   | { kind: "create"; claim: IPClaim; address: IPAddress }
   | { kind: "fail"; claim: IPClaim; reason: Reason; message: string };
 
@@ -52,12 +52,20 @@ export function belongsToClaim(address: IPAddress, claim: IPClaim): boolean {
   return !owner || !claim.metadata.uid || owner.uid === claim.metadata.uid;
 }
 
+/** Whether this controller made `address` for this incarnation of `claim` (its IPClaim owner reference says so). */
+function madeFor(address: IPAddress, claim: IPClaim): boolean {
+  const uid = claim.metadata.uid;
+  return uid !== undefined && (address.metadata.ownerReferences ?? []).some((o) => o.kind === IPCLAIM_KIND && o.uid === uid);
+}
+
 /** The next step for `input.claim`. */
 export function planClaim(input: ClaimPlanInput): ClaimAction {
   const { claim, pool, pause } = input;
   if (pause.paused) return { kind: "skip", why: pause.why };
   const mine = input.claimAddresses.filter((a) => belongsToClaim(a, claim)).sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
   if (isDeleting(claim.metadata)) {
+    // Taken away by `clusterctl move`: release nothing (spec §7), even when no paused Cluster covers the claim.
+    if (isDeletedForMove(claim.metadata)) return { kind: "skip", why: "deleted by clusterctl move" };
     // Another finalizer (CAPM3's metal3data one) means the address is still in use: keep everything and wait.
     if (!onlyOurFinalizers(claim.metadata, [IPCLAIM_FINALIZER])) return { kind: "skip", why: "waiting for foreign finalizers" };
     return { kind: "release", claim, addresses: mine };
@@ -66,8 +74,11 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
   if (poolNamespace && poolNamespace !== claim.metadata.namespace) {
     return fail(claim, Reasons.AllocationFailed, `IPPool ${poolNamespace}/${claim.spec.pool.name} is in another namespace; an IPClaim can only use a pool of its own namespace`);
   }
-  const first = mine[0];
-  if (first) return { kind: "bind", claim, address: first };
+  // The address the claim's status already names stays its address (spec §3.4: it never changes while the claim
+  // lives). A second one we made for the same claim can only come from an allocation whose create succeeded unseen
+  // (a lost answer, a timeout, a crash) and was then redone: it is released, so nothing leaks.
+  const kept = mine.find((a) => a.metadata.name === claim.status?.address?.name) ?? mine[0];
+  if (kept) return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeFor(a, claim)) };
   if (!pool || !input.allocator) return fail(claim, Reasons.PoolNotFound, `IPPool ${claim.spec?.pool?.name ?? ""} not found`);
   if (!pause.paused && pause.clusterMissing) return fail(claim, Reasons.ClusterNotFound, `Cluster ${pause.clusterMissing} not found`);
   if (input.allocationBlocked) return fail(claim, input.allocationBlocked.reason, input.allocationBlocked.message);

@@ -6,6 +6,7 @@
 import isEqual from "lodash/isEqual.js";
 import {
   CLUSTER_NAME_LABEL,
+  IPCLAIM_FINALIZER,
   IPCLAIM_KIND,
   IPPOOL_FINALIZER,
   PROVIDER_LABEL,
@@ -24,7 +25,7 @@ import { noMetrics, type ControllerMetrics } from "../../runtime/metrics.js";
 import type { ReconcileResult } from "../../runtime/workqueue.js";
 import { pauseState, type Cluster } from "../clusters.js";
 import type { EventSink } from "../events.js";
-import { byCreationThenName, isDeleting, splitKey } from "../meta.js";
+import { byCreationThenName, hasFinalizer, isDeleting, splitKey } from "../meta.js";
 import type { Store } from "../store.js";
 import { applyClaimAction, releaseAddress, type ApplyContext } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL } from "./indexes.js";
@@ -57,9 +58,7 @@ export class PoolReconciler {
     }
     if (pool && !isDeleting(pool.metadata)) pool = await this.ensurePoolMetadata(pool, pause && !pause.paused ? pause.cluster : undefined);
     const claims = this.store.claims.byIndex(BY_POOL, key).sort(byCreationThenName);
-    if (pool && !isDeleting(pool.metadata) && claims.some((c) => this.needsAllocation(c))) {
-      await this.store.refreshPoolAddresses(namespace, name, newestResourceVersion([pool, ...claims]));
-    }
+    await this.refreshIfAllocating(pool, claims);
     const collisions: string[] = [];
     const allocator = pool ? this.buildAllocator(pool, key, collisions) : undefined;
     const metrics = this.options.metrics ?? noMetrics;
@@ -93,6 +92,14 @@ export class PoolReconciler {
     };
     if (Object.keys(patch).length === 0) return pool;
     return await this.store.patchMetadata(this.store.pools, pool, patch);
+  }
+
+  /** The freshness barrier (spec §3.4, see addressBarrier) before a pass that will allocate. */
+  private async refreshIfAllocating(pool: IPPool | undefined, claims: readonly IPClaim[]): Promise<void> {
+    if (!pool || isDeleting(pool.metadata)) return;
+    const pending = claims.filter((c) => this.needsAllocation(c));
+    if (pending.length === 0) return;
+    await this.store.refreshPoolAddresses(pool.metadata.namespace ?? "", pool.metadata.name ?? "", addressBarrier(pool, claims, pending));
   }
 
   /** A live claim with no IPAddress yet: the pass will allocate for it. */
@@ -154,6 +161,8 @@ export class PoolReconciler {
       const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPCLAIM_KIND);
       const claimName = address.spec?.claim?.name;
       if (!owner || !claimName) continue;
+      // Its claim left with `clusterctl move` and this address stayed with its pool: still in use there (spec §7).
+      if (this.store.movedAway.has(owner.uid)) continue;
       const cached = this.store.claims.get(address.metadata.namespace ?? "", claimName);
       if (cached && cached.metadata.uid === owner.uid) continue;
       const live = await this.store.fetch(this.store.claims, address.metadata.namespace ?? "", claimName);
@@ -198,6 +207,19 @@ export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): stri
 
 function clusterOwnerRef(cluster: Cluster): OwnerReference {
   return { apiVersion: cluster.apiVersion ?? "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: cluster.metadata.name ?? "", uid: cluster.metadata.uid ?? "" };
+}
+
+/**
+ * The resourceVersion the pool's IPAddresses are read at before allocating (spec §3.4); undefined asks for a quorum
+ * read. Normally the newest of the pool and its claims, so every IPAddress made before them (by hand, say) is seen.
+ * But a claim that carries our finalizer and still has no IPAddress in the cache is the trace of an interrupted
+ * allocation: the finalizer is written first, then the IPAddress, whose create may have succeeded while its answer
+ * was lost (a timeout, a connection cut by a restarting API server). That IPAddress is newer than anything we know,
+ * so only a quorum read is sure to show it; deciding without it would give the claim a second address.
+ */
+function addressBarrier(pool: IPPool, claims: readonly IPClaim[], pending: readonly IPClaim[]): string | undefined {
+  if (pending.some((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER))) return undefined;
+  return newestResourceVersion([pool, ...claims]);
 }
 
 /** The highest resourceVersion among `objects` (integers, as etcd issues them), or undefined. */

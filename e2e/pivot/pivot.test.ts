@@ -1,0 +1,274 @@
+/**
+ * Pivot (spec §7, issue 6): the real `clusterctl move` carries three workload clusters and their 100 claims (IPClaims
+ * and Cluster API IPAddressClaims) between two management clusters while our controller runs on both, and back.
+ *
+ * By default both management clusters are local planes started here; `e2e/pivot/run.ts --from K1 --to K2` runs the
+ * same suite against two existing clusters (kind).
+ */
+import { expect } from "chai";
+import {
+  claimCount,
+  createMachine,
+  createTopology,
+  exists,
+  finishClaimDeletion,
+  isEmpty,
+  loosePoolTopology,
+  mainTopology,
+  pictureOf,
+  restoreCapiStatus,
+  settledPicture,
+  smallTopology,
+  startMidDeletions,
+  versionsOf,
+  withoutDeletionState,
+  type Picture,
+  type Thing,
+  type Topology,
+} from "./fixtures.js";
+import {
+  clusterctlMove,
+  ensureNamespace,
+  managersOf,
+  namespaceExists,
+  openWorld,
+  outputTail,
+  recordEvents,
+  startRecordedController,
+  wipeNamespace,
+  type EventLog,
+  type MoveResult,
+  type RecordedController,
+  type Side,
+  type World,
+} from "./harness.js";
+import { consistently, eventually } from "../support/wait.js";
+
+const external = process.env.E2E_EXTERNAL_CONTROLLER === "true";
+const suffix = Math.random().toString(36).slice(2, 7);
+const NS = `pivot-${suffix}`;
+const NS_LOOSE = `pivot-loose-${suffix}`;
+const NS_PAUSED = `pivot-paused-${suffix}`;
+const NAMESPACES = [NS, NS_LOOSE, NS_PAUSED];
+
+/** Messages our controller logs when it writes or frees an address. */
+const ALLOCATED = "Allocated IPAddress";
+const RELEASES = ["Released IPAddress", "Releasing IPAddress of a claim that is gone"];
+
+function report(what: string, r: MoveResult): void {
+  console.log(`      ${what}: clusterctl exit ${String(r.code)} after ${(r.ms / 1000).toFixed(1)} s`);
+}
+
+function expectMoved(r: MoveResult): void {
+  expect(r.code, `clusterctl move failed:\n${outputTail(r)}\n`).to.equal(0);
+}
+
+/** IPAddress names (both kinds) of a picture. */
+const addressNames = (p: Picture): { m3: string[]; capi: string[] } => ({
+  m3: p.addresses.map((a) => a.split(" ")[0]!).sort(),
+  capi: p.capiAddresses.map((a) => a.split(" ")[0]!).sort(),
+});
+
+const addressesHeld = (p: Picture): Set<string> => new Set(Object.values(p.claims).filter(Boolean));
+
+describe("clusterctl move (pivot) between two management clusters", function () {
+  this.timeout(180_000);
+  this.slow(60_000);
+  let world: World;
+  let source: Side;
+  let target: Side;
+  const controllers = new Map<string, RecordedController>();
+  const ctl = (side: Side, ns: string): RecordedController => controllers.get(`${side.name}/${ns}`)!;
+  const main: Topology = mainTopology();
+  let s0: Picture;
+
+  before(async function () {
+    this.timeout(300_000);
+    world = await openWorld();
+    ({ source, target } = world);
+    for (const ns of NAMESPACES) await ensureNamespace(source, ns);
+    for (const side of [source, target]) {
+      for (const ns of NAMESPACES) controllers.set(`${side.name}/${ns}`, await startRecordedController(side, ns));
+    }
+    await createTopology(source.k, NS, main);
+    await settledPicture(source.k, NS, claimCount(main));
+    const deleting = await startMidDeletions(source.k, NS, main);
+    s0 = await settledPicture(source.k, NS, claimCount(main));
+    expect(s0.deleting).to.have.length(deleting.length).and.to.have.length(40);
+  });
+
+  after(async function () {
+    this.timeout(120_000);
+    for (const c of controllers.values()) await c.stop();
+    if (!world) return;
+    if (world.existing && process.env.PIVOT_KEEP !== "true") {
+      for (const side of [source, target]) for (const ns of NAMESPACES) await wipeNamespace(side, ns);
+    }
+    await world.close();
+  });
+
+  it("starts from 3 clusters and 100 bound claims of both kinds, 40 of them mid-deletion", () => {
+    expect(Object.keys(s0.claims).filter((k) => k.startsWith("IPAddressClaim/"))).to.have.length(30);
+    expect(s0.counts).to.include({ clusters: 3, machines: 50, claims: 100, addresses: 100, capiClaims: 30, capiAddresses: 30, pools: 5 });
+    expect(s0.claims["IPClaim/c1-m01-prov"]).to.equal("10.10.0.150");
+    expect(s0.claims["IPAddressClaim/c2-m02-bm"]).to.equal("192.168.20.77");
+    expect(s0.claims["IPClaim/c2-m03-prov"]).to.equal("10.10.0.200");
+    expect(s0.claims["IPAddressClaim/c1-m00-bm"]).to.equal("192.168.10.100");
+    expect(s0.pools.prov!.owners).to.deep.equal(["Cluster/c1"]);
+    expect(Object.keys(s0.pools.prov!.indexes).filter((n) => n.startsWith("c2-"))).to.have.length(15);
+  });
+
+  it("moves everything to the target: same addresses, no new IPAddress, status rebuilt, source emptied", async () => {
+    const watched: Record<string, EventLog> = {};
+    for (const [name, client] of Object.entries({ addresses: target.k.addresses, capiAddresses: target.k.capiAddresses, pools: target.k.pools, claims: target.k.claims })) {
+      watched[name] = await recordEvents(target, client.collectionPath(NS));
+    }
+    const since = Date.now();
+    let moved: Picture;
+    try {
+      const r = await clusterctlMove(source, target, NS);
+      report("move of 3 clusters / 100 claims", r);
+      expectMoved(r);
+      moved = await settledPicture(target.k, NS, claimCount(main), 60_000);
+    } finally {
+      Object.values(watched).forEach((w) => w.stop());
+    }
+    // Every claim has the address it had, and pools and claims report exactly what they reported in the source.
+    expect(withoutDeletionState(moved)).to.deep.equal(withoutDeletionState(s0));
+    // clusterctl cannot create a deleting object: the mid-deletion claims arrive alive, still holding their addresses.
+    expect(moved.deleting).to.deep.equal([]);
+    // Every IPAddress in the target is one clusterctl copied over, created once; none was made by the target controller.
+    const names = addressNames(s0);
+    expect([...watched.addresses!.added].sort()).to.deep.equal(names.m3);
+    expect([...watched.capiAddresses!.added].sort()).to.deep.equal(names.capi);
+    expect([...watched.addresses!.deleted, ...watched.capiAddresses!.deleted]).to.deep.equal([]);
+    const notByClusterctl = [...watched.addresses!.firstSeen.values(), ...watched.capiAddresses!.firstSeen.values()].filter((o) => !managersOf(o).includes("clusterctl"));
+    expect(notByClusterctl.map((o) => o.metadata.name), "IPAddresses not created by clusterctl").to.deep.equal([]);
+    // Status is never carried over: pools and claims arrived without one and were rebuilt from the IPAddresses.
+    for (const log of [watched.pools!, watched.claims!]) {
+      expect([...log.firstSeen.values()].filter((o) => o.status !== undefined).map((o) => o.metadata.name)).to.deep.equal([]);
+    }
+    if (!external) {
+      expect(ctl(target, NS).count(ALLOCATED, since), "allocations by the target controller").to.equal(0);
+      for (const msg of [ALLOCATED, ...RELEASES]) expect(ctl(source, NS).count(msg, since), `source controller: ${msg}`).to.equal(0);
+    }
+    // Nothing of the moved clusters is left in the source namespace.
+    expect(isEmpty(await pictureOf(source.k, NS)), "source namespace empty").to.equal(true);
+  });
+
+  it("after the move, serves new claims in the target around the moved ones and releases deleted moved claims", async () => {
+    const before = await pictureOf(target.k, NS);
+    const held = addressesHeld(before);
+    const clusters = new Map<string, Thing>();
+    for (const name of ["c1", "c2", "c3"]) clusters.set(name, await target.k.clusters.get(NS, name));
+    const [c1, c2, c3] = main.clusters as [Topology["clusters"][number], Topology["clusters"][number], Topology["clusters"][number]];
+    const fresh = [...(await createMachine(target.k, NS, c1, clusters.get("c1")!, 15)), ...(await createMachine(target.k, NS, c2, clusters.get("c2")!, 15))];
+    const withNew = await settledPicture(target.k, NS, claimCount(main) + fresh.length);
+    const freshAddresses = Object.entries(withNew.claims).filter(([key]) => fresh.includes(key.slice(key.indexOf("/") + 1))).map(([, a]) => a);
+    expect(freshAddresses).to.have.length(6); // 4 claims, plus the IPClaims of the 2 IPAddressClaims
+    for (const a of freshAddresses) expect(held.has(a), `${a} collides with a moved claim`).to.equal(false);
+
+    // c3's claims were being deleted when they moved; CAPM3 finishes that on its new management cluster.
+    const c3Claims = Object.keys(before.claims).filter((k) => k.startsWith("IPClaim/c3-")).map((k) => k.slice("IPClaim/".length));
+    expect(c3Claims).to.have.length(40);
+    await finishClaimDeletion(target.k, NS, c3Claims);
+    const released = await eventually("c3's addresses released", async () => {
+      const p = await pictureOf(target.k, NS);
+      const gone = p.addresses.every((a) => !a.startsWith("c3-")) && !Object.keys(p.claims).some((k) => k.includes("/c3-")) &&
+        [p.pools["c3-prov"]!, p.pools["c3-bm"]!].every((v) => v.used === 0 && Object.keys(v.indexes).length === 0);
+      return gone ? p : undefined;
+    }, 30_000, 500);
+    expect(Object.keys(released.claims).filter((k) => k.includes("/c3-"))).to.deep.equal([]);
+    // A released address is free again: the next c3 machine gets the first address of each pool, a moved claim's before.
+    const next = await createMachine(target.k, NS, c3, clusters.get("c3")!, 20);
+    const after = await settledPicture(target.k, NS, claimCount(main) + fresh.length - 40 + next.length);
+    expect([after.claims["IPClaim/c3-m20-prov"], after.claims["IPClaim/c3-m20-bm"]]).to.deep.equal(["10.30.0.10", "fd00:30::1"]);
+    expect(held.has("10.30.0.10") && held.has("fd00:30::1")).to.equal(true);
+  });
+
+  it("moves back to the original management cluster and restores the picture", async () => {
+    // clusterctl carries no status: Cluster API's controllers on the new management cluster report Clusters and Machines
+    // again, which the move back's preflight requires. Nothing of ours is touched.
+    await restoreCapiStatus(target.k, NS);
+    const t1 = await pictureOf(target.k, NS);
+    const watched = await recordEvents(source, source.k.addresses.collectionPath(NS));
+    const since = Date.now();
+    let back: Picture;
+    try {
+      const r = await clusterctlMove(target, source, NS);
+      report("move back", r);
+      expectMoved(r);
+      back = await eventually("the original cluster to show the picture the target had", async () => {
+        const p = await pictureOf(source.k, NS);
+        return JSON.stringify(p) === JSON.stringify(t1) ? p : undefined;
+      }, 60_000, 500).catch(() => pictureOf(source.k, NS));
+    } finally {
+      watched.stop();
+    }
+    expect(back).to.deep.equal(t1);
+    expect([...watched.added].sort()).to.deep.equal(addressNames(t1).m3);
+    expect([...watched.firstSeen.values()].filter((o) => !managersOf(o).includes("clusterctl")).map((o) => o.metadata.name)).to.deep.equal([]);
+    expect(isEmpty(await pictureOf(target.k, NS)), "target namespace empty").to.equal(true);
+    if (!external) expect(ctl(source, NS).count(ALLOCATED, since), "allocations by the original controller").to.equal(0);
+    // Every claim that existed before the round trip (all but c3's, finished above) has its original address.
+    for (const [key, address] of Object.entries(s0.claims)) {
+      if (key.includes("/c3-")) continue;
+      expect(back.claims[key], key).to.equal(address);
+    }
+    for (const line of s0.addresses.filter((a) => !a.startsWith("c3-"))) expect(back.addresses).to.include(line);
+    expect(back.pools.prov!.owners).to.deep.equal(["Cluster/c1"]);
+  });
+
+  it("leaves a pool without clusterName behind with its addresses; the moved claims report PoolNotFound", async () => {
+    const t = loosePoolTopology();
+    await createTopology(source.k, NS_LOOSE, t);
+    const before = await settledPicture(source.k, NS_LOOSE, claimCount(t));
+    expect(before.pools.loose!.owners).to.deep.equal([]);
+    const since = Date.now();
+    const r = await clusterctlMove(source, target, NS_LOOSE);
+    report("move with a pool without clusterName", r);
+    expectMoved(r);
+    // The target: claims without their pool, waiting, with a message that says why; no address was made up.
+    const there = await eventually("the moved claims to report the missing pool", async () => {
+      const p = await pictureOf(target.k, NS_LOOSE);
+      return Object.keys(p.ready).length === 6 && Object.values(p.ready).every((v) => v.startsWith("False/")) ? p : undefined;
+    }, 30_000, 500);
+    expect(there.ready).to.deep.equal({
+      "IPAddressClaim/cl-m00-bm": "False/PoolNotReady: IPPool loose not found",
+      "IPAddressClaim/cl-m01-bm": "False/PoolNotReady: IPPool loose not found",
+      "IPClaim/cl-m00-bm": "False/PoolNotFound: IPPool loose not found",
+      "IPClaim/cl-m00-prov": "False/PoolNotFound: IPPool loose not found",
+      "IPClaim/cl-m01-bm": "False/PoolNotFound: IPPool loose not found",
+      "IPClaim/cl-m01-prov": "False/PoolNotFound: IPPool loose not found",
+    });
+    expect(there.counts).to.include({ clusters: 1, pools: 0, addresses: 0, capiAddresses: 0 });
+    // The source: the pool stays with every IPAddress of the claims that left; they stay reserved (not orphans).
+    const stays = async (): Promise<boolean> => {
+      const p = await pictureOf(source.k, NS_LOOSE);
+      return p.counts.claims === 0 && p.counts.clusters === 0 && JSON.stringify([p.addresses, p.capiAddresses, p.pools]) === JSON.stringify([before.addresses, before.capiAddresses, before.pools]);
+    };
+    await eventually("the source to keep the pool and its addresses", stays, 10_000, 250);
+    await consistently("the source to keep the pool and its addresses", stays, 3_000, 250);
+    if (!external) for (const msg of [ALLOCATED, ...RELEASES]) expect(ctl(source, NS_LOOSE).count(msg, since), `source controller: ${msg}`).to.equal(0);
+    // They stay reserved: a new claim of that pool gets none of them.
+    await source.k.claims.create(NS_LOOSE, { metadata: { name: "newcomer", namespace: NS_LOOSE }, spec: { pool: { name: "loose" } } });
+    const newcomer = await eventually("newcomer bound", async () => (await pictureOf(source.k, NS_LOOSE)).claims["IPClaim/newcomer"] || undefined);
+    expect(addressesHeld(before).has(newcomer), `${newcomer} was still reserved`).to.equal(false);
+  });
+
+  it("refuses to move a paused Cluster, changing nothing on either side", async () => {
+    const t = smallTopology("cp");
+    await createTopology(source.k, NS_PAUSED, t);
+    await settledPicture(source.k, NS_PAUSED, claimCount(t));
+    await source.k.clusters.patch(NS_PAUSED, "cp", { spec: { paused: true } });
+    const versions = await versionsOf(source.k, NS_PAUSED);
+    await consistently("the paused namespace to stay quiet", async () => JSON.stringify(await versionsOf(source.k, NS_PAUSED)) === JSON.stringify(versions), 1_000, 250);
+    const r = await clusterctlMove(source, target, NS_PAUSED);
+    report("move of a paused Cluster", r);
+    expect(r.code).to.not.equal(0);
+    expect(r.output).to.include(`cannot start operation while the following Clusters are paused: ${NS_PAUSED}/cp`);
+    expect(await versionsOf(source.k, NS_PAUSED)).to.deep.equal(versions);
+    expect(await exists(source.k.clusters, NS_PAUSED, "cp")).to.equal(true);
+    expect(await namespaceExists(target, NS_PAUSED)).to.equal(false);
+  });
+});

@@ -1,0 +1,304 @@
+/**
+ * Helpers for reliability suites: a controller in this process whose log can be inspected, the controller as a child
+ * process that can be SIGKILLed, a TCP proxy that can freeze connections (a watch that hangs without an error),
+ * claim creation that rides out API server restarts, and an audit of the allocations a namespace ends up with.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { KubeConfig } from "@kubernetes/client-node";
+import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
+import { describeError, isAlreadyExists } from "../../src/kube/errors.js";
+import { createLogger, type Logger } from "../../src/runtime/logger.js";
+import { startProcess, type Supervised } from "../../hack/localplane/process.js";
+import { repoRoot } from "./cluster.js";
+import type { IPAddress, IPClaim } from "../../api/v1alpha1/types.js";
+import { claim, type Clients } from "./ipam.js";
+import { eventually, sleep } from "./wait.js";
+
+/** A JSON logger whose records are kept for assertions (and echoed to stderr when E2E_LOG is set). */
+export class LogCapture {
+  readonly records: Record<string, unknown>[] = [];
+  readonly logger: Logger;
+
+  constructor(level = "debug") {
+    const echo = Boolean(process.env.E2E_LOG);
+    const sink = new Writable({
+      write: (chunk: Buffer | string, _encoding, done) => {
+        for (const line of String(chunk).split("\n")) {
+          if (!line.trim()) continue;
+          if (echo) process.stderr.write(`${line}\n`);
+          try {
+            this.records.push(JSON.parse(line) as Record<string, unknown>);
+          } catch {
+            // not a record
+          }
+        }
+        done();
+      },
+    });
+    this.logger = createLogger({ level, format: "json", stream: sink });
+  }
+
+  /** Records whose `msg` is `msg` and whose fields include `fields`. */
+  matching(msg: string, fields: Record<string, unknown> = {}): Record<string, unknown>[] {
+    return this.records.filter((r) => r.msg === msg && Object.entries(fields).every(([k, v]) => r[k] === v));
+  }
+}
+
+/** A controller in this process with a capturing logger; `options` override the Manager's. */
+export async function startObservedController(
+  kc: KubeConfig,
+  namespace: string,
+  options: Partial<Omit<ManagerOptions, "logger">> = {},
+): Promise<{ manager: Manager; logs: LogCapture; stop: () => Promise<void> }> {
+  const logs = new LogCapture();
+  const manager = new Manager(kc, { namespace, poolConcurrency: 4, logger: logs.logger, ...options });
+  await manager.start();
+  return { manager, logs, stop: () => manager.stop() };
+}
+
+/** The controller process (`src/main.ts`) for one namespace, as it runs in a pod. */
+export interface ControllerChild {
+  readonly pid: number;
+  readonly logFile: string;
+  readonly exited: Promise<string>;
+  /** Resolves once the controller logged that its caches are synced; rejects if it exits first or after `timeoutMs`. */
+  waitSynced(timeoutMs?: number): Promise<void>;
+  /** SIGKILL: no drain, no cleanup, like the OOM killer. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful), SIGKILL after 10 s. */
+  stop(): Promise<void>;
+}
+
+const MAIN = join(repoRoot, "src", "main.ts");
+const TSX_LOADER = import.meta.resolve("tsx");
+let childCounter = 0;
+
+/**
+ * Starts `node --import tsx src/main.ts` for `namespace` with info logging into `<logDir>/controller-<n>.log`;
+ * probes and metrics are off (their default ports would collide between runs).
+ */
+export function startControllerChild(kubeconfigPath: string, namespace: string, logDir: string): ControllerChild {
+  mkdirSync(logDir, { recursive: true });
+  const logFile = join(logDir, `controller-${process.pid}-${++childCounter}.log`);
+  const args = [
+    "--import", TSX_LOADER, MAIN,
+    "--kubeconfig", kubeconfigPath,
+    ...(namespace ? ["--namespace", namespace] : []),
+    // info: waitSynced reads "Caches synced" from the log.
+    "--log-level", "info",
+    "--metrics-bind-address", "0",
+    "--health-probe-bind-address", "0",
+  ];
+  const proc: Supervised = startProcess("controller", process.execPath, args, logFile);
+  return {
+    pid: proc.pid,
+    logFile,
+    exited: proc.exited,
+    async waitSynced(timeoutMs = 60_000) {
+      const synced = eventually("the controller to sync its caches", () => {
+        if (!proc.isRunning()) throw new Error(`controller exited; last output:\n${proc.tail()}`);
+        try {
+          return readFileSync(logFile, "utf8").includes("Caches synced");
+        } catch {
+          return false;
+        }
+      }, timeoutMs, 100);
+      const died = proc.exited.then((how) => {
+        throw new Error(`controller exited (${how}) before syncing; last output:\n${proc.tail()}`);
+      });
+      died.catch(() => undefined);
+      await Promise.race([synced, died]);
+    },
+    kill: () => proc.kill(),
+    stop: () => proc.stop(10_000),
+  };
+}
+
+/**
+ * A TCP proxy in front of the API server. `freeze()` turns every connection open at that moment into a silent one:
+ * nothing is forwarded either way and neither side learns of a close, as with a NAT entry that died or a peer that
+ * vanished without a reset. Connections made afterwards are forwarded normally.
+ */
+export class FaultProxy {
+  private readonly sockets = new Set<Socket>();
+  private readonly frozen = new WeakSet<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  /** Listens on a free loopback port and forwards to `target` (host:port of the API server). */
+  static async start(targetHost: string, targetPort: number): Promise<FaultProxy> {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", resolve);
+    });
+    const address = server.address();
+    if (address === null || typeof address === "string") throw new Error("proxy has no TCP address");
+    const proxy = new FaultProxy(server, address.port);
+    server.on("connection", (client: Socket) => proxy.accept(client, targetHost, targetPort));
+    return proxy;
+  }
+
+  /** A copy of `kc` whose current cluster is reached through this proxy (TLS passes through untouched). */
+  kubeConfigFor(kc: KubeConfig): KubeConfig {
+    const current = kc.getCurrentCluster();
+    if (!current) throw new Error("kubeconfig has no current cluster");
+    const copy = new KubeConfig();
+    copy.loadFromOptions({
+      clusters: kc.clusters.map((c) => (c.name === current.name ? { ...c, server: `https://127.0.0.1:${this.port}` } : c)),
+      users: kc.users,
+      contexts: kc.contexts,
+      currentContext: kc.currentContext,
+    });
+    return copy;
+  }
+
+  /** Freezes every open connection; returns how many. */
+  freeze(): number {
+    for (const s of this.sockets) this.frozen.add(s);
+    return this.sockets.size / 2;
+  }
+
+  /** Destroys every connection and stops listening. */
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket, host: string, port: number): void {
+    const upstream = createConnection({ host, port });
+    this.sockets.add(client);
+    this.sockets.add(upstream);
+    const link = (from: Socket, to: Socket): void => {
+      from.on("data", (chunk: Buffer) => {
+        if (!this.frozen.has(from)) to.write(chunk);
+      });
+      from.on("end", () => {
+        if (!this.frozen.has(from)) to.end();
+      });
+      from.on("close", () => {
+        this.sockets.delete(from);
+        if (!this.frozen.has(from)) to.destroy();
+      });
+      from.on("error", () => undefined);
+    };
+    link(client, upstream);
+    link(upstream, client);
+  }
+}
+
+/** Options of {@link createClaimsRetrying}. */
+export interface CreateClaimsOptions {
+  /** Creates in flight at once. Default 25. */
+  concurrency?: number;
+  /** Give up on a claim that cannot be created for this long. Default 180 s. */
+  deadlineMs?: number;
+  /** Counts the claims created so far, for callers that act at some point of the burst. */
+  progress?: { created: number };
+}
+
+/**
+ * Creates the claims `names` in `namespace` for `poolName`, riding out an API server that restarts meanwhile: failed
+ * creates are retried; AlreadyExists after a retry means an earlier attempt got through.
+ */
+export async function createClaimsRetrying(c: Clients, namespace: string, poolName: string, names: readonly string[], options: CreateClaimsOptions = {}): Promise<void> {
+  const deadline = Date.now() + (options.deadlineMs ?? 180_000);
+  const progress = options.progress ?? { created: 0 };
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < names.length) {
+      const name = names[next++] as string;
+      for (;;) {
+        try {
+          await c.claims.create(namespace, claim(namespace, name, poolName));
+          progress.created++;
+          break;
+        } catch (err) {
+          if (isAlreadyExists(err)) {
+            progress.created++;
+            break;
+          }
+          if (Date.now() > deadline) throw new Error(`could not create claim ${name}: ${describeError(err)}`);
+          await sleep(250);
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency ?? 25 }, worker));
+}
+
+/** What a namespace's claims and IPAddresses add up to; every list should be empty in a healthy end state. */
+export interface AllocationAudit {
+  /** Claims not being deleted. */
+  claims: number;
+  /** IPAddresses, all. */
+  addresses: number;
+  /** Live claims whose status names an IPAddress that names them back. */
+  bound: number;
+  /** Live claims without such a binding. */
+  unbound: string[];
+  /** `pool/address` held by more than one IPAddress. */
+  duplicateAddresses: string[];
+  /** Claims named by more than one IPAddress. */
+  claimsWithSeveral: string[];
+  /** IPAddresses made for a claim (IPClaim owner) that is gone or is another incarnation: leaks. */
+  orphans: string[];
+  /** IPAddresses no live claim's status names (orphans included; person-made reservations would count too). */
+  strayAddresses: string[];
+  /** Claims still being deleted. */
+  deleting: string[];
+}
+
+/** Reads every claim and IPAddress of `namespace` and checks the invariants of spec §3.4 and §3.5. */
+export async function auditAllocations(c: Clients, namespace: string): Promise<AllocationAudit> {
+  const [claims, addresses] = await Promise.all([c.claims.list(namespace), c.addresses.list(namespace)]);
+  const { named, ...byClaims } = auditClaims(claims.items, new Map(addresses.items.map((a) => [a.metadata.name ?? "", a])));
+  return { ...byClaims, ...auditAddresses(addresses.items, claims.items, named) };
+}
+
+/** The claims' side: which are bound (their status names an IPAddress that names them back), which not. */
+function auditClaims(claims: readonly IPClaim[], addressByName: ReadonlyMap<string, IPAddress>): Pick<AllocationAudit, "claims" | "bound" | "unbound" | "deleting"> & { named: Set<string> } {
+  const unbound: string[] = [];
+  const deleting: string[] = [];
+  const named = new Set<string>();
+  for (const cl of claims) {
+    const name = cl.metadata.name ?? "";
+    const ref = cl.status?.address?.name ?? "";
+    if (cl.metadata.deletionTimestamp) deleting.push(name);
+    else if (addressByName.get(ref)?.spec.claim?.name === name) named.add(ref);
+    else unbound.push(name);
+  }
+  return { claims: claims.length - deleting.length, bound: named.size, unbound, deleting, named };
+}
+
+/** The addresses' side: addresses held twice, claims named twice, orphans and strays. */
+function auditAddresses(addresses: readonly IPAddress[], claims: readonly IPClaim[], named: ReadonlySet<string>): Pick<AllocationAudit, "addresses" | "duplicateAddresses" | "claimsWithSeveral" | "orphans" | "strayAddresses"> {
+  const claimByName = new Map(claims.map((cl) => [cl.metadata.name ?? "", cl]));
+  const holders = new Map<string, number>();
+  const namedBy = new Map<string, number>();
+  const orphans: string[] = [];
+  for (const a of addresses) {
+    const slot = `${a.spec.pool.name}/${a.spec.address}`;
+    holders.set(slot, (holders.get(slot) ?? 0) + 1);
+    const claimName = a.spec.claim?.name;
+    if (!claimName) continue;
+    namedBy.set(claimName, (namedBy.get(claimName) ?? 0) + 1);
+    const owner = (a.metadata.ownerReferences ?? []).find((o) => o.kind === "IPClaim");
+    const live = claimByName.get(claimName);
+    if (owner && (!live || live.metadata.uid !== owner.uid)) orphans.push(a.metadata.name ?? "");
+  }
+  const several = (counts: Map<string, number>): string[] => [...counts].filter(([, n]) => n > 1).map(([key]) => key);
+  return {
+    addresses: addresses.length,
+    duplicateAddresses: several(holders),
+    claimsWithSeveral: several(namedBy),
+    orphans,
+    strayAddresses: addresses.map((a) => a.metadata.name ?? "").filter((name) => !named.has(name)),
+  };
+}

@@ -1,0 +1,203 @@
+/**
+ * `npm run soak`: a soak benchmark, not a test. Runs the controller as a child process against a local plane of its
+ * own and churns claims on several pools for SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim,
+ * wait until it is bound and delete it, next to SOAK_RESIDENT claims per pool that live throughout. Then it lets
+ * everything settle and checks, through the API:
+ *   - duplicates: two IPAddresses with one address in a pool, or one claim named by two IPAddresses;
+ *   - leaks: IPAddresses no live claim is bound to (their claim gone, or never bound), claims left without an address,
+ *     claims stuck deleting.
+ * It prints allocations per second, create→bound latency, the controller's memory (RSS from /proc) after the
+ * resident claims were bound and again after the churn settled, and writes the figures to .cache/soak/last.json.
+ * Exit code 1 when a duplicate or a leak was found. Short run: `SOAK_MINUTES=1 npm run soak`.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { freshNamespace, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { auditAllocations, createClaimsRetrying, startControllerChild, type AllocationAudit, type ControllerChild } from "../e2e/support/faults.js";
+import { clients, pool, type Clients } from "../e2e/support/ipam.js";
+import { describeError } from "../src/kube/errors.js";
+import { readProcMemory, type ProcMemory } from "./bench/controller.js";
+import { fmt, fmtBytes, fmtMs, summarize } from "./bench/stats.js";
+import { renderTable, type Row } from "./bench/table.js";
+import { LocalPlane } from "./localplane/plane.js";
+import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
+import { readSoakConfig, type SoakConfig } from "./soak/config.js";
+
+const SOAK_DIR = join(repoRoot, ".cache", "soak");
+
+let plane: LocalPlane | undefined;
+let controller: ControllerChild | undefined;
+let watch: BindingWatch | undefined;
+
+function progress(message: string): void {
+  process.stderr.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+async function cleanup(): Promise<void> {
+  watch?.stop();
+  watch = undefined;
+  await controller?.stop().catch(() => undefined);
+  controller = undefined;
+  const p = plane;
+  plane = undefined;
+  await p?.stop();
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Creates the pools (one /24 each) and their resident claims; resolves when every resident claim is bound. */
+async function seed(c: Clients, ns: string, config: SoakConfig): Promise<string[]> {
+  const pools = Array.from({ length: config.pools }, (_, i) => `pool-${i}`);
+  for (const [i, name] of pools.entries()) await c.pools.create(ns, pool(ns, name, { pools: [{ subnet: `10.100.${i}.0/24` }], prefix: 24 }));
+  for (const name of pools) {
+    const residents = Array.from({ length: config.residentPerPool }, (_, i) => `${name}-resident-${i}`);
+    await createClaimsRetrying(c, ns, name, residents);
+  }
+  const expected = config.pools * config.residentPerPool;
+  await settle(c, ns, expected, 180_000);
+  return pools;
+}
+
+/** Waits until `expected` claims are bound, nothing is deleting and no IPAddress is stray; returns the last audit. */
+async function settle(c: Clients, ns: string, expected: number, timeoutMs: number): Promise<AllocationAudit> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const audit = await auditAllocations(c, ns);
+    const clean = audit.bound === expected && audit.deleting.length === 0 && audit.unbound.length === 0 && audit.strayAddresses.length === 0;
+    if (clean || Date.now() > deadline) return audit;
+    await sleep(1_000);
+  }
+}
+
+/** Samples the controller's RSS every 15 s while `work` runs. */
+async function sampled<T>(pid: number, work: Promise<T>): Promise<{ value: T; peakRss: number; samples: number[] }> {
+  const samples: number[] = [];
+  const timer = setInterval(() => {
+    readProcMemory(pid).then((m) => samples.push(m.rss), () => undefined);
+  }, 15_000);
+  try {
+    const value = await work;
+    const last = await readProcMemory(pid);
+    return { value, peakRss: last.peakRss, samples };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+function controllerLogCounts(logFile: string): { errors: number; warnings: number; duplicatesReleased: number } {
+  let text = "";
+  try {
+    text = readFileSync(logFile, "utf8");
+  } catch {
+    // no log yet
+  }
+  const count = (needle: string): number => text.split("\n").filter((l) => l.includes(needle)).length;
+  return { errors: count('"level":"error"'), warnings: count('"level":"warn"'), duplicatesReleased: count("Releasing duplicate IPAddress") };
+}
+
+interface SoakFigures {
+  config: SoakConfig;
+  machine: { cpus: number; loadavg: number[] };
+  churn: Omit<ChurnResult, "latenciesMs" | "errors"> & { allocationsPerSecond: number; latencyMs: ReturnType<typeof summarize>; errors: Record<string, number> };
+  memory: { start: ProcMemory; end: ProcMemory; peakRss: number; samplesRss: number[] };
+  audit: AllocationAudit;
+  duplicates: number;
+  leaks: number;
+  controllerLog: ReturnType<typeof controllerLogCounts>;
+}
+
+function render(f: SoakFigures): string {
+  const rows: Row[] = [
+    { metric: "churn", value: `${fmt(f.churn.durationMs / 60_000)} min`, detail: `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims per pool` },
+    { metric: "claims created / bound", value: `${f.churn.created} / ${f.churn.bound}`, detail: `${f.churn.slow} not bound within 60 s` },
+    { metric: "allocations per second", value: fmt(f.churn.allocationsPerSecond), detail: "claims bound (and then deleted) per second of churn" },
+    { metric: "create → bound", value: fmtMs(f.churn.latencyMs.median), detail: `p90 ${fmtMs(f.churn.latencyMs.p90)}, p99 ${fmtMs(f.churn.latencyMs.p99)}, max ${fmtMs(f.churn.latencyMs.max)}` },
+    { metric: "controller RSS at start", value: fmtBytes(f.memory.start.rss), detail: `anonymous ${fmtBytes(f.memory.start.rssAnon)}; resident claims bound, before the churn` },
+    { metric: "controller RSS at end", value: fmtBytes(f.memory.end.rss), detail: `anonymous ${fmtBytes(f.memory.end.rssAnon)}; after the churn settled; peak ${fmtBytes(f.memory.peakRss)}` },
+    { metric: "duplicates", value: String(f.duplicates), detail: `addresses held twice ${f.audit.duplicateAddresses.length}, claims with several IPAddresses ${f.audit.claimsWithSeveral.length}` },
+    { metric: "leaks", value: String(f.leaks), detail: `stray IPAddresses ${f.audit.strayAddresses.length} (orphans ${f.audit.orphans.length}), unbound claims ${f.audit.unbound.length}, stuck deleting ${f.audit.deleting.length}` },
+    { metric: "controller log", value: `${f.controllerLog.errors} errors`, detail: `${f.controllerLog.warnings} warnings, ${f.controllerLog.duplicatesReleased} duplicates released` },
+    { metric: "churn API errors", value: String(Object.values(f.churn.errors).reduce((a, b) => a + b, 0)), detail: Object.entries(f.churn.errors).map(([m, n]) => `${n}× ${m}`).join("; ") },
+  ];
+  return renderTable([{ title: `Soak (${f.machine.cpus} CPUs, load ${f.machine.loadavg.map((l) => fmt(l)).join(" ")})`, rows }]);
+}
+
+async function run(config: SoakConfig): Promise<SoakFigures> {
+  progress("starting the local plane (etcd, kube-apiserver) with our CRDs");
+  plane = await LocalPlane.start({ crdDirs: [OUR_CRDS], controllerManager: false });
+  const kc = plane.kubeConfig;
+  const c = clients(kc);
+  const ns = await freshNamespace(kc, "soak");
+  progress(`starting the controller (namespace ${ns})`);
+  const ctl = startControllerChild(plane.kubeconfigPath, ns, join(SOAK_DIR, "logs"));
+  controller = ctl;
+  await ctl.waitSynced();
+  watch = await BindingWatch.start(kc, c, ns);
+  progress(`seeding ${config.pools} pools with ${config.residentPerPool} resident claims each`);
+  const pools = await seed(c, ns, config);
+  await sleep(5_000);
+  const start = await readProcMemory(ctl.pid);
+  progress(`churning for ${config.minutes} min; controller RSS ${fmtBytes(start.rss)}`);
+  const run = await sampled(ctl.pid, churn(c, watch, {
+    namespace: ns,
+    pools,
+    workersPerPool: config.workersPerPool,
+    durationMs: config.minutes * 60_000,
+    onProgress: (bound, elapsed) => progress(`${bound} claims bound in ${fmt(elapsed / 1000)} s`),
+  }));
+  progress("settling: waiting for deletions to finish and every resident claim to stay bound");
+  const audit = await settle(c, ns, config.pools * config.residentPerPool, config.settleSeconds * 1000);
+  await sleep(5_000);
+  const end = await readProcMemory(ctl.pid);
+  const result = run.value;
+  return {
+    config,
+    machine: { cpus: cpus().length, loadavg: loadavg() },
+    churn: {
+      created: result.created,
+      bound: result.bound,
+      slow: result.slow,
+      durationMs: result.durationMs,
+      allocationsPerSecond: result.bound / (result.durationMs / 1000),
+      latencyMs: summarize(result.latenciesMs),
+      errors: Object.fromEntries(result.errors),
+    },
+    memory: { start, end, peakRss: Math.max(run.peakRss, end.peakRss), samplesRss: run.samples },
+    audit,
+    duplicates: audit.duplicateAddresses.length + audit.claimsWithSeveral.length,
+    leaks: audit.strayAddresses.length + audit.unbound.length + audit.deleting.length,
+    controllerLog: controllerLogCounts(ctl.logFile),
+  };
+}
+
+async function main(): Promise<number> {
+  const config = readSoakConfig(process.env, join(SOAK_DIR, "last.json"));
+  process.on("SIGINT", () => {
+    progress("interrupted; stopping everything");
+    void cleanup().finally(() => process.exit(130));
+  });
+  try {
+    const figures = await run(config);
+    process.stdout.write(`${render(figures)}\n`);
+    mkdirSync(dirname(config.outFile), { recursive: true });
+    writeFileSync(config.outFile, `${JSON.stringify(figures, null, 2)}\n`);
+    progress(`figures written to ${config.outFile}`);
+    if (figures.duplicates > 0 || figures.leaks > 0) {
+      progress(`FAILED: ${figures.duplicates} duplicates, ${figures.leaks} leaks`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    progress(`soak failed: ${describeError(err)}`);
+    if (err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    void cleanup().finally(() => process.exit(1));
+  },
+);

@@ -1,0 +1,247 @@
+/**
+ * The informer against a scripted fake API server (plain HTTP): 410 Gone, silent watches, hung connects, failed
+ * lists and relists racing our own writes. The real API server versions of these live in e2e/resilience.test.ts.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import { KubeConfig } from "@kubernetes/client-node";
+import { silentLogger } from "../runtime/logger.js";
+import { Informer, type InformerOptions } from "./informer.js";
+import { RequestTimeoutError, ResourceClient, type KubeObject } from "./resource.js";
+
+const TYPE = { group: "test.io", version: "v1", plural: "things", kind: "Thing", namespaced: true };
+
+const thing = (name: string, rv: number): KubeObject => ({ metadata: { name, namespace: "ns", resourceVersion: String(rv), uid: name } });
+
+interface WatchCall {
+  resourceVersion: string | null;
+  res: ServerResponse;
+  req: IncomingMessage;
+}
+
+/** A fake API server: lists answer from `listing` (or fail), watches are handed to the test to script. */
+class FakeApi {
+  listing: { items: KubeObject[]; resourceVersion: number } | "fail" | "hang" = { items: [], resourceVersion: 1 };
+  /** "hang": watch requests get no response headers at all. */
+  watchMode: "stream" | "hang" = "stream";
+  lists = 0;
+  readonly watches: WatchCall[] = [];
+  private server?: Server;
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "fake", server: `http://127.0.0.1:${this.port}`, skipTLSVerify: true }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "c", cluster: "fake", user: "u" }],
+      currentContext: "c",
+    });
+    return kc;
+  }
+
+  /** Sends one watch event on the newest watch. */
+  send(type: string, object: unknown): void {
+    this.latest().res.write(`${JSON.stringify({ type, object })}\n`);
+  }
+
+  latest(): WatchCall {
+    const w = this.watches.at(-1);
+    if (!w) throw new Error("no watch yet");
+    return w;
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? "/", "http://x");
+    if (url.searchParams.get("watch") === "true") {
+      this.watches.push({ resourceVersion: url.searchParams.get("resourceVersion"), res, req });
+      if (this.watchMode === "stream") res.writeHead(200, { "Content-Type": "application/json" }).flushHeaders();
+      return;
+    }
+    this.lists++;
+    if (this.listing === "hang") return;
+    if (this.listing === "fail") {
+      res.writeHead(503, { "Content-Type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 503, message: "unavailable" }));
+      return;
+    }
+    const body = { kind: "ThingList", items: this.listing.items, metadata: { resourceVersion: String(this.listing.resourceVersion) } };
+    res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body));
+  }
+}
+
+async function until(what: string, probe: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("Informer (fake API server)", function () {
+  this.timeout(20_000);
+  let api: FakeApi;
+  let informer: Informer<KubeObject> | undefined;
+
+  beforeEach(async () => {
+    api = new FakeApi();
+    await api.start();
+  });
+
+  afterEach(async () => {
+    informer?.stop();
+    informer = undefined;
+    await api.stop();
+  });
+
+  function makeInformer(options: Partial<InformerOptions> = {}): Informer<KubeObject> {
+    const kc = api.kubeConfig();
+    informer = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, TYPE), { namespace: "ns", resyncMs: 0, logger: silentLogger(), ...options });
+    return informer;
+  }
+
+  const names = (i: Informer<KubeObject>): string[] => i.list().map((o) => o.metadata.name ?? "").sort();
+
+  it("resumes an ended watch from the last resourceVersion, and relists after 410 Gone in the stream", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    expect(api.latest().resourceVersion).to.equal("10");
+    api.send("ADDED", thing("b", 11));
+    await until("b cached", () => inf.get("ns", "b") !== undefined);
+    api.latest().res.end();
+    await until("a second watch", () => api.watches.length === 2);
+    expect(api.latest().resourceVersion).to.equal("11");
+    expect(api.lists).to.equal(1);
+
+    api.listing = { items: [thing("a", 10), thing("c", 20)], resourceVersion: 20 };
+    api.send("ERROR", { kind: "Status", code: 410, reason: "Expired", message: "too old resource version: 11 (15)" });
+    await until("the relist", () => api.lists === 2 && api.watches.length === 3);
+    expect(names(inf)).to.deep.equal(["a", "c"]);
+    expect(api.latest().resourceVersion).to.equal("20");
+    expect(inf.stats.expired).to.equal(1);
+    expect(inf.synced).to.equal(true);
+  });
+
+  it("aborts a silent watch through its watchdog and resumes it without relisting", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer({ watchdogMs: 300 });
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    await until("the watchdog to replace it", () => api.watches.length === 2, 3_000);
+    expect(api.latest().resourceVersion).to.equal("10");
+    expect(api.lists).to.equal(1);
+    expect(inf.stats.watchdogAborts).to.be.greaterThan(0);
+    // The replacement works: events flow again.
+    api.send("ADDED", thing("b", 12));
+    await until("b cached", () => inf.get("ns", "b") !== undefined);
+  });
+
+  it("gives up on a watch whose response never starts (a hung server) and relists", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    api.watchMode = "hang";
+    const inf = makeInformer({ watchdogMs: 300 });
+    await inf.start();
+    await until("a relist after the hung watch", () => api.lists >= 2, 5_000);
+    expect(inf.stats.watchFailures).to.be.greaterThan(0);
+    expect(inf.synced).to.equal(true);
+  });
+
+  it("reports not synced after a failed relist and synced again after the next successful one", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    expect(inf.synced).to.equal(true);
+    await until("a watch", () => api.watches.length === 1);
+    api.listing = "fail";
+    api.latest().res.destroy(); // the connection breaks: the informer relists, and that fails
+    await until("synced to turn false", () => !inf.synced);
+    expect(inf.stats.listFailures).to.be.greaterThan(0);
+    expect(names(inf)).to.deep.equal(["a"]); // the cache is kept meanwhile
+    api.listing = { items: [thing("a", 10), thing("b", 30)], resourceVersion: 30 };
+    await until("synced to turn true", () => inf.synced, 10_000);
+    expect(names(inf)).to.deep.equal(["a", "b"]);
+  });
+
+  it("keeps on a relist the objects it wrote after the list's snapshot (read-your-writes), and drops older ones", async () => {
+    api.listing = { items: [thing("a", 10), thing("old", 5)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    inf.upsert(thing("mine", 15));
+    inf.upsert(thing("a", 14));
+    // A list taken at 12: it cannot show "mine" (15) yet, and shows "a" older than we know it; "old" is gone.
+    api.listing = { items: [thing("a", 10)], resourceVersion: 12 };
+    api.send("ERROR", { kind: "Status", code: 410, message: "too old resource version" });
+    await until("the relist", () => api.lists === 2 && api.watches.length === 2);
+    expect(names(inf)).to.deep.equal(["a", "mine"]);
+    expect(inf.get("ns", "a")?.metadata.resourceVersion).to.equal("14");
+    // A later list without "mine" means it is really gone.
+    api.listing = { items: [thing("a", 16)], resourceVersion: 20 };
+    api.send("ERROR", { kind: "Status", code: 410, message: "too old resource version" });
+    await until("the second relist", () => api.lists === 3 && api.watches.length === 3);
+    expect(names(inf)).to.deep.equal(["a"]);
+  });
+
+  it("does not bring back an object deleted meanwhile when a late write answer is upserted", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    // The patch removing the last finalizer answers with version 11; the watch reports the deletion (12) first.
+    api.send("DELETED", thing("a", 12));
+    await until("a dropped", () => inf.get("ns", "a") === undefined);
+    inf.upsert(thing("a", 11));
+    expect(inf.get("ns", "a")).to.equal(undefined);
+    // A new object of the same name is newer than the deletion and is kept.
+    inf.upsert(thing("a", 13));
+    expect(inf.get("ns", "a")?.metadata.resourceVersion).to.equal("13");
+    // remove() buries too: an older answer arriving after our own delete stays out.
+    inf.remove(thing("a", 13));
+    inf.upsert(thing("a", 13));
+    expect(inf.get("ns", "a")).to.equal(undefined);
+  });
+
+  it("treats an HTTP 410 answer to the watch request as expiry, not as a failure", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    const { res } = api.latest();
+    // The first watch was answered 200 already; make the next one answer 410 by ending this one.
+    api.watchMode = "hang";
+    res.end();
+    await until("a second watch", () => api.watches.length === 2);
+    api.latest().res.writeHead(410, { "Content-Type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 410, message: "too old resource version" }));
+    await until("the relist", () => api.lists === 2);
+    expect(inf.stats.expired).to.equal(1);
+    expect(inf.stats.watchFailures).to.equal(0);
+  });
+
+  it("fails a request the server never answers with a RequestTimeoutError, instead of waiting forever", async () => {
+    api.listing = "hang";
+    const kc = api.kubeConfig();
+    const client = new ResourceClient<KubeObject>(kc, TYPE, { requestTimeoutMs: 200 });
+    const started = Date.now();
+    let failure: unknown;
+    try {
+      await client.list("ns");
+    } catch (err) {
+      failure = err;
+    }
+    expect(failure).to.be.instanceOf(RequestTimeoutError);
+    expect(Date.now() - started).to.be.lessThan(5_000);
+  });
+});
