@@ -11,6 +11,8 @@ import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
 import type { Condition } from "../api/v1alpha1/types.js";
 import { isNotFound } from "../src/kube/errors.js";
 import { ResourceClient } from "../src/kube/resource.js";
+import { Manager } from "../src/controllers/manager.js";
+import { silentLogger } from "../src/runtime/logger.js";
 import { LocalPlane } from "../hack/localplane/plane.js";
 import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "./support/cluster.js";
 import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "./support/ipam.js";
@@ -288,5 +290,38 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
         await ctl.stop();
       }
     });
+  });
+});
+
+describe("Cluster API bridge when Cluster API's CRDs arrive after the controller", function () {
+  this.timeout(180_000);
+  let plane: LocalPlane | undefined;
+
+  before(async function () {
+    if (usingExistingCluster()) this.skip();
+    plane = await LocalPlane.start({ crdDirs: [OUR_CRDS], controllerManager: false });
+  });
+
+  after(async () => {
+    await plane?.stop();
+  });
+
+  it("runs without them, then starts the bridge once they are installed, without a restart", async () => {
+    const kc = plane!.kubeConfig;
+    const ns = await freshNamespace(kc, "capi-late");
+    const manager = new Manager(kc, { namespace: ns, logger: silentLogger(), capiDiscoveryRetryMs: 500 });
+    await manager.start();
+    try {
+      const c = clients(kc);
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.42.0.1", end: "10.42.0.9" }] }));
+      await c.claims.create(ns, claim(ns, "metal3", "p"));
+      expect(await eventually("IPClaims work without Cluster API", () => addressOf(c, ns, "metal3"))).to.equal("10.42.0.1");
+      await plane!.installCrds([CAPI_CRDS]);
+      const capi = capiClients(kc, "v1beta2");
+      await capi.claims.create(ns, capiClaim(ns, "late", "p"));
+      expect(await eventually("the bridge to serve the claim", () => capiAddressOf(capi, ns, "late"), 30_000)).to.equal("10.42.0.2");
+    } finally {
+      await manager.stop();
+    }
   });
 });

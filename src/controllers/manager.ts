@@ -25,6 +25,8 @@ export interface ManagerOptions {
   resyncMs?: number;
   watchTimeoutSeconds?: number;
   metrics?: ControllerMetrics;
+  /** Retry period of Cluster API IPAM discovery while it is not served (default 30 s). */
+  capiDiscoveryRetryMs?: number;
 }
 
 export class Manager {
@@ -68,7 +70,7 @@ export class Manager {
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
     await store.start();
-    this.bridge = new CapiBridge(store, { concurrency: this.options.poolConcurrency ?? 4, logger: log, events, enqueuePool: add });
+    this.bridge = new CapiBridge(store, { concurrency: this.options.poolConcurrency ?? 4, logger: log, events, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
     await this.bridge.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion: clusters.version });

@@ -61,6 +61,8 @@ export interface BridgeOptions {
   events: EventSink;
   /** Enqueues a pool of the pool controller (Cluster API IPAddresses hold addresses of our pools). */
   enqueuePool: (key: string) => void;
+  /** How often discovery is retried while Cluster API's IPAM is not served. Default 30 s. */
+  discoveryRetryMs?: number;
 }
 
 export class CapiBridge {
@@ -74,12 +76,12 @@ export class CapiBridge {
     private readonly options: BridgeOptions,
   ) {}
 
-  /** Starts now if Cluster API's IPAM is served, else keeps looking every 30 s. Never rejects for a missing API. */
+  /** Starts now if Cluster API's IPAM is served, else keeps looking (every 30 s by default). Never rejects for a missing API. */
   async start(): Promise<void> {
     const version = await discoverCapiIpamVersion(this.store.kubeConfig).catch(() => undefined);
     if (version) return await this.startWith(version);
     this.options.logger.info("Cluster API IPAM (ipam.cluster.x-k8s.io) is not served; the IPAddressClaim bridge is off until it is");
-    this.retry = setInterval(() => void this.tryLater(), 30_000);
+    this.retry = setInterval(() => void this.tryLater(), this.options.discoveryRetryMs ?? 30_000);
   }
 
   private async tryLater(): Promise<void> {
