@@ -13,6 +13,8 @@ import { claimPort } from "../hack/localplane/ports.js";
 import { Manager } from "../src/controllers/manager.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { PrometheusMetrics } from "../src/runtime/metrics.js";
+import { LeaderElector } from "../src/runtime/leader.js";
+import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { startProbeServer } from "../src/runtime/probes.js";
 import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
 import { claim, clients, pool, type Clients } from "./support/ipam.js";
@@ -152,6 +154,41 @@ describe("leader election and metrics (controller processes)", function () {
     await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.51.0.1", end: "10.51.0.9" }] }));
     await c.claims.create(ns, claim(ns, "after", "p"));
     expect(await eventually("the new leader to allocate", async () => (await boundAddresses(ns))[0], 30_000)).to.equal("10.51.0.1");
+  });
+
+  it("stops leading as soon as it cannot renew: another holder took the Lease", async () => {
+    const name = `stolen-${Date.now()}`;
+    let lost = 0;
+    const elector = new LeaderElector(admin, {
+      namespace: CONTROLLER_NAMESPACE,
+      name,
+      leaseDurationMs: 3_000,
+      renewDeadlineMs: 2_000,
+      retryPeriodMs: 200,
+      logger: silentLogger(),
+      onStartedLeading: () => undefined,
+      onStoppedLeading: () => lost++,
+    });
+    elector.start();
+    try {
+      await eventually("leadership", () => elector.isLeader, 10_000, 50);
+      const leases = new ResourceClient<KubeObject & { spec?: object }>(admin, { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease", namespaced: true });
+      // Someone else renews the Lease every 200 ms (as a rival leader after a network partition would).
+      const rival = setInterval(() => {
+        void leases.patch(CONTROLLER_NAMESPACE, name, { spec: { holderIdentity: "rival", renewTime: new Date().toISOString().replace("Z", "000Z"), leaseDurationSeconds: 3 } }).catch(() => undefined);
+      }, 200);
+      const stolenAt = Date.now();
+      try {
+        await eventually("the elector to give up", () => lost === 1, 10_000, 50);
+      } finally {
+        clearInterval(rival);
+      }
+      expect(elector.isLeader).to.equal(false);
+      // It gives up once it has failed to renew for the renew deadline (2 s), checked every retry period.
+      expect(Date.now() - stolenAt).to.be.lessThan(2_000 + 200 + 3_000);
+    } finally {
+      await elector.stop();
+    }
   });
 
   it("exposes per-pool gauges on /metrics that match the pools' status after claims and releases", async () => {
