@@ -70,7 +70,8 @@ export class Manager {
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
     await store.start();
-    this.bridge = new CapiBridge(store, { concurrency: this.options.poolConcurrency ?? 4, logger: log, events, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
+    // Bridge keys are claims, not pools: they never allocate (the pool queue does), so many can run at once.
+    this.bridge = new CapiBridge(store, { concurrency: Math.max(16, (this.options.poolConcurrency ?? 4) * 4), logger: log, events, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
     await this.bridge.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion: clusters.version });

@@ -153,6 +153,15 @@ export class Informer<T extends KubeObject> {
     return this.inSync;
   }
 
+  /**
+   * The resourceVersion up to which this cache has seen every change of its watch (the last list's, or the last
+   * event's or bookmark's). Watch events arrive in resourceVersion order, so once this is at or past X, every object
+   * written before X is in the cache. Our own writes (`upsert`) do not move it.
+   */
+  get observedResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
   /** Synced, and a watch is connected and has shown a sign of life within the watchdog's limit. */
   get healthy(): boolean {
     return this.inSync && this.current?.connected === true && Date.now() - this.lastActivity <= this.watchdogMs;

@@ -99,7 +99,10 @@ export class PoolReconciler {
     if (!pool || isDeleting(pool.metadata)) return;
     const pending = claims.filter((c) => this.needsAllocation(c));
     if (pending.length === 0) return;
-    await this.store.refreshPoolAddresses(pool.metadata.namespace ?? "", pool.metadata.name ?? "", addressBarrier(pool, claims, pending));
+    const barrier = addressBarrier(pool, claims, pending);
+    // The addresses watch has already delivered everything up to the barrier: the cache is as fresh as a list would be.
+    if (barrier !== undefined && passed(this.store.addresses.observedResourceVersion, barrier)) return;
+    await this.store.refreshPoolAddresses(pool.metadata.namespace ?? "", pool.metadata.name ?? "", barrier);
   }
 
   /** A live claim with no IPAddress yet: the pass will allocate for it. */
@@ -220,6 +223,11 @@ function clusterOwnerRef(cluster: Cluster): OwnerReference {
 function addressBarrier(pool: IPPool, claims: readonly IPClaim[], pending: readonly IPClaim[]): string | undefined {
   if (pending.some((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER))) return undefined;
   return newestResourceVersion([pool, ...claims]);
+}
+
+/** Whether resourceVersion `seen` is at or past `barrier` (both integers, as etcd issues them; otherwise false). */
+function passed(seen: string, barrier: string): boolean {
+  return /^\d+$/.test(seen) && /^\d+$/.test(barrier) && BigInt(seen) >= BigInt(barrier);
 }
 
 /** The highest resourceVersion among `objects` (integers, as etcd issues them), or undefined. */
