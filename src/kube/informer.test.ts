@@ -214,6 +214,21 @@ describe("Informer (fake API server)", function () {
     expect(inf.get("ns", "a")).to.equal(undefined);
   });
 
+  it("wakes handlers once per version: the watch's echo of a write already upserted is no change", async () => {
+    api.listing = { items: [], resourceVersion: 10 };
+    const inf = makeInformer();
+    const seen: string[] = [];
+    inf.on((kind, obj) => seen.push(`${kind} ${obj.metadata.name ?? ""}@${obj.metadata.resourceVersion ?? ""}`));
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    inf.upsert(thing("mine", 11));
+    api.send("ADDED", thing("mine", 11));
+    api.send("MODIFIED", thing("mine", 12));
+    await until("the later version", () => inf.get("ns", "mine")?.metadata.resourceVersion === "12");
+    inf.upsert(thing("mine", 12));
+    expect(seen).to.deep.equal(["add mine@11", "update mine@12"]);
+  });
+
   it("treats an HTTP 410 answer to the watch request as expiry, not as a failure", async () => {
     api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
     const inf = makeInformer();

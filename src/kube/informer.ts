@@ -83,6 +83,14 @@ function newer(candidate: KubeObject, current: KubeObject | undefined): boolean 
   return Number.isFinite(a) && Number.isFinite(b) ? a >= b : true;
 }
 
+/**
+ * Whether `candidate` is a later version than `current`. An equal resourceVersion is the same version: the watch's
+ * echo of our own write (already recorded by `upsert`) changes nothing and must not wake handlers a second time.
+ */
+function laterVersion(candidate: KubeObject, current: KubeObject | undefined): boolean {
+  return newer(candidate, current) && candidate.metadata.resourceVersion !== current?.metadata.resourceVersion;
+}
+
 /** How long a deletion is remembered: longer than any request (and its answer) can be in flight. */
 const TOMBSTONE_MS = 180_000;
 
@@ -214,7 +222,7 @@ export class Informer<T extends KubeObject> {
   upsert(obj: T): void {
     const key = keyOf(obj);
     const old = this.store.get(key);
-    if (!newer(obj, old) || this.buried(key, obj)) return;
+    if (!laterVersion(obj, old) || this.buried(key, obj)) return;
     this.put(key, obj, old);
   }
 
@@ -412,7 +420,7 @@ export class Informer<T extends KubeObject> {
       const key = keyOf(obj);
       seen.add(key);
       const old = this.store.get(key);
-      if (old?.metadata.resourceVersion !== obj.metadata.resourceVersion && newer(obj, old) && !this.buried(key, obj)) this.put(key, obj, old);
+      if (laterVersion(obj, old) && !this.buried(key, obj)) this.put(key, obj, old);
     }
     const listed = Number(resourceVersion);
     for (const [key, old] of [...this.store]) {
@@ -493,7 +501,7 @@ export class Informer<T extends KubeObject> {
     if (event.type === "DELETED") {
       if (old && newer(obj, old)) this.drop(key, old, rvOf(obj));
       else if (!old) this.bury(key, rvOf(obj));
-    } else if (newer(obj, old) && !this.buried(key, obj)) {
+    } else if (laterVersion(obj, old) && !this.buried(key, obj)) {
       this.put(key, obj, old);
     }
   }
