@@ -132,10 +132,9 @@ describe("IPAM controller (real API server)", function () {
       expect(await eventually("an Event on the claim", async () => (await eventReasons(c, ns, "late")).includes("PoolExhausted"))).to.equal(true);
       const freed = await addressOf(c, ns, "a-0001");
       await c.claims.delete(ns, "a-0001");
-      const started = Date.now();
+      // "Within seconds" (issue 3) is the wait's deadline; a missed event would leave the claim waiting far longer.
       const healed = await eventually("late to get the freed address", () => addressOf(c, ns, "late"), 15_000);
       expect(healed).to.equal(freed);
-      expect(Date.now() - started).to.be.lessThan(15_000);
       expect((await c.claims.get(ns, "late")).status?.errorMessage).to.equal(undefined);
     });
   });
@@ -166,9 +165,8 @@ describe("IPAM controller (real API server)", function () {
       }, 2_000);
       expect((await c.pools.get(ns, "p")).metadata.finalizers ?? []).to.deep.equal([]);
       await c.clusters.patch(ns, "c1", { spec: { paused: false } });
-      const started = Date.now();
+      // "At once" is the wait's deadline: without the Cluster watch, Metal3 only notices on a resync.
       expect(await eventually("allocation after unpause", () => addressOf(c, ns, "waits"), 10_000)).to.equal("10.2.0.1");
-      expect(Date.now() - started).to.be.lessThan(10_000);
       const p = await c.pools.get(ns, "p");
       expect(p.metadata.labels).to.deep.include({ "cluster.x-k8s.io/cluster-name": "c1", "cluster.x-k8s.io/provider": "ipam-metal3" });
       expect(p.metadata.ownerReferences?.some((o) => o.kind === "Cluster" && o.name === "c1")).to.equal(true);

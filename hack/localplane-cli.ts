@@ -12,6 +12,7 @@ import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, wr
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalPlane } from "./localplane/plane.js";
+import { processAlive } from "./localplane/reaper.js";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const stateDir = join(repoRoot, ".localplane");
@@ -31,15 +32,6 @@ function readState(): State | undefined {
     return JSON.parse(readFileSync(stateFile, "utf8")) as State;
   } catch {
     return undefined;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -64,7 +56,7 @@ async function serve(): Promise<void> {
 
 async function up(): Promise<number> {
   const state = readState();
-  if (state && alive(state.pid)) {
+  if (state && processAlive(state.pid)) {
     console.log(`A local plane already runs (pid ${state.pid}).\nexport KUBECONFIG=${state.kubeconfig}`);
     return 0;
   }
@@ -83,24 +75,24 @@ async function up(): Promise<number> {
       console.log(`Local plane is up (pid ${s.pid}). Use it with:\n\nexport KUBECONFIG=${s.kubeconfig}\n\nStop it with: npm run localplane -- down`);
       return 0;
     }
-    if (daemon.pid === undefined || !alive(daemon.pid)) break;
+    if (daemon.pid === undefined || !processAlive(daemon.pid)) break;
     await sleep(250);
   }
   console.error(`The local plane did not start. Its log (${logFile}):\n${readFileSync(logFile, "utf8").slice(-4000)}`);
-  if (daemon.pid !== undefined && alive(daemon.pid)) process.kill(daemon.pid, "SIGTERM");
+  if (daemon.pid !== undefined && processAlive(daemon.pid)) process.kill(daemon.pid, "SIGTERM");
   return 1;
 }
 
 async function down(): Promise<number> {
   const state = readState();
-  if (!state || !alive(state.pid)) {
+  if (!state || !processAlive(state.pid)) {
     rmSync(stateFile, { force: true });
     console.log("No local plane is running.");
     return 0;
   }
   process.kill(state.pid, "SIGTERM");
-  for (let i = 0; i < 120 && alive(state.pid); i++) await sleep(250);
-  if (alive(state.pid)) process.kill(state.pid, "SIGKILL");
+  for (let i = 0; i < 120 && processAlive(state.pid); i++) await sleep(250);
+  if (processAlive(state.pid)) process.kill(state.pid, "SIGKILL");
   console.log("Local plane stopped.");
   return 0;
 }
@@ -117,7 +109,7 @@ async function main(): Promise<number> {
       return await down();
     case "status": {
       const s = readState();
-      console.log(s && alive(s.pid) ? `running (pid ${s.pid}); export KUBECONFIG=${s.kubeconfig}` : "not running");
+      console.log(s && processAlive(s.pid) ? `running (pid ${s.pid}); export KUBECONFIG=${s.kubeconfig}` : "not running");
       return 0;
     }
     default:

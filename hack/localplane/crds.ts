@@ -3,6 +3,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CustomObjectsApi, KubeConfig, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { loadAll } from "js-yaml";
+import { isConflict } from "../../src/kube/errors.js";
 import { waitFor } from "./http.js";
 
 /** Reads every CRD document from the YAML files of `dirs` (not recursive). Throws on a missing folder or a folder without CRDs. */
@@ -25,10 +26,6 @@ export function loadCrds(dirs: string[]): V1CustomResourceDefinition[] {
   return crds;
 }
 
-function statusCode(err: unknown): number | undefined {
-  return typeof err === "object" && err !== null && "code" in err ? Number((err).code) : undefined;
-}
-
 // CRDs go through the generic client: the typed ApiextensionsV1Api re-serializes schemas through its models and
 // silently drops keys such as `x-kubernetes-int-or-string`, which makes Cluster API's CRDs invalid.
 const CRD_RESOURCE = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions" };
@@ -42,7 +39,7 @@ async function applyCrd(api: CustomObjectsApi, crd: V1CustomResourceDefinition):
   try {
     await api.createClusterCustomObject({ ...CRD_RESOURCE, body: crd });
   } catch (err) {
-    if (statusCode(err) !== 409) throw err;
+    if (!isConflict(err)) throw err;
     const current = await readCrd(api, name);
     const body = { ...crd, metadata: { ...crd.metadata, resourceVersion: current.metadata?.resourceVersion } };
     await api.replaceClusterCustomObject({ ...CRD_RESOURCE, name, body });

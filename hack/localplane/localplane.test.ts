@@ -10,40 +10,20 @@ import { freshNamespace, sharedCluster, usingExistingCluster, type TestCluster }
 import { resolveBinaries } from "./binaries.js";
 import { installCrds } from "./crds.js";
 import { LocalPlane } from "./plane.js";
-import { reapOrphanedPlanes } from "./reaper.js";
+import { processAlive, reapOrphanedPlanes } from "./reaper.js";
+import { isNotFound, statusCodeOf } from "../../src/kube/errors.js";
+import { eventually } from "../../e2e/support/wait.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const testdata = join(here, "testdata");
-
-function statusOf(err: unknown): number | undefined {
-  return typeof err === "object" && err !== null && "code" in err ? Number((err).code) : undefined;
-}
-
-async function eventually(what: string, probe: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await probe()) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 async function configMapExists(kc: KubeConfig, namespace: string, name: string): Promise<boolean> {
   try {
     await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name, namespace });
     return true;
   } catch (err) {
-    if (statusOf(err) === 404) return false;
+    if (isNotFound(err)) return false;
     throw err;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -87,7 +67,7 @@ describe("local control plane", function () {
     } catch (err) {
       rejected = err;
     }
-    expect(statusOf(rejected)).to.equal(422);
+    expect(statusCodeOf(rejected)).to.equal(422);
     expect(String((rejected as Error).message)).to.match(/spec\.size/).and.match(/spec\.colour/);
   });
 
@@ -100,7 +80,7 @@ describe("local control plane", function () {
     const ownerReferences = [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }];
     await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "dependent", ownerReferences } } });
     await core.deleteNamespacedConfigMap({ name: "owner", namespace });
-    await eventually("the dependent to be collected", async () => !(await configMapExists(kc, namespace, "dependent")));
+    await eventually("the dependent to be collected", async () => !(await configMapExists(kc, namespace, "dependent")), 60_000);
   });
 
   it("removes a namespace's objects when the namespace is deleted", async function () {
@@ -115,9 +95,9 @@ describe("local control plane", function () {
         await core.readNamespace({ name: namespace });
         return false;
       } catch (err) {
-        return statusOf(err) === 404;
+        return isNotFound(err);
       }
-    });
+    }, 60_000);
     expect(await configMapExists(kc, namespace, "inside")).to.equal(false);
   });
 

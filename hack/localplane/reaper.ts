@@ -13,7 +13,8 @@ interface OwnerRecord {
   children: number[];
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM counts: it exists, it just is not ours to signal). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -50,8 +51,8 @@ export function reapOrphanedPlanes(): string[] {
     } catch {
       continue;
     }
-    if (alive(record.owner)) continue;
-    for (const pid of record.children) if (alive(pid) && belongsTo(pid, dir)) process.kill(pid, "SIGKILL");
+    if (processAlive(record.owner)) continue;
+    for (const pid of record.children) if (processAlive(pid) && belongsTo(pid, dir)) process.kill(pid, "SIGKILL");
     rmSync(dir, { recursive: true, force: true });
     removed.push(dir);
   }

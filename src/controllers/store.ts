@@ -182,19 +182,17 @@ export class Store {
    */
   async refreshPoolAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
     const options = notOlderThan ? { notOlderThan } : {};
-    let items: IPAddress[];
+    let items: IPAddress[] | undefined;
     if (this.poolFieldSelectorWorks) {
       try {
-        items = await this.addresses.client.listFresh(namespace, { ...options, fieldSelector: `spec.pool.name=${poolName}` });
+        items = (await this.addresses.client.list(namespace, { ...options, fieldSelector: `spec.pool.name=${poolName}` })).items;
       } catch (err) {
         // Servers without selectableFields (before Kubernetes 1.31) answer 400: list the namespace instead.
         if (statusCodeOf(err) !== 400) throw err;
         this.poolFieldSelectorWorks = false;
-        items = await this.addresses.client.listFresh(namespace, options);
       }
-    } else {
-      items = await this.addresses.client.listFresh(namespace, options);
     }
+    items ??= (await this.addresses.client.list(namespace, options)).items;
     for (const item of items) this.addresses.upsert(item);
   }
 

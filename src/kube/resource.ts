@@ -71,6 +71,15 @@ function withDeadline(ms: number, base?: ConfigurationOptions): { options: Confi
 
 const isAbort = (err: unknown): boolean => typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError";
 
+/** Options of {@link ResourceClient.list}. */
+export interface ListOptions {
+  /** Deadline of each page. */
+  timeoutMs?: number;
+  fieldSelector?: string;
+  /** A resourceVersion the answer must be at least as new as. */
+  notOlderThan?: string;
+}
+
 export interface ResourceClientOptions {
   /** Deadline of each request (each page of a list). Default {@link DEFAULT_REQUEST_TIMEOUT_MS}. */
   requestTimeoutMs?: number;
@@ -116,19 +125,28 @@ export class ResourceClient<T extends KubeObject> {
     return namespace ? `${prefix}/namespaces/${namespace}/${plural}` : `${prefix}/${plural}`;
   }
 
-  /** Lists every object (all pages), in one namespace or all. `timeoutMs` is the deadline of each page. */
-  async list(namespace?: string, options: { timeoutMs?: number } = {}): Promise<ListResult<T>> {
+  /**
+   * Lists every object (all pages), in one namespace or all. `timeoutMs` is the deadline of each page.
+   * With `notOlderThan` (a resourceVersion) the answer is at least that fresh, and the API server may serve it from
+   * its watch cache, so it is cheap yet a barrier: every object written before that version is in it. Without it,
+   * the list is a quorum read.
+   */
+  async list(namespace?: string, options: ListOptions = {}): Promise<ListResult<T>> {
     const items: T[] = [];
     let continueToken: string | undefined;
     let resourceVersion = "";
     do {
-      const _continue = continueToken;
+      // The first page pins the snapshot; later pages carry it in the continue token and must not repeat it.
+      const query = {
+        ...this.base(),
+        limit: 500,
+        _continue: continueToken,
+        ...(options.fieldSelector ? { fieldSelector: options.fieldSelector } : {}),
+        ...(!continueToken && options.notOlderThan ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" } : {}),
+      };
       const page = await this.call<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
         "list",
-        (o) =>
-          namespace
-            ? this.api.listNamespacedCustomObject({ ...this.base(), namespace, limit: 500, _continue }, o)
-            : this.api.listClusterCustomObject({ ...this.base(), limit: 500, _continue }, o),
+        (o) => (namespace ? this.api.listNamespacedCustomObject({ ...query, namespace }, o) : this.api.listClusterCustomObject(query, o)),
         options.timeoutMs,
       );
       items.push(...page.items);
@@ -136,32 +154,6 @@ export class ResourceClient<T extends KubeObject> {
       continueToken = page.metadata?.continue || undefined;
     } while (continueToken);
     return { items, resourceVersion };
-  }
-
-  /**
-   * Lists a namespace with an optional field selector, guaranteed to be at least as new as `notOlderThan` (a
-   * resourceVersion). The API server may answer from its watch cache, so this is cheap, yet it is a barrier: every
-   * object written before that resourceVersion is in the answer. Without `notOlderThan` it is a quorum read.
-   */
-  async listFresh(namespace: string, options: { fieldSelector?: string; notOlderThan?: string }): Promise<T[]> {
-    const items: T[] = [];
-    let continueToken: string | undefined;
-    do {
-      // The first page pins the snapshot; later pages carry it in the continue token and must not repeat it.
-      const freshness = !continueToken && options.notOlderThan ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" } : {};
-      const request = {
-        ...this.base(),
-        namespace,
-        limit: 500,
-        _continue: continueToken,
-        ...(options.fieldSelector ? { fieldSelector: options.fieldSelector } : {}),
-        ...freshness,
-      };
-      const page = await this.call<{ items: T[]; metadata?: { continue?: string } }>("list", (o) => this.api.listNamespacedCustomObject(request, o));
-      items.push(...page.items);
-      continueToken = page.metadata?.continue || undefined;
-    } while (continueToken);
-    return items;
   }
 
   async get(namespace: string, name: string): Promise<T> {
