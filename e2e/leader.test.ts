@@ -3,13 +3,13 @@
  * a SIGKILLed leader is replaced within the lease duration without a duplicate address, and SIGTERM hands over at
  * once. Plus /metrics gauges that match the pools' status.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { claimPort } from "../hack/localplane/ports.js";
+import { startProcess, TSX_LOADER, type Supervised } from "../hack/localplane/process.js";
 import { Manager } from "../src/controllers/manager.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { PrometheusMetrics } from "../src/runtime/metrics.js";
@@ -23,9 +23,9 @@ import { eventually } from "./support/wait.js";
 
 interface Replica {
   name: string;
-  proc: ChildProcess;
+  /** Supervised: the local plane's exit hook kills it even when this test run dies. */
+  proc: Supervised;
   metricsPort: number;
-  exited: Promise<void>;
 }
 
 /** Reads one sample of `metric` (with all of `labels`) from a /metrics text; undefined when absent. */
@@ -71,8 +71,7 @@ describe("leader election and metrics (controller processes)", function () {
 
   afterEach(async () => {
     for (const r of replicas.splice(0)) {
-      r.proc.kill("SIGKILL");
-      await r.exited;
+      await r.proc.kill();
     }
   });
 
@@ -82,15 +81,15 @@ describe("leader election and metrics (controller processes)", function () {
 
   async function startReplica(name: string, namespace: string, lease: string, durations: [string, string, string]): Promise<Replica> {
     const metricsPort = await claimPort();
-    const proc = spawn(process.execPath, [
-      "--import", "tsx", join(repoRoot, "src", "main.ts"),
+    // The tsx loader by path, so the child resolves it whatever its working directory.
+    const proc = startProcess(`replica ${name}`, process.execPath, [
+      "--import", TSX_LOADER, join(repoRoot, "src", "main.ts"),
       `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, "--log-level=warn",
       "--leader-elect", `--leader-election-namespace=${CONTROLLER_NAMESPACE}`, `--leader-election-id=${lease}`,
       `--leader-elect-lease-duration=${durations[0]}`, `--leader-elect-renew-deadline=${durations[1]}`, `--leader-elect-retry-period=${durations[2]}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`, "--health-probe-bind-address=0",
-    ], { stdio: ["ignore", "ignore", "inherit"], cwd: repoRoot });
-    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-    const replica = { name, proc, metricsPort, exited };
+    ], join(dir, `${lease}-${name}.log`));
+    const replica = { name, proc, metricsPort };
     replicas.push(replica);
     await eventually(`${name} to serve /metrics`, async () => (await scrape(metricsPort)).includes("metal3_ipam_leader"), 60_000, 250);
     return replica;
@@ -123,7 +122,7 @@ describe("leader election and metrics (controller processes)", function () {
     const creating = (async () => {
       for (let i = 0; i < rest.length; i += 25) await Promise.all(rest.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
     })();
-    leader.proc.kill("SIGKILL");
+    leader.proc.signal("SIGKILL");
     const killedAt = Date.now();
     await eventually("the follower to take over", () => isLeader(follower), 30_000, 100);
     const takeoverMs = Date.now() - killedAt;
@@ -146,9 +145,9 @@ describe("leader election and metrics (controller processes)", function () {
     const b = await startReplica("b", ns, lease, ["15s", "10s", "500ms"]);
     const leader = await eventually("a leader", async () => ((await isLeader(a)) ? a : (await isLeader(b)) ? b : undefined), 30_000, 250);
     const follower = leader === a ? b : a;
-    leader.proc.kill("SIGTERM");
+    leader.proc.signal("SIGTERM");
     const at = Date.now();
-    await leader.exited;
+    await leader.proc.exited;
     await eventually("the follower to lead", () => isLeader(follower), 15_000, 100);
     expect(Date.now() - at).to.be.lessThan(15_000 / 2);
     await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.51.0.1", end: "10.51.0.9" }] }));

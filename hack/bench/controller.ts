@@ -7,12 +7,11 @@ import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startProcess, type Supervised } from "../localplane/process.js";
+import { startProcess, TSX_LOADER, type Supervised } from "../localplane/process.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const MAIN = join(repoRoot, "src", "main.ts");
 /** The tsx loader as a file URL, so the child finds it whatever its working directory. */
-const TSX_LOADER = import.meta.resolve("tsx");
 
 const running = new Set<Supervised>();
 let counter = 0;

@@ -5,6 +5,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 
+/** The tsx loader as a URL, for `node --import` in child processes that run TypeScript whatever their cwd. */
+export const TSX_LOADER = import.meta.resolve("tsx");
+
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
 

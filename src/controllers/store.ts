@@ -20,7 +20,7 @@ import {
   type IPPool,
   type ObjectMeta,
 } from "../../api/v1alpha1/types.js";
-import { isConflict, isNotFound, statusCodeOf } from "../kube/errors.js";
+import { isConflict, isNotFound } from "../kube/errors.js";
 import { Informer } from "../kube/informer.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
@@ -173,26 +173,13 @@ export class Store {
     if ((obj.metadata.finalizers ?? []).length === 0) informer.remove(obj);
   }
 
-  private poolFieldSelectorWorks = true;
-
   /**
    * Freshness barrier before allocating (spec §3.4): lists the pool's IPAddresses at a resourceVersion no older than
    * `notOlderThan` and folds them into the cache. The claims and addresses watches are separate streams, so without
    * this an IPAddress created (by hand) before a claim could still be missing from the cache when the claim arrives.
    */
   async refreshPoolAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
-    const options = notOlderThan ? { notOlderThan } : {};
-    let items: IPAddress[] | undefined;
-    if (this.poolFieldSelectorWorks) {
-      try {
-        items = (await this.addresses.client.list(namespace, { ...options, fieldSelector: `spec.pool.name=${poolName}` })).items;
-      } catch (err) {
-        // Servers without selectableFields (before Kubernetes 1.31) answer 400: list the namespace instead.
-        if (statusCodeOf(err) !== 400) throw err;
-        this.poolFieldSelectorWorks = false;
-      }
-    }
-    items ??= (await this.addresses.client.list(namespace, options)).items;
+    const items = await this.addresses.client.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name, notOlderThan ? { notOlderThan } : {});
     for (const item of items) this.addresses.upsert(item);
   }
 

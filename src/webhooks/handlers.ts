@@ -139,6 +139,8 @@ export const validateIPPoolRoute: Route = {
     if (old && lodash.isEqual(old.spec, object.spec)) return allow(req.uid);
     const namespace = object.metadata.namespace ?? "";
     const name = objectName(req, object.metadata);
+    // Warnings never fail (see poolWarnings), so their list runs while the addresses in use are read.
+    const warnings = poolWarnings(object, ctx);
     let inUse: string[] = [];
     if (old && !lodash.isEqual(old.spec?.pools, object.spec?.pools)) {
       try {
@@ -149,7 +151,7 @@ export const validateIPPoolRoute: Route = {
       }
     }
     const errors = validateIPPool(object, old, inUse);
-    return answer(req, IPPOOL_KIND, name, errors, await poolWarnings(object, ctx));
+    return answer(req, IPPOOL_KIND, name, errors, await warnings);
   },
 };
 

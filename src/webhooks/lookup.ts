@@ -23,8 +23,8 @@ export interface ClusterLookup {
 }
 
 /**
- * The lookup through the API server (quorum reads, all pages). Needs list on `ippools` and `ipaddresses`, which the
- * controller has anyway.
+ * The lookup through the API server (quorum reads, all pages; a pool's addresses through the `spec.pool.name` field
+ * selector where the server supports it). Needs list on `ippools` and `ipaddresses`, which the controller has anyway.
  */
 export function kubeLookup(kubeConfig: KubeConfig): ClusterLookup {
   const type = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
@@ -33,8 +33,8 @@ export function kubeLookup(kubeConfig: KubeConfig): ClusterLookup {
   return {
     poolsInNamespace: async (namespace) => (await pools.list(namespace)).items,
     addressesOfPool: async (namespace, poolName) =>
-      (await addresses.list(namespace)).items
-        .filter((a) => a.spec?.pool?.name === poolName && (!a.spec.pool.namespace || a.spec.pool.namespace === namespace))
+      (await addresses.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name))
+        .filter((a) => !a.spec.pool.namespace || a.spec.pool.namespace === namespace)
         .map((a) => a.spec.address)
         .filter((text): text is string => typeof text === "string"),
   };
