@@ -13,7 +13,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOption
 import { dump } from "js-yaml";
 import { CLUSTERCTL_LABEL } from "../../api/v1alpha1/types.js";
 import { Manager } from "../../src/controllers/manager.js";
-import { isNotFound, statusCodeOf } from "../../src/kube/errors.js";
+import { isConflict, isNotFound } from "../../src/kube/errors.js";
 import type { KubeObject } from "../../src/kube/resource.js";
 import { createLogger } from "../../src/runtime/logger.js";
 import { resolveClusterctl } from "../../hack/localplane/binaries.js";
@@ -225,6 +225,7 @@ export interface EventLog {
   deleted: string[];
   /** The object as its ADDED event showed it (what its creator sent, as stored). */
   firstSeen: Map<string, KubeObject & { status?: unknown }>;
+  /** Stops watching; throws when the watch had ended before, since the log would then be incomplete. */
   stop(): void;
 }
 
@@ -240,6 +241,8 @@ export function managersOf(obj: KubeObject): string[] {
 /** Watches `collectionPath` on `side` and records ADDED and DELETED events. */
 export async function recordEvents(side: Side, collectionPath: string): Promise<EventLog> {
   const log: EventLog = { added: [], deleted: [], firstSeen: new Map(), stop: () => undefined };
+  let stopped = false;
+  let endedEarly: string | undefined;
   const controller = await new Watch(side.kubeConfig).watch(collectionPath, {}, (type: string, obj: KubeObject & { status?: unknown }) => {
     const name = obj.metadata.name ?? "";
     if (type === "ADDED") {
@@ -247,8 +250,15 @@ export async function recordEvents(side: Side, collectionPath: string): Promise<
       if (!log.firstSeen.has(name)) log.firstSeen.set(name, obj);
     }
     if (type === "DELETED") log.deleted.push(name);
-  }, () => undefined);
-  log.stop = () => controller.abort();
+  }, (err: unknown) => {
+    if (!stopped) endedEarly = err instanceof Error ? err.message : "the server closed it";
+  });
+  log.stop = () => {
+    stopped = true;
+    controller.abort();
+    // An empty `deleted` list only proves something if the watch was there to see deletions.
+    if (endedEarly !== undefined) throw new Error(`the event watch on ${collectionPath} ended before it was stopped: ${endedEarly}`);
+  };
   return log;
 }
 
@@ -257,7 +267,7 @@ export async function ensureNamespace(side: Side, namespace: string): Promise<vo
   try {
     await side.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   } catch (err) {
-    if (statusCodeOf(err) !== 409) throw err;
+    if (!isConflict(err)) throw err;
   }
 }
 
