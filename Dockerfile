@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The controller image: TypeScript compiled in a build stage, production dependencies only, run as a non-root user
 # on a read-only root filesystem (see config/manager). Build with `npm run docker-build`.
-ARG NODE_IMAGE=node:24.11.1-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
