@@ -67,13 +67,13 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
 
   const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> => withControllerIn(kc, prefix, body);
 
-  it("allocates for a v1beta2 claim: IPClaim, Cluster API IPAddress, addressRef and Ready", async () => {
+  it("allocates for a v1beta2 claim: a Cluster API IPAddress named as Metal3 names it, addressRef and Ready, no shadow objects", async () => {
     await withController("capi-basic", async (ns) => {
       await c.clusters.create(ns, cluster(ns, "wl"));
       const p = await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.30.0.10", end: "10.30.0.20", gateway: "10.30.0.1" }], prefix: 24 }));
       const cl = await capi.claims.create(ns, capiClaim(ns, "m1", "p", { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }));
       expect(await eventually("m1 bound", () => capiAddressOf(capi, ns, "m1"))).to.equal("10.30.0.10");
-      const ip = await capi.addresses.get(ns, "m1");
+      const ip = await capi.addresses.get(ns, "p-10-30-0-10");
       expect(ip.spec).to.deep.equal({ claimRef: { name: "m1" }, poolRef: POOL_REF("p"), address: "10.30.0.10", prefix: 24, gateway: "10.30.0.1" });
       expect(ip.metadata.finalizers).to.include("ipam.metal3.io/ipaddress");
       expect(ip.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "wl" });
@@ -87,9 +87,11 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       expect(r.reason).to.match(/^[A-Za-z]+$/);
       expect(r.message).to.be.a("string").and.not.equal("");
       expect(r.lastTransitionTime).to.be.a("string");
-      const ipClaim = await c.claims.get(ns, "m1");
-      expect(ipClaim.metadata.ownerReferences?.[0]).to.include({ kind: "IPAddressClaim", uid: cl.metadata.uid, controller: true });
-      expect(ipClaim.metadata.labels).to.deep.include({ "cluster.x-k8s.io/cluster-name": "wl" });
+      expect(fresh.status?.addressRef?.name).to.equal("p-10-30-0-10");
+      // Translated in memory: no IPClaim and no ipam.metal3.io IPAddress stands in for the claim.
+      expect((await c.claims.list(ns)).items).to.deep.equal([]);
+      expect((await c.addresses.list(ns)).items).to.deep.equal([]);
+      expect((await c.pools.get(ns, "p")).status?.indexes).to.deep.equal({ m1: "10.30.0.10" });
     });
   });
 
@@ -181,12 +183,12 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       await capi.addresses.create(ns, { metadata: { name: "legacy", namespace: ns }, spec: { claimRef: { name: "old" }, poolRef: POOL_REF("p"), address: "10.36.0.7", prefix: 24 } });
       await capi.claims.create(ns, capiClaim(ns, "fresh", "p"));
       await capi.claims.create(ns, capiClaim(ns, "old", "p"));
-      await eventually("old bound", () => capiAddressOf(capi, ns, "old"));
+      expect(await eventually("old bound", () => capiAddressOf(capi, ns, "old"))).to.equal("10.36.0.7");
       const old = await capi.claims.get(ns, "old");
       expect(old.status?.addressRef?.name).to.equal("legacy");
-      expect(await addressOf(c, ns, "old")).to.equal("10.36.0.7");
+      expect((await capi.addresses.get(ns, "legacy")).metadata.finalizers).to.include("ipam.metal3.io/ipaddress");
       expect(await eventually("fresh bound", () => capiAddressOf(capi, ns, "fresh"))).to.equal("10.36.0.1");
-      expect((await capi.addresses.list(ns)).items.map((a) => a.metadata.name).sort()).to.deep.equal(["fresh", "legacy"]);
+      expect((await capi.addresses.list(ns)).items.map((a) => a.metadata.name).sort()).to.deep.equal(["legacy", "p-10-36-0-1"]);
     });
   });
 
@@ -195,11 +197,12 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.37.0.1", end: "10.37.0.9" }] }));
       await capi.claims.create(ns, capiClaim(ns, "d", "p"));
       await eventually("d bound", () => capiAddressOf(capi, ns, "d"));
+      const recordName = "p-10-37-0-1";
       const deletedAt = new Map<string, bigint>();
       const aborts: AbortController[] = [];
       for (const [what, client] of [["address", capi.addresses], ["claim", capi.claims]] as const) {
         aborts.push(await new Watch(kc).watch(client.collectionPath(ns), {}, (type: string, obj: { metadata: { name: string; resourceVersion: string } }) => {
-          if (type === "DELETED" && obj.metadata.name === "d") deletedAt.set(what, BigInt(obj.metadata.resourceVersion));
+          if (type === "DELETED" && obj.metadata.name === (what === "address" ? recordName : "d")) deletedAt.set(what, BigInt(obj.metadata.resourceVersion));
         }, () => undefined));
       }
       try {
@@ -209,22 +212,43 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
         aborts.forEach((a) => a.abort());
       }
       expect(deletedAt.get("address")! < deletedAt.get("claim")!).to.equal(true);
-      await eventually("IPClaim and Metal3 IPAddress gone", async () => (await c.claims.list(ns)).items.length === 0 && (await c.addresses.list(ns)).items.length === 0);
-      expect(await gone(capi.addresses, ns, "d")).to.equal(true);
+      expect(await gone(capi.addresses, ns, recordName)).to.equal(true);
+      await eventually("the pool's index emptied", async () => Object.keys((await c.pools.get(ns, "p")).status?.indexes ?? {}).length === 0);
     });
   });
 
-  it("fails with AllocationFailed when a same-named IPClaim belongs to someone else", async () => {
-    await withController("capi-conflict", async (ns) => {
-      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.40.0.1", end: "10.40.0.9" }] }));
-      await c.claims.create(ns, claim(ns, "taken", "p"));
-      await eventually("the IPClaim bound", () => addressOf(c, ns, "taken"));
-      await capi.claims.create(ns, capiClaim(ns, "taken", "p"));
-      const r = await eventually("conflict reported", async () => {
-        const x = ready(await capi.claims.get(ns, "taken"));
-        return x?.reason === "AllocationFailed" ? x : undefined;
-      });
-      expect(r.message).to.match(/IPClaim .*taken already exists and is not owned/);
+  it("serves Metal3's own example: an IPClaim and an IPAddressClaim of one name get two addresses", async () => {
+    await withController("capi-samename", async (ns) => {
+      // Metal3's examples/ippool: pool1, IPClaim provisioning-pool and IPAddressClaim provisioning-pool, one namespace.
+      await c.pools.create(ns, pool(ns, "pool1", { pools: [{ start: "10.40.0.1", end: "10.40.0.9" }], prefix: 24 }));
+      await c.claims.create(ns, claim(ns, "provisioning-pool", "pool1"));
+      await capi.claims.create(ns, capiClaim(ns, "provisioning-pool", "pool1"));
+      const metal3 = await eventually("the IPClaim bound", () => addressOf(c, ns, "provisioning-pool"));
+      const clusterApi = await eventually("the IPAddressClaim bound", () => capiAddressOf(capi, ns, "provisioning-pool"));
+      expect([metal3, clusterApi].sort()).to.deep.equal(["10.40.0.1", "10.40.0.2"]);
+      await c.claims.delete(ns, "provisioning-pool");
+      await eventually("the IPClaim released", async () => (await c.addresses.list(ns)).items.length === 0);
+      expect(await capiAddressOf(capi, ns, "provisioning-pool")).to.equal(clusterApi);
+      await c.claims.create(ns, claim(ns, "next", "pool1"));
+      expect(await eventually("a new claim", () => addressOf(c, ns, "next"))).to.not.equal(clusterApi);
+    });
+  });
+
+  it("keeps the address of a deleting claim while another controller's finalizer is on it", async () => {
+    await withController("capi-foreignfin", async (ns) => {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.43.0.1", end: "10.43.0.2" }] }));
+      await capi.claims.create(ns, capiClaim(ns, "held", "p", { finalizers: ["infrastructure.cluster.x-k8s.io/consumer"] }));
+      const address = await eventually("held bound", () => capiAddressOf(capi, ns, "held"));
+      await capi.claims.delete(ns, "held");
+      await capi.claims.create(ns, capiClaim(ns, "other", "p"));
+      const other = await eventually("other bound", () => capiAddressOf(capi, ns, "other"));
+      expect(other).to.not.equal(address);
+      await consistently("the deleting claim keeps its address", async () => {
+        const held = await capi.claims.get(ns, "held");
+        return held.status?.addressRef?.name !== undefined && (await capi.addresses.get(ns, held.status.addressRef.name)).spec.address === address;
+      }, 1_500);
+      await capi.claims.patch(ns, "held", { metadata: { finalizers: ["ipam.metal3.io/ipaddressclaim"] } });
+      await eventually("released once the consumer let go", async () => (await gone(capi.claims, ns, "held")) && (await capi.addresses.list(ns)).items.length === 1);
     });
   });
 
@@ -233,9 +257,9 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.41.0.1", end: "10.41.0.9" }] }));
       await capi.claims.create(ns, capiClaim(ns, "k", "p"));
       const address = await eventually("k bound", () => capiAddressOf(capi, ns, "k"));
-      await capi.addresses.delete(ns, "k");
-      await consistently("the IPAddress to stay with the same address", async () => (await capi.addresses.get(ns, "k")).spec.address === address, 1_500);
-      expect((await capi.claims.get(ns, "k")).status?.addressRef?.name).to.equal("k");
+      await capi.addresses.delete(ns, "p-10-41-0-1");
+      await consistently("the IPAddress to stay with the same address", async () => (await capi.addresses.get(ns, "p-10-41-0-1")).spec.address === address, 1_500);
+      expect((await capi.claims.get(ns, "k")).status?.addressRef?.name).to.equal("p-10-41-0-1");
     });
   });
 

@@ -24,7 +24,7 @@ const EXPECTED = [
   "ipam.cluster.x-k8s.io/ipaddressclaims/status: patch",
   "ipam.cluster.x-k8s.io/ipaddresses: create delete get list patch watch",
   "ipam.metal3.io/ipaddresses: create delete get list patch watch",
-  "ipam.metal3.io/ipclaims: create delete get list patch watch",
+  "ipam.metal3.io/ipclaims: get list patch watch",
   "ipam.metal3.io/ipclaims/status: patch",
   "ipam.metal3.io/ippools: get list patch watch",
   "ipam.metal3.io/ippools/finalizers: update",
@@ -73,6 +73,7 @@ describe("shipping: RBAC and manifests", function () {
     const rows: [string, string, string, string, boolean, string?][] = [
       ["patch", "ipam.metal3.io", "ipclaims", "default", true, "status"],
       ["create", "ipam.metal3.io", "ipaddresses", "default", true],
+      ["create", "ipam.metal3.io", "ipclaims", "default", false],
       ["list", "cluster.x-k8s.io", "clusters", "default", true],
       ["patch", "coordination.k8s.io", "leases", CONTROLLER_NAMESPACE, true],
       ["patch", "coordination.k8s.io", "leases", "default", false],

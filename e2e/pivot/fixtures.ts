@@ -260,7 +260,7 @@ export interface PoolView {
 
 /**
  * Everything about addresses in one namespace, in comparable form. Keys of `claims` and `ready` are
- * `IPClaim/<name>` and `IPAddressClaim/<name>`; IPClaims the bridge made for IPAddressClaims are included.
+ * `IPClaim/<name>` and `IPAddressClaim/<name>` (one name may be both: two claims).
  */
 export interface Picture {
   claims: Record<string, string>;
@@ -336,15 +336,15 @@ export async function pictureOf(k: Kinds, namespace: string): Promise<Picture> {
 /** Why `p` is not yet a settled picture of `expectedClaims` bound claims (empty when it is). */
 export function unsettled(p: Picture, expectedClaims: number): string[] {
   const problems: string[] = [];
-  const dataClaims = Object.keys(p.claims).filter((key) => !key.startsWith("IPClaim/") || !(`IPAddressClaim/${key.slice(8)}` in p.claims));
+  const dataClaims = Object.keys(p.claims);
   if (dataClaims.length !== expectedClaims) problems.push(`${dataClaims.length} of ${expectedClaims} claims exist`);
   for (const [key, address] of Object.entries(p.claims)) {
     if (!address || p.ready[key] !== "True/Allocated") problems.push(`${key}: ${address || "no address"} ${p.ready[key] ?? ""}`);
   }
   for (const [name, pool] of Object.entries(p.pools)) {
-    const held = p.addresses.filter((a) => a.split(" ")[3] === name).length;
+    const held = [...p.addresses, ...p.capiAddresses].filter((a) => a.split(" ")[3] === name).length;
     if (Object.keys(pool.indexes).length !== held || pool.used !== held || pool.ready !== "True/PoolReady") {
-      problems.push(`pool ${name}: ${Object.keys(pool.indexes).length} indexes, used ${String(pool.used)}, ${held} IPAddresses, ${pool.ready}`);
+      problems.push(`pool ${name}: ${Object.keys(pool.indexes).length} indexes, used ${String(pool.used)}, ${held} IPAddresses of both kinds, ${pool.ready}`);
     }
   }
   return problems;

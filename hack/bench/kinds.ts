@@ -82,8 +82,9 @@ const CAPI_CLAIM_TYPE: ResourceType = { group: CAPI_IPAM_GROUP, version: "v1beta
 
 /**
  * Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io/v1beta2`) on one of our pools: bound when `status.addressRef`
- * is set and Ready=True; the address is read from the Cluster API IPAddress it names. This path goes through the
- * bridge (claim → IPClaim → allocation → Cluster API IPAddress), so it shows the bridge's cost over METAL3_IPCLAIM.
+ * is set and Ready=True; the address is read from the Cluster API IPAddress it names. The claim is served by the same
+ * pool pass as IPClaims (translated in memory, one Cluster API IPAddress as its record), so the two kinds should cost
+ * about the same.
  */
 export const CAPI_IPADDRESSCLAIM: ClaimKind = {
   label: "IPAddressClaim",

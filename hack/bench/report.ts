@@ -14,7 +14,7 @@ export interface BenchResults {
   allocator: AllocatorResult[];
   burst?: BurstResult;
   latency?: LatencyResult;
-  /** The same two scenarios through the Cluster API bridge, in the same run. */
+  /** The same two scenarios with Cluster API IPAddressClaims, in the same run. */
   capiBurst?: BurstResult;
   capiLatency?: LatencyResult;
   idleMemory?: MemoryReading[];
@@ -109,7 +109,7 @@ function comparisonSection(r: BenchResults): Section | undefined {
   if (!b || !l || !cb || !cl) return undefined;
   const ratio = (x: number, y: number): string => (y > 0 ? `${fmt(x / y)}×` : "-");
   return {
-    title: `1-2 compared: Cluster API IPAddressClaim (through the bridge) vs IPClaim, same run, same controller`,
+    title: `1-2 compared: Cluster API IPAddressClaim vs IPClaim, same run, same controller`,
     rows: [
       { metric: `time to bind ${cb.count} IPAddressClaims`, value: fmtMs(cb.bindAllMs), detail: `IPClaims: ${fmtMs(b.bindAllMs)}; ratio ${ratio(cb.bindAllMs, b.bindAllMs)}` },
       { metric: "distinct addresses (IPAddressClaim burst)", value: `${cb.distinctAddresses}/${cb.boundVerified}` },

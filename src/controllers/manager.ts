@@ -14,6 +14,7 @@ import { PoolReconciler } from "./ippool/reconciler.js";
 import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
 import { CapiBridge } from "./capi/bridge.js";
+import { capiClaimToPool } from "./capi/translate.js";
 
 export interface ManagerOptions {
   /** Namespace to watch; empty or undefined watches all. */
@@ -70,20 +71,20 @@ export class Manager {
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
     await store.start();
-    // Bridge keys are claims, not pools: they never allocate (the pool queue does), so many can run at once.
-    this.bridge = new CapiBridge(store, { concurrency: Math.max(16, (this.options.poolConcurrency ?? 4) * 4), logger: log, events, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
+    this.bridge = new CapiBridge(store, { logger: log, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
     await this.bridge.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion: clusters.version });
   }
 
-  /** Pools affected by a Cluster: those naming it, and the pools of claims labelled with it. */
+  /** Pools affected by a Cluster: those naming it, and the pools of claims (both kinds) that name it themselves. */
   private clusterToPools(clusterKey: string): string[] {
     const store = this.store;
     if (!store) return [];
     return [
       ...store.pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
       ...store.claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
+      ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap(capiClaimToPool) ?? []),
     ];
   }
 
@@ -94,13 +95,12 @@ export class Manager {
   /** Resolves when no pool is queued or being reconciled (tests, shutdown). */
   async idle(): Promise<void> {
     await this.queue?.onIdle();
-    await this.bridge?.idle();
   }
 
   /** Stops watching and waits for in-flight reconciles to finish. */
   async stop(): Promise<void> {
     this.store?.stop();
-    await this.bridge?.stop();
+    this.bridge?.stop();
     await this.queue?.shutdown();
   }
 }

@@ -4,7 +4,6 @@
  * that has not arrived yet.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
   DELETE_FOR_MOVE_ANNOTATION,
   GROUP,
@@ -24,6 +23,7 @@ import { isConflict, isNotFound } from "../kube/errors.js";
 import { Informer } from "../kube/informer.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
+import type { CapiInformers } from "./capi/claims.js";
 import { clusterType, type Cluster } from "./clusters.js";
 import { addressToClaim, addressToPool, BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, claimToCluster, claimToPool, poolToCluster } from "./ippool/indexes.js";
 
@@ -33,7 +33,8 @@ const metal3 = (kind: string, plural: string): ResourceType => ({ group: GROUP, 
 export const STORE_RULES = [
   { apiGroups: [GROUP], resources: ["ippools"], verbs: ["get", "list", "watch", "patch"] },
   { apiGroups: [GROUP], resources: ["ippools/status", "ipclaims/status"], verbs: ["patch"] },
-  { apiGroups: [GROUP], resources: ["ipclaims", "ipaddresses"], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  { apiGroups: [GROUP], resources: ["ipclaims"], verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [GROUP], resources: ["ipaddresses"], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
 ];
 
 export interface StoreOptions {
@@ -49,15 +50,13 @@ export class Store {
   readonly claims: Informer<IPClaim>;
   readonly addresses: Informer<IPAddress>;
   readonly clusters: Informer<Cluster>;
-  /** Cluster API IPAddressClaims and IPAddresses; set when the bridge finds `ipam.cluster.x-k8s.io` served. */
-  capiClaims?: Informer<IPAddressClaim>;
-  capiAddresses?: Informer<CapiIPAddress>;
+  /** Cluster API IPAddressClaims and IPAddresses and their served version; set when the bridge finds them served. */
+  capi?: CapiInformers;
   /**
-   * UIDs of what `clusterctl move` took away from this cluster (spec §7): IPClaims gone while carrying its
-   * delete-for-move annotation, and their controlling owners (an IPAddressClaim whose IPClaim left is leaving in the
-   * same move). An IPAddress of such a claim that is still here stayed behind with a pool that did not move (no
-   * clusterName): it is in use on the other side, not an orphan to clean up; and such an IPAddressClaim must not get
-   * a new IPClaim. Memory only: the garbage collector soon drops the vanished claim from the IPAddress's owners.
+   * UIDs of the claims (both kinds) that `clusterctl move` took away from this cluster (spec §7): gone while carrying
+   * its delete-for-move annotation. An IPAddress of such a claim that is still here stayed behind with a pool that
+   * did not move (no clusterName): it is in use on the other side, not an orphan to clean up. Memory only: the
+   * garbage collector soon drops the vanished claim from the IPAddress's owners.
    */
   readonly movedAway = new Set<string>();
 
@@ -83,11 +82,13 @@ export class Store {
     this.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
     this.addresses.addIndex(BY_CLAIM, addressToClaim);
     this.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
-    this.claims.on((kind, c) => {
-      if (kind !== "delete" || !(DELETE_FOR_MOVE_ANNOTATION in (c.metadata.annotations ?? {}))) return;
-      for (const uid of [c.metadata.uid, ...(c.metadata.ownerReferences ?? []).filter((o) => o.controller).map((o) => o.uid)]) if (uid) this.movedAway.add(uid);
-    });
+    this.claims.on(this.recordMovedAway);
   }
+
+  /** Informer handler for claims of either kind: remembers those deleted by `clusterctl move`. */
+  readonly recordMovedAway = (kind: string, claim: KubeObject): void => {
+    if (kind === "delete" && claim.metadata.uid && DELETE_FOR_MOVE_ANNOTATION in (claim.metadata.annotations ?? {})) this.movedAway.add(claim.metadata.uid);
+  };
 
   /** Starts every informer; resolves when the Metal3 kinds are synced (Clusters may be absent and keep retrying). */
   async start(): Promise<void> {
@@ -96,7 +97,7 @@ export class Store {
   }
 
   stop(): void {
-    for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capiClaims, this.capiAddresses]) i?.stop();
+    for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capi?.claims, this.capi?.addresses]) i?.stop();
   }
 
   /** Creates (not starts) an informer for another resource with this store's options. */
@@ -181,6 +182,14 @@ export class Store {
   async refreshPoolAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
     const items = await this.addresses.client.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name, notOlderThan ? { notOlderThan } : {});
     for (const item of items) this.addresses.upsert(item);
+  }
+
+  /** The freshness barrier of {@link refreshPoolAddresses} for the pool's Cluster API IPAddresses. */
+  async refreshPoolCapiAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
+    const capi = this.capi;
+    if (!capi) return;
+    const items = await capi.addresses.client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name, notOlderThan ? { notOlderThan } : {});
+    for (const item of items) capi.addresses.upsert(item);
   }
 
   /** Reads one object from the API server, bypassing the cache; undefined when it does not exist. */

@@ -318,6 +318,42 @@ describe("PoolAllocator (spec §3.2)", () => {
     });
   });
 
+  describe("claims are identified by kind and name (spec §5.3)", () => {
+    const ipClaim = (claimName: string): Holder => ({ kind: "claim", claimName, claimKind: "IPClaim" });
+    const capiClaim = (claimName: string): Holder => ({ kind: "claim", claimName, claimKind: "IPAddressClaim" });
+
+    it("an IPClaim and an IPAddressClaim of one name get two addresses", () => {
+      const a = new PoolAllocator(spec([{ start: "10.0.0.1", end: "10.0.0.9" }]));
+      const first = addressOf(a.allocate({ claimName: "n", claimKind: "IPClaim" }));
+      a.reserve(first, ipClaim("n"));
+      const second = addressOf(a.allocate({ claimName: "n", claimKind: "IPAddressClaim" }));
+      expect([first, second]).to.deep.equal(["10.0.0.1", "10.0.0.2"]);
+    });
+
+    it("a requested address held by the other kind of the same name is not available", () => {
+      const a = new PoolAllocator(spec([{ start: "10.0.0.1", end: "10.0.0.9" }]));
+      a.reserve("10.0.0.5", ipClaim("n"));
+      expect(a.allocate({ claimName: "n", claimKind: "IPAddressClaim", requestedAddress: "10.0.0.5" })).to.deep.include({ ok: false, message: AllocationMessages.requestedNotAvailable });
+      expect(addressOf(a.allocate({ claimName: "n", claimKind: "IPClaim", requestedAddress: "10.0.0.5" }))).to.equal("10.0.0.5");
+    });
+
+    it("a preallocation goes to the first claim of that name; the other kind is told who holds it", () => {
+      const a = new PoolAllocator(spec([{ start: "10.0.0.1", end: "10.0.0.9" }], { preAllocations: { n: "10.0.0.7" } }));
+      expect(addressOf(a.allocate({ claimName: "n", claimKind: "IPAddressClaim" }))).to.equal("10.0.0.7");
+      a.reserve("10.0.0.7", capiClaim("n"));
+      expect(a.allocate({ claimName: "n", claimKind: "IPClaim" })).to.deep.include({ ok: false, message: 'Pre-allocated IP 10.0.0.7 is held by IPAddressClaim "n"' });
+    });
+
+    it("releasing one kind's hold leaves the other kind's", () => {
+      const a = new PoolAllocator(spec([{ start: "10.0.0.1", end: "10.0.0.1" }]));
+      a.reserve("10.0.0.1", ipClaim("n"));
+      a.reserve("10.0.0.1", capiClaim("n"));
+      a.release("10.0.0.1", capiClaim("n"));
+      expect(a.holdersOf("10.0.0.1")).to.deep.equal([ipClaim("n")]);
+      expect(a.capacity().used).to.equal(1n);
+    });
+  });
+
   describe("capacity and specErrors", () => {
     it("counts distinct addresses of overlapping entries once", () => {
       const a = new PoolAllocator(

@@ -23,12 +23,20 @@ import { validateIPPoolSpec } from "./validation.js";
 
 export { toInt64Capped, INT64_MAX, INT64_MAX_NUMBER } from "./int64.js";
 
-/** Who holds an address: a claim (IPClaim / CAPI IPAddressClaim name), or something else, described for people. */
-export type Holder = { kind: "claim"; claimName: string } | { kind: "other"; description: string };
+/**
+ * Who holds an address: a claim, or something else, described for people. A claim is identified by its kind and
+ * name (spec §5.3): an IPClaim and a Cluster API IPAddressClaim of one name are two claims with two addresses.
+ * `claimKind` omitted is a kind of its own (callers that serve one kind may leave it out).
+ */
+export type Holder = { kind: "claim"; claimName: string; claimKind?: string } | { kind: "other"; description: string };
 
-/** A request for claim `claimName`; `requestedAddress` is the raw `ipAddress` annotation when present. */
+/**
+ * A request for claim `claimName` of kind `claimKind`; `requestedAddress` is the raw `ipAddress` annotation when
+ * present. Preallocations are looked up by name alone: they apply to every kind of claim of that name.
+ */
 export interface AllocationRequest {
   claimName: string;
+  claimKind?: string;
   requestedAddress?: string;
 }
 
@@ -80,16 +88,16 @@ export const AllocationMessages = {
 
 /** Human description of a holder, as used in messages: `claim "x"` or the description. */
 export function describeHolder(h: Holder): string {
-  return h.kind === "claim" ? `claim "${h.claimName}"` : h.description;
+  return h.kind === "claim" ? `${h.claimKind ?? "claim"} "${h.claimName}"` : h.description;
 }
 
 function sameHolder(a: Holder, b: Holder): boolean {
-  if (a.kind === "claim") return b.kind === "claim" && a.claimName === b.claimName;
+  if (a.kind === "claim") return isClaim(b, a.claimName, a.claimKind);
   return b.kind === "other" && a.description === b.description;
 }
 
-function isClaim(h: Holder, claimName: string): boolean {
-  return h.kind === "claim" && h.claimName === claimName;
+function isClaim(h: Holder, claimName: string, claimKind: string | undefined): boolean {
+  return h.kind === "claim" && h.claimName === claimName && h.claimKind === claimKind;
 }
 
 function failed(message: string): AllocationResult {
@@ -218,11 +226,11 @@ export class PoolAllocator {
    *    another claim → `Requested IP not available`; else A;
    * 5. otherwise entries in order: sequential takes the lowest free candidate, random starts at a uniform index of
    *    Metal3's index space and walks forward with wrap-around; nothing → `Exhausted IP Pools` (PoolExhausted).
-   * Addresses held by claim N itself count as N's (the decision is idempotent). An entry's unparsable gateway or DNS
+   * Addresses held by claim N (same name and kind) count as N's (the decision is idempotent). An entry's unparsable gateway or DNS
    * server fails the allocation with a message naming it. Does not mark anything used: see the file header.
    */
   allocate(request: AllocationRequest): AllocationResult {
-    const { claimName, requestedAddress } = request;
+    const { claimName, claimKind, requestedAddress } = request;
     let requested: Addr | undefined;
     if (requestedAddress !== undefined) {
       requested = parseAddress(requestedAddress);
@@ -231,25 +239,25 @@ export class PoolAllocator {
     if (this.preallocations.has(claimName)) {
       const pre = this.preallocations.get(claimName);
       if (requested && !(pre && sameAddress(pre, requested))) return failed(AllocationMessages.conflicting);
-      return this.allocatePreallocated(claimName, pre);
+      return this.allocatePreallocated(claimName, claimKind, pre);
     }
-    if (requested) return this.allocateRequested(claimName, requested);
+    if (requested) return this.allocateRequested(claimName, claimKind, requested);
     return this.allocateFree();
   }
 
-  private allocatePreallocated(claimName: string, addr: Addr | undefined): AllocationResult {
+  private allocatePreallocated(claimName: string, claimKind: string | undefined, addr: Addr | undefined): AllocationResult {
     const entry = addr && firstEntryContaining(this.entries, addr);
     if (!addr || !entry) return failed(AllocationMessages.preallocatedOutOfBounds);
-    const other = (this.holders.get(addressKey(addr)) ?? []).find((h) => !isClaim(h, claimName));
+    const other = (this.holders.get(addressKey(addr)) ?? []).find((h) => !isClaim(h, claimName, claimKind));
     if (other) return failed(AllocationMessages.preallocatedHeld(formatAddress(addr), other));
     return this.result(entry, addr.value);
   }
 
-  private allocateRequested(claimName: string, addr: Addr): AllocationResult {
+  private allocateRequested(claimName: string, claimKind: string | undefined, addr: Addr): AllocationResult {
     const entry = firstEntryContaining(this.entries, addr);
     if (!entry) return failed(AllocationMessages.requestedOutOfBounds(formatAddress(addr)));
     const key = addressKey(addr);
-    const heldByOther = (this.holders.get(key) ?? []).some((h) => !isClaim(h, claimName));
+    const heldByOther = (this.holders.get(key) ?? []).some((h) => !isClaim(h, claimName, claimKind));
     const preallocatedToOther = (this.preallocatedKeys.get(key) ?? []).some((c) => c !== claimName);
     if (heldByOther || preallocatedToOther) return failed(AllocationMessages.requestedNotAvailable);
     return this.result(entry, addr.value);

@@ -1,7 +1,17 @@
 import { expect } from "chai";
-import type { IPAddressClaim, V1Beta1Condition } from "../../../api/capi/types.js";
-import type { Condition, IPAddress, IPClaim, IPPool } from "../../../api/v1alpha1/types.js";
-import { capiAddressToPool, capiClaimClusterName, claimStatus, desiredCapiAddress, desiredIPClaim, ownedBy, readyFromIPClaim, servesClaim } from "./translate.js";
+import type { CapiIPAddress, IPAddressClaim, V1Beta1Condition } from "../../../api/capi/types.js";
+import type { Condition, IPPool } from "../../../api/v1alpha1/types.js";
+import {
+  belongsToCapiClaim,
+  capiAddressToPool,
+  capiClaimClusterName,
+  capiReason,
+  claimStatus,
+  desiredCapiAddress,
+  madeForCapiClaim,
+  servesClaim,
+  type AllocatedAddress,
+} from "./translate.js";
 
 const NOW = new Date("2026-11-22T10:00:00Z");
 const claim = (over: Partial<IPAddressClaim["spec"]> = {}, meta: Partial<IPAddressClaim["metadata"]> = {}): IPAddressClaim => ({
@@ -11,8 +21,6 @@ const claim = (over: Partial<IPAddressClaim["spec"]> = {}, meta: Partial<IPAddre
   spec: { poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, ...over },
 });
 const pool = (clusterName?: string): IPPool => ({ metadata: { name: "p", namespace: "ns", uid: "uid-p" }, spec: { namePrefix: "p", ...(clusterName ? { clusterName } : {}) } });
-const ipClaim = (status?: IPClaim["status"]): IPClaim => ({ metadata: { name: "c1", namespace: "ns" }, spec: { pool: { name: "p" } }, ...(status ? { status } : {}) });
-const cond = (status: "True" | "False", reason: string, message = ""): Condition => ({ type: "Ready", status, reason, message, lastTransitionTime: "2026-01-01T00:00:00Z" });
 
 describe("Cluster API translation", () => {
   describe("servesClaim (group and kind, not just the name)", () => {
@@ -37,59 +45,54 @@ describe("Cluster API translation", () => {
     for (const [what, c, p, expected] of rows) it(what, () => expect(capiClaimClusterName(c, p)).to.equal(expected));
   });
 
-  it("desiredIPClaim carries name, labels, the ipAddress annotation and a controller owner reference", () => {
-    const ip = desiredIPClaim(claim({}, { labels: { x: "y" }, annotations: { ipAddress: "10.0.0.5", other: "no" } }));
-    expect(ip.metadata).to.deep.include({ name: "c1", namespace: "ns", labels: { x: "y" }, annotations: { ipAddress: "10.0.0.5" } });
-    expect(ip.metadata.ownerReferences).to.deep.equal([
-      { apiVersion: "ipam.cluster.x-k8s.io/v1beta2", kind: "IPAddressClaim", name: "c1", uid: "uid-c1", controller: true, blockOwnerDeletion: true },
-    ]);
-    expect(ip.spec).to.deep.equal({ pool: { name: "p" } });
-    expect(ownedBy(ip, claim())).to.equal(true);
-    expect(ownedBy(ip, claim({}, { uid: "another-incarnation" }))).to.equal(false);
-    expect(desiredIPClaim(claim()).metadata.annotations).to.equal(undefined);
-  });
-
-  describe("desiredCapiAddress", () => {
-    const address = (spec: Partial<IPAddress["spec"]>): IPAddress => ({ metadata: { name: "p-10-0-0-1" }, spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c1" }, ...spec } });
-    const rows: [string, Partial<IPAddress["spec"]>, object][] = [
-      ["with gateway", { prefix: 24, gateway: "10.0.0.254", dnsServers: ["8.8.8.8"] }, { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" }],
-      ["without gateway (no DNS field exists)", { prefix: 26, dnsServers: ["8.8.8.8"] }, { address: "10.0.0.1", prefix: 26 }],
-      ["no prefix becomes 0", {}, { address: "10.0.0.1", prefix: 0 }],
+  describe("desiredCapiAddress: named as Metal3 names it, values from the allocation", () => {
+    const rows: [string, AllocatedAddress, object][] = [
+      ["with gateway", { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" }, { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" }],
+      ["without gateway (no DNS field exists)", { address: "10.0.0.1", prefix: 26 }, { address: "10.0.0.1", prefix: 26 }],
+      ["prefix 0 is a value of the contract", { address: "10.0.0.1", prefix: 0 }, { address: "10.0.0.1", prefix: 0 }],
     ];
-    for (const [what, spec, expected] of rows) {
+    for (const [what, allocation, expected] of rows) {
       it(what, () => {
-        const out = desiredCapiAddress(claim({}, { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }), address(spec), pool(), "ipam.cluster.x-k8s.io/v1beta2");
+        const out = desiredCapiAddress(claim({}, { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }), pool(), "p-10-0-0-1", allocation, "ipam.cluster.x-k8s.io/v1beta2");
         expect(out.spec).to.deep.equal({ claimRef: { name: "c1" }, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, ...expected });
-        expect(out.metadata.name).to.equal("c1");
+        expect(out.metadata.name).to.equal("p-10-0-0-1");
         expect(out.metadata.finalizers).to.deep.equal(["ipam.metal3.io/ipaddress"]);
         expect(out.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "wl" });
-        expect(out.metadata.ownerReferences?.map((o) => [o.kind, o.controller === true, o.blockOwnerDeletion])).to.deep.equal([["IPAddressClaim", true, true], ["IPPool", false, true]]);
+        expect(out.metadata.ownerReferences?.map((o) => [o.kind, o.uid, o.controller === true, o.blockOwnerDeletion])).to.deep.equal([
+          ["IPAddressClaim", "uid-c1", true, true],
+          ["IPPool", "uid-p", false, true],
+        ]);
       });
     }
   });
 
-  describe("readyFromIPClaim maps our reasons onto the contract's", () => {
-    const rows: [string, IPClaim | undefined, string, string][] = [
-      ["no IPClaim yet", undefined, "False", "WaitingForIPClaim"],
-      ["no condition yet", ipClaim(), "False", "WaitingForAddress"],
-      ["allocated", ipClaim({ address: { name: "a" }, conditions: [cond("True", "Allocated", "Allocated 10.0.0.1")] }), "True", "Allocated"],
-      ["exhausted", ipClaim({ errorMessage: "Exhausted IP Pools", conditions: [cond("False", "PoolExhausted")] }), "False", "PoolExhausted"],
-      ["pool missing", ipClaim({ errorMessage: "IPPool p not found", conditions: [cond("False", "PoolNotFound")] }), "False", "PoolNotReady"],
-      ["cluster missing", ipClaim({ conditions: [cond("False", "ClusterNotFound", "Cluster x not found")] }), "False", "PoolNotReady"],
-      ["pool deleting", ipClaim({ conditions: [cond("False", "PoolNotReady", "deleting")] }), "False", "PoolNotReady"],
-      ["requested address taken", ipClaim({ errorMessage: "Requested IP not available", conditions: [cond("False", "AllocationFailed")] }), "False", "AllocationFailed"],
-    ];
-    for (const [what, input, status, reason] of rows) {
-      it(what, () => {
-        const r = readyFromIPClaim(input);
-        expect([r.status, r.reason]).to.deep.equal([status, reason]);
-        expect(r.reason).to.match(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/);
-        expect(r.message).to.not.equal("");
-      });
-    }
-    it("carries the IPClaim's error message", () => {
-      expect(readyFromIPClaim(ipClaim({ errorMessage: "Exhausted IP Pools", conditions: [cond("False", "PoolExhausted", "x")] })).message).to.equal("Exhausted IP Pools");
+  describe("belongsToCapiClaim / madeForCapiClaim: same pool, same incarnation", () => {
+    const record = (poolName: string, ownerUid?: string): CapiIPAddress => ({
+      metadata: { name: "r", namespace: "ns", ...(ownerUid ? { ownerReferences: [{ apiVersion: "v", kind: "IPAddressClaim", name: "c1", uid: ownerUid }] } : {}) },
+      spec: { claimRef: { name: "c1" }, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: poolName }, address: "10.0.0.1", prefix: 24 },
     });
+    const rows: [string, CapiIPAddress, boolean, boolean][] = [
+      ["ours, this incarnation", record("p", "uid-c1"), true, true],
+      ["no owner (a restore, a hand-made record): adopted", record("p"), true, false],
+      ["a previous incarnation's", record("p", "uid-old"), false, false],
+      ["another pool's", record("q", "uid-c1"), false, true],
+    ];
+    for (const [what, r, belongs, made] of rows) {
+      it(what, () => expect([belongsToCapiClaim(r, claim()), madeForCapiClaim(r, claim())]).to.deep.equal([belongs, made]));
+    }
+  });
+
+  describe("capiReason maps our reasons onto the contract's", () => {
+    const rows: [string, string][] = [
+      ["PoolExhausted", "PoolExhausted"],
+      ["PoolNotFound", "PoolNotReady"],
+      ["ClusterNotFound", "PoolNotReady"],
+      ["PoolNotReady", "PoolNotReady"],
+      ["InvalidSpec", "PoolNotReady"],
+      ["AllocationFailed", "AllocationFailed"],
+      ["SomethingNew", "AllocationFailed"],
+    ];
+    for (const [ours, theirs] of rows) it(`${ours} → ${theirs}`, () => expect(capiReason(ours)).to.equal(theirs));
   });
 
   describe("claimStatus per served version", () => {

@@ -1,10 +1,9 @@
 /**
- * Pure translation between Cluster API's IPAM contract and our IPClaim / IPAddress (spec §5). No I/O.
+ * Pure translation between Cluster API's IPAM contract and the allocator's claims (spec §5). No I/O.
  */
 import {
   CAPI_IPADDRESS_FINALIZER,
   CAPI_IPADDRESS_KIND,
-  CAPI_IPAM_GROUP,
   IPADDRESSCLAIM_KIND,
   type CapiIPAddress,
   type IPAddressClaim,
@@ -14,14 +13,10 @@ import {
   API_VERSION,
   CLUSTER_NAME_LABEL,
   GROUP,
-  IP_ADDRESS_ANNOTATION,
-  IPCLAIM_KIND,
   IPPOOL_KIND,
   READY_CONDITION,
   Reasons,
   type Condition,
-  type IPAddress,
-  type IPClaim,
   type IPPool,
 } from "../../../api/v1alpha1/types.js";
 import { setCondition } from "../conditions.js";
@@ -36,45 +31,18 @@ export function capiClaimClusterName(claim: IPAddressClaim, pool: IPPool | undef
   return claim.spec?.clusterName || claim.metadata.labels?.[CLUSTER_NAME_LABEL] || pool?.spec?.clusterName || undefined;
 }
 
-/** The IPClaim that carries a Cluster API claim through our allocator: same name and namespace, owned by it. */
-export function desiredIPClaim(claim: IPAddressClaim): IPClaim {
-  const requested = claim.metadata.annotations?.[IP_ADDRESS_ANNOTATION];
-  return {
-    apiVersion: API_VERSION,
-    kind: IPCLAIM_KIND,
-    metadata: {
-      name: claim.metadata.name ?? "",
-      namespace: claim.metadata.namespace ?? "",
-      labels: { ...(claim.metadata.labels ?? {}) },
-      ...(requested !== undefined ? { annotations: { [IP_ADDRESS_ANNOTATION]: requested } } : {}),
-      ownerReferences: [
-        {
-          apiVersion: claim.apiVersion ?? `${CAPI_IPAM_GROUP}/v1beta2`,
-          kind: IPADDRESSCLAIM_KIND,
-          name: claim.metadata.name ?? "",
-          uid: claim.metadata.uid ?? "",
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
-    },
-    spec: { pool: { name: claim.spec.poolRef.name } },
-  };
-}
-
-/** Whether `ipClaim` is controlled by this incarnation of `claim`. */
-export function ownedBy(ipClaim: IPClaim, claim: IPAddressClaim): boolean {
-  return (ipClaim.metadata.ownerReferences ?? []).some((o) => o.controller === true && o.kind === IPADDRESSCLAIM_KIND && o.uid === claim.metadata.uid);
-}
-
-/** Spec §5.4: the Cluster API IPAddress for a claim whose IPClaim holds `address`. */
-export function desiredCapiAddress(claim: IPAddressClaim, address: IPAddress, pool: IPPool, apiVersion: string): CapiIPAddress {
+/**
+ * Spec §5.4: the Cluster API IPAddress that records `claim`'s allocation, named as Metal3 names it
+ * (`<namePrefix>-<address>`, so Metal3's controller finds it after a rollback). `poolRef` is copied from the claim;
+ * owners are the claim (controller) and the pool; our finalizer holds it until the claim releases it.
+ */
+export function desiredCapiAddress(claim: IPAddressClaim, pool: IPPool, name: string, allocation: AllocatedAddress, apiVersion: string): CapiIPAddress {
   const cluster = claim.metadata.labels?.[CLUSTER_NAME_LABEL];
   return {
     apiVersion,
     kind: CAPI_IPADDRESS_KIND,
     metadata: {
-      name: claim.metadata.name ?? "",
+      name,
       namespace: claim.metadata.namespace ?? "",
       ...(cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {}),
       finalizers: [CAPI_IPADDRESS_FINALIZER],
@@ -86,11 +54,32 @@ export function desiredCapiAddress(claim: IPAddressClaim, address: IPAddress, po
     spec: {
       claimRef: { name: claim.metadata.name ?? "" },
       poolRef: { ...claim.spec.poolRef },
-      address: address.spec.address,
-      prefix: address.spec.prefix ?? 0,
-      ...(address.spec.gateway ? { gateway: address.spec.gateway } : {}),
+      address: allocation.address,
+      // The contract's prefix is required (0..128); 0 is a real value here, unlike Metal3's optional one.
+      prefix: allocation.prefix,
+      ...(allocation.gateway ? { gateway: allocation.gateway } : {}),
     },
   };
+}
+
+/** The part of an allocation a Cluster API IPAddress carries (it has no DNS field). */
+export interface AllocatedAddress {
+  address: string;
+  prefix: number;
+  gateway?: string;
+}
+
+/** Whether `address` records this incarnation of `claim`: same pool, and owned by it when it names an owner claim. */
+export function belongsToCapiClaim(address: CapiIPAddress, claim: IPAddressClaim): boolean {
+  if (address.spec?.poolRef?.name !== claim.spec?.poolRef?.name) return false;
+  const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPADDRESSCLAIM_KIND);
+  return !owner || !claim.metadata.uid || owner.uid === claim.metadata.uid;
+}
+
+/** Whether this controller made `address` for this incarnation of `claim` (its controller owner reference says so). */
+export function madeForCapiClaim(address: CapiIPAddress, claim: IPAddressClaim): boolean {
+  const uid = claim.metadata.uid;
+  return uid !== undefined && (address.metadata.ownerReferences ?? []).some((o) => o.kind === IPADDRESSCLAIM_KIND && o.uid === uid);
 }
 
 export interface ReadyInput {
@@ -99,7 +88,7 @@ export interface ReadyInput {
   message: string;
 }
 
-/** IPClaim reasons → the contract's reasons (PoolExhausted, PoolNotReady, AllocationFailed; spec §5.5). */
+/** Our reasons → the contract's (PoolExhausted, PoolNotReady, AllocationFailed; spec §5.5). */
 const CAPI_REASON: Record<string, string> = {
   [Reasons.PoolExhausted]: Reasons.PoolExhausted,
   [Reasons.PoolNotFound]: Reasons.PoolNotReady,
@@ -108,14 +97,9 @@ const CAPI_REASON: Record<string, string> = {
   [Reasons.InvalidSpec]: Reasons.PoolNotReady,
 };
 
-/** The Cluster API claim's Ready condition, mirrored from its IPClaim. */
-export function readyFromIPClaim(ipClaim: IPClaim | undefined): ReadyInput {
-  if (!ipClaim) return { status: "False", reason: "WaitingForIPClaim", message: "Waiting for the IPClaim to be created" };
-  const ready = ipClaim.status?.conditions?.find((c) => c.type === READY_CONDITION);
-  if (!ready) return { status: "False", reason: "WaitingForAddress", message: "Waiting for an address" };
-  if (ipClaim.status?.address?.name && ready.status === "True") return { status: "True", reason: Reasons.Allocated, message: ready.message || "Allocated" };
-  const message = ipClaim.status?.errorMessage ?? (ready.message || "Waiting for an address");
-  return { status: "False", reason: CAPI_REASON[ready.reason] ?? Reasons.AllocationFailed, message };
+/** The contract's reason for one of ours; anything else is AllocationFailed. */
+export function capiReason(reason: string): string {
+  return CAPI_REASON[reason] ?? Reasons.AllocationFailed;
 }
 
 /**
@@ -144,6 +128,15 @@ export function claimStatus(claim: IPAddressClaim, version: string, addressName:
 export function capiAddressToPool(a: CapiIPAddress): string[] {
   const ref = a.spec?.poolRef;
   return ref?.apiGroup === GROUP && ref.kind === IPPOOL_KIND ? [`${a.metadata.namespace ?? ""}/${ref.name}`] : [];
+}
+
+/** Pool key of a Cluster API claim we serve (none for another provider's pool kind). */
+export const capiClaimToPool = (c: IPAddressClaim): string[] => (servesClaim(c) ? [`${c.metadata.namespace ?? ""}/${c.spec.poolRef.name}`] : []);
+
+/** `<namespace>/<cluster>` of a Cluster API claim's own Cluster (spec.clusterName, else the label). */
+export function capiClaimToCluster(c: IPAddressClaim): string[] {
+  const name = c.spec?.clusterName || c.metadata.labels?.[CLUSTER_NAME_LABEL];
+  return name ? [`${c.metadata.namespace ?? ""}/${name}`] : [];
 }
 
 /** Claim key of a Cluster API IPAddress. */

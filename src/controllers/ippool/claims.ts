@@ -3,13 +3,14 @@ import isEqual from "lodash/isEqual.js";
 import {
   IPADDRESS_FINALIZER,
   IPCLAIM_FINALIZER,
+  IPCLAIM_KIND,
   READY_CONDITION,
   Reasons,
   type IPAddress,
   type IPClaim,
   type Reason,
 } from "../../../api/v1alpha1/types.js";
-import type { PoolAllocator } from "../../ipam/allocator.js";
+import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import type { Logger } from "../../runtime/logger.js";
 import type { ControllerMetrics } from "../../runtime/metrics.js";
@@ -57,7 +58,7 @@ async function release(ctx: ApplyContext, claim: IPClaim, addresses: IPAddress[]
 export async function releaseAddress(ctx: ApplyContext, address: IPAddress): Promise<void> {
   const unlocked = await ctx.store.removeFinalizer(ctx.store.addresses, address, IPADDRESS_FINALIZER);
   if (unlocked) await ctx.store.delete(ctx.store.addresses, unlocked);
-  ctx.allocator?.release(address.spec.address);
+  ctx.allocator?.release(address.spec.address, holderOf(address));
   ctx.metrics.release("released");
 }
 
@@ -75,10 +76,21 @@ async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<
 
 async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
   const withFinalizer = await ensureClaimFinalizer(ctx, claim);
+  if (boundByMetal3(withFinalizer, address)) return;
   await writeClaimStatus(ctx, withFinalizer, { name: address.metadata.name ?? "", namespace: address.metadata.namespace ?? "" }, undefined, {
     reason: Reasons.Allocated,
     message: `Allocated ${address.spec.address}`,
   });
+}
+
+/**
+ * A claim bound the way Metal3's controller leaves it (the address named, no conditions, no error) is adopted as it
+ * is: rewriting every migrated claim only to add our Ready condition would change objects nobody changed (issue 12:
+ * a migration rewrites nothing). Our condition appears with the claim's next real change.
+ */
+function boundByMetal3(claim: IPClaim, address: IPAddress): boolean {
+  const status = claim.status;
+  return status !== undefined && status.address?.name === address.metadata.name && status.conditions === undefined && !status.errorMessage;
 }
 
 async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
@@ -87,7 +99,7 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
     // The finalizer comes first: a claim deleted between our decision and the create then cannot leak the address.
     withFinalizer = await ensureClaimFinalizer(ctx, claim);
   } catch (err) {
-    ctx.allocator?.release(address.spec.address);
+    ctx.allocator?.release(address.spec.address, holderOf(address));
     if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
     throw err;
   }
@@ -101,13 +113,19 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
       await ctx.store.fetch(ctx.store.addresses, address.metadata.namespace ?? "", address.metadata.name ?? "");
       return lostRace(ctx, claim, err);
     }
-    ctx.allocator?.release(address.spec.address);
+    ctx.allocator?.release(address.spec.address, holderOf(address));
     if (isInvalid(err)) return await failClaim(ctx, withFinalizer, Reasons.AllocationFailed, `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`);
     throw err;
   }
   ctx.log.info("Allocated IPAddress", { claim: claim.metadata.name, address: created.spec.address, ipAddress: created.metadata.name });
   await bind(ctx, withFinalizer, created);
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
+}
+
+/** The allocator's holder for an IPAddress: its IPClaim when it names one, else the object itself (a reservation). */
+export function holderOf(address: IPAddress): Holder {
+  const claimName = address.spec?.claim?.name;
+  return claimName ? { kind: "claim", claimName, claimKind: IPCLAIM_KIND } : { kind: "other", description: `IPAddress ${address.metadata.name ?? ""}` };
 }
 
 function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): void {

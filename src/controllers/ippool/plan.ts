@@ -14,9 +14,10 @@ import {
   type IPAddress,
   type IPClaim,
   type IPPool,
+  type ObjectMeta,
   type Reason,
 } from "../../../api/v1alpha1/types.js";
-import type { PoolAllocator } from "../../ipam/allocator.js";
+import type { AllocationResult, PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import type { PauseState } from "../clusters.js";
 import { isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
@@ -41,8 +42,6 @@ export interface ClaimPlanInput {
   addressNamed: (name: string) => IPAddress | undefined;
   /** Called for an address skipped because another pool's IPAddress holds its name. */
   onCollision: (message: string) => void;
-  /** Address of an existing Cluster API IPAddress naming this claim: adopted, never re-allocated (spec §5.6). */
-  adoptAddress?: string | undefined;
 }
 
 /** Whether `address` is this claim's: same pool, and owned by this incarnation of the claim when it names one. */
@@ -90,26 +89,70 @@ function fail(claim: IPClaim, reason: Reason, message: string): ClaimAction {
 }
 
 function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator: PoolAllocator): ClaimAction {
-  const claimName = claim.metadata.name ?? "";
-  const requestedAddress = input.adoptAddress ?? claim.metadata.annotations?.[IP_ADDRESS_ANNOTATION];
+  const choice = chooseAddress({
+    claimName: claim.metadata.name ?? "",
+    claimKind: IPCLAIM_KIND,
+    requestedAddress: requestedAddressOf(claim.metadata),
+    pool,
+    allocator,
+    nameHeldByOtherPool: (name) => {
+      const holder = input.addressNamed(name);
+      return holder && holder.spec?.pool?.name !== pool.metadata.name ? holder.spec?.pool?.name ?? "?" : undefined;
+    },
+    onCollision: input.onCollision,
+  });
+  if (!choice.ok) return fail(claim, choice.reason, choice.message);
+  return { kind: "create", claim, address: newAddress(pool, claim, choice.name, choice.result) };
+}
+
+/** The `ipAddress` annotation as a request; empty means absent, as Metal3 reads it (spec §6). */
+export function requestedAddressOf(meta: ObjectMeta): string | undefined {
+  const value = meta.annotations?.[IP_ADDRESS_ANNOTATION];
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/** What {@link chooseAddress} needs: the claim's identity and request, and how to see names held by other pools. */
+export interface AddressChoiceInput {
+  claimName: string;
+  claimKind: string;
+  requestedAddress: string | undefined;
+  pool: IPPool;
+  allocator: PoolAllocator;
+  /** The pool of the object (of the kind the claim's record will be) that already bears `name`, when not this pool. */
+  nameHeldByOtherPool: (name: string) => string | undefined;
+  onCollision: (message: string) => void;
+}
+
+type Allocated = Extract<AllocationResult, { ok: true }>;
+
+/** An address and the record name it gets, or why there is none. */
+export type AddressChoice = { ok: true; name: string; result: Allocated } | { ok: false; reason: Reason; message: string };
+
+/**
+ * Decides one claim's address and reserves it in the allocator for that claim (kind and name), so the next decision
+ * of the pass sees it taken. Shared by both claim kinds. An address whose record name another pool's object already
+ * bears (shared namePrefix, spec §3.6) is skipped and reported; a claim that asked for exactly that address fails.
+ */
+export function chooseAddress(input: AddressChoiceInput): AddressChoice {
+  const { claimName, claimKind, requestedAddress, pool, allocator } = input;
   // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
   // only bounds a pathological pass (the claim then fails and is retried on the next event).
   for (let round = 0; round < 256; round++) {
-    const result = allocator.allocate({ claimName, ...(requestedAddress !== undefined ? { requestedAddress } : {}) });
-    if (!result.ok) return fail(claim, result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed, result.message);
+    const result = allocator.allocate({ claimName, claimKind, ...(requestedAddress !== undefined ? { requestedAddress } : {}) });
+    if (!result.ok) return { ok: false, reason: result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed, message: result.message };
     const name = ipAddressName(pool.spec.namePrefix, result.address);
-    const holder = input.addressNamed(name);
-    if (holder && holder.spec?.pool?.name !== pool.metadata.name) {
-      const message = `IPAddress ${name} for ${result.address} already exists and belongs to IPPool ${holder.spec?.pool?.name ?? "?"} (same namePrefix "${pool.spec.namePrefix}"); address skipped`;
+    const otherPool = input.nameHeldByOtherPool(name);
+    if (otherPool !== undefined) {
+      const message = `IPAddress ${name} for ${result.address} already exists and belongs to IPPool ${otherPool} (same namePrefix "${pool.spec.namePrefix}"); address skipped`;
       allocator.reserve(result.address, { kind: "other", description: `IPAddress ${name} of another pool` });
       input.onCollision(message);
-      if (requestedAddress !== undefined || pool.spec.preAllocations?.[claimName] !== undefined) return fail(claim, Reasons.AllocationFailed, message);
+      if (requestedAddress !== undefined || pool.spec.preAllocations?.[claimName] !== undefined) return { ok: false, reason: Reasons.AllocationFailed, message };
       continue;
     }
-    allocator.reserve(result.address, { kind: "claim", claimName });
-    return { kind: "create", claim, address: newAddress(pool, claim, name, result) };
+    allocator.reserve(result.address, { kind: "claim", claimName, claimKind });
+    return { ok: true, name, result };
   }
-  return fail(claim, Reasons.AllocationFailed, "Too many name collisions in one pass; will retry");
+  return { ok: false, reason: Reasons.AllocationFailed, message: "Too many name collisions in one pass; will retry" };
 }
 
 function newAddress(
@@ -134,7 +177,8 @@ function newAddress(
     },
     spec: {
       address: result.address,
-      prefix: result.prefix,
+      // Go clients omit a zero prefix; writing 0 would make their full updates look like a change (spec §1.3).
+      ...(result.prefix !== 0 ? { prefix: result.prefix } : {}),
       ...(result.gateway !== undefined ? { gateway: result.gateway } : {}),
       ...(result.dnsServers !== undefined && result.dnsServers.length > 0 ? { dnsServers: result.dnsServers } : {}),
       pool: { name: pool.metadata.name ?? "", namespace },

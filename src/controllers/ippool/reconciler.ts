@@ -15,8 +15,11 @@ import {
   type IPAddress,
   type IPClaim,
   type IPPool,
+  type IPPoolStatus,
+  type ObjectMeta,
   type OwnerReference,
 } from "../../../api/v1alpha1/types.js";
+import { CAPI_IPADDRESS_FINALIZER, IPADDRESSCLAIM_FINALIZER, IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import { describeError } from "../../kube/errors.js";
@@ -25,11 +28,15 @@ import { noMetrics, type ControllerMetrics } from "../../runtime/metrics.js";
 import type { ReconcileResult } from "../../runtime/workqueue.js";
 import { pauseState, type Cluster } from "../clusters.js";
 import type { EventSink } from "../events.js";
-import { byCreationThenName, hasFinalizer, isDeleting, splitKey } from "../meta.js";
+import { byCreationThenName, hasFinalizer, isDeletedForMove, isDeleting, splitKey } from "../meta.js";
 import type { Store } from "../store.js";
-import { applyClaimAction, releaseAddress, type ApplyContext } from "./claims.js";
+import { applyCapiClaimAction, releaseCapiAddress, type CapiInformers } from "../capi/claims.js";
+import { planCapiClaim } from "../capi/plan.js";
+import { capiClaimClusterName } from "../capi/translate.js";
+import { keyOf } from "../../kube/informer.js";
+import { applyClaimAction, holderOf, releaseAddress, type ApplyContext } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL } from "./indexes.js";
-import { planClaim, type ClaimAction } from "./plan.js";
+import { planClaim } from "./plan.js";
 import { desiredPoolStatus } from "./status.js";
 
 export interface PoolReconcilerOptions {
@@ -52,20 +59,22 @@ export class PoolReconciler {
     const log = this.logger.child({ controller: "ippool", namespace, name });
     let pool = this.store.pools.get(namespace, name);
     const pause = pool ? pauseState(pool.metadata, pool.spec?.clusterName, this.store.lookupCluster) : undefined;
+    if (pool && !isDeleting(pool.metadata)) pool = await this.ensurePoolMetadata(pool, pause?.paused === false);
     if (pause?.paused) {
       log.debug("Pool is paused", { why: pause.why });
       return;
     }
-    if (pool && !isDeleting(pool.metadata)) pool = await this.ensurePoolMetadata(pool, pause && !pause.paused ? pause.cluster : undefined);
     const claims = this.store.claims.byIndex(BY_POOL, key).sort(byCreationThenName);
-    await this.refreshIfAllocating(pool, claims);
+    const capiClaims = (this.store.capi?.claims.byIndex(BY_POOL, key) ?? []).sort(byCreationThenName);
+    await this.refreshIfAllocating(pool, claims, capiClaims);
     const collisions: string[] = [];
     const allocator = pool ? this.buildAllocator(pool, key, collisions) : undefined;
     const metrics = this.options.metrics ?? noMetrics;
     if (!pool) metrics.poolGone(namespace, name);
     const ctx: ApplyContext = { store: this.store, events: this.events, log, allocator, now: this.now(), requeue: false, metrics };
-    await this.reconcileClaims(ctx, pool, claims, collisions);
+    await this.reconcileClaims(ctx, pool, claims, capiClaims, collisions);
     await this.cleanupOrphans(ctx, this.store.addresses.byIndex(BY_POOL, key));
+    await this.cleanupCapiOrphans(ctx, key);
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(ctx, pool, key);
     else if (pool && allocator) await this.writePoolStatus(ctx, pool, key, allocator, collisions);
     return ctx.requeue ? { requeueAfterMs: 200 } : undefined;
@@ -75,18 +84,23 @@ export class PoolReconciler {
     return this.options.clock?.() ?? new Date();
   }
 
-  /** Finalizer, Cluster labels and the non-controller owner reference to the Cluster (what makes the pool move). */
-  private async ensurePoolMetadata(pool: IPPool, cluster: Cluster | undefined): Promise<IPPool> {
+  /**
+   * Finalizer, Cluster labels and the non-controller owner reference to the Cluster (what makes the pool move). The
+   * labels and the owner reference are set even while the pool is paused (spec §4: Metal3 sets them before its pause
+   * check), so a pool created under a paused Cluster still moves with it; the finalizer waits for `unpaused`.
+   */
+  private async ensurePoolMetadata(pool: IPPool, unpaused: boolean): Promise<IPPool> {
     const clusterName = pool.spec?.clusterName;
     const labels = { ...(pool.metadata.labels ?? {}) };
     if (clusterName) Object.assign(labels, { [CLUSTER_NAME_LABEL]: clusterName, [PROVIDER_LABEL]: PROVIDER_NAME });
     const owners = [...(pool.metadata.ownerReferences ?? [])];
+    const cluster = clusterName ? this.store.lookupCluster(pool.metadata.namespace ?? "", clusterName) : undefined;
     if (cluster && !owners.some((o) => o.kind === "Cluster" && o.uid === cluster.metadata.uid)) {
       owners.push(clusterOwnerRef(cluster));
     }
     const finalizers = pool.metadata.finalizers ?? [];
     const patch = {
-      ...(finalizers.includes(IPPOOL_FINALIZER) ? {} : { finalizers: [...finalizers, IPPOOL_FINALIZER] }),
+      ...(finalizers.includes(IPPOOL_FINALIZER) || !unpaused ? {} : { finalizers: [...finalizers, IPPOOL_FINALIZER] }),
       ...(isEqual(labels, pool.metadata.labels ?? {}) ? {} : { labels }),
       ...(owners.length === (pool.metadata.ownerReferences ?? []).length ? {} : { ownerReferences: owners }),
     };
@@ -95,14 +109,21 @@ export class PoolReconciler {
   }
 
   /** The freshness barrier (spec §3.4, see addressBarrier) before a pass that will allocate. */
-  private async refreshIfAllocating(pool: IPPool | undefined, claims: readonly IPClaim[]): Promise<void> {
+  private async refreshIfAllocating(pool: IPPool | undefined, claims: readonly IPClaim[], capiClaims: readonly IPAddressClaim[]): Promise<void> {
     if (!pool || isDeleting(pool.metadata)) return;
     const pending = claims.filter((c) => this.needsAllocation(c));
-    if (pending.length === 0) return;
-    const barrier = addressBarrier(pool, claims, pending);
-    // The addresses watch has already delivered everything up to the barrier: the cache is as fresh as a list would be.
-    if (barrier !== undefined && passed(this.store.addresses.observedResourceVersion, barrier)) return;
-    await this.store.refreshPoolAddresses(pool.metadata.namespace ?? "", pool.metadata.name ?? "", barrier);
+    const capiPending = capiClaims.filter((c) => this.capiNeedsAllocation(c));
+    if (pending.length === 0 && capiPending.length === 0) return;
+    const barrier = addressBarrier([pool, ...claims, ...capiClaims], [...pending.filter((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER)), ...capiPending.filter((c) => hasFinalizer(c.metadata, IPADDRESSCLAIM_FINALIZER))]);
+    const namespace = pool.metadata.namespace ?? "";
+    const poolName = pool.metadata.name ?? "";
+    // Both kinds of records hold addresses of the pool, so both must be as fresh as the barrier. A watch that has
+    // already delivered everything up to the barrier makes its cache as fresh as a list would be.
+    const fresh = (observed: string): boolean => barrier !== undefined && passed(observed, barrier);
+    await Promise.all([
+      fresh(this.store.addresses.observedResourceVersion) ? undefined : this.store.refreshPoolAddresses(namespace, poolName, barrier),
+      !this.store.capi || fresh(this.store.capi.addresses.observedResourceVersion) ? undefined : this.store.refreshPoolCapiAddresses(namespace, poolName, barrier),
+    ]);
   }
 
   /** A live claim with no IPAddress yet: the pass will allocate for it. */
@@ -110,49 +131,81 @@ export class PoolReconciler {
     return !isDeleting(claim.metadata) && this.store.addresses.byIndex(BY_CLAIM, `${claim.metadata.namespace ?? ""}/${claim.metadata.name ?? ""}`).length === 0;
   }
 
+  /** A live Cluster API claim with no Cluster API IPAddress yet. */
+  private capiNeedsAllocation(claim: IPAddressClaim): boolean {
+    return !isDeleting(claim.metadata) && (this.store.capi?.addresses.byIndex(BY_CLAIM, keyOf(claim)) ?? []).length === 0;
+  }
+
   /**
-   * Every IPAddress of the pool holds its address, whoever made it (person-made reservations included). Addresses
-   * whose IPAddress name is already taken by another pool's object (same namePrefix, spec §3.6) are held too and
-   * reported as collisions, so the pass skips them instead of looping on AlreadyExists.
+   * Every record of the pool holds its address for its claim (kind and name), whoever made it: IPAddresses
+   * (person-made reservations included) and Cluster API IPAddresses (ours, adopted ones, Metal3's). Addresses whose
+   * record name is already taken by another pool's object (same namePrefix, spec §3.6) are held too and reported as
+   * collisions, so the pass skips them instead of looping on AlreadyExists.
    */
   private buildAllocator(pool: IPPool, key: string, collisions: string[]): PoolAllocator {
     const allocator = new PoolAllocator(pool.spec);
-    for (const a of this.store.addresses.byIndex(BY_POOL, key)) {
-      const claimName = a.spec?.claim?.name;
-      allocator.reserve(a.spec.address, claimName ? { kind: "claim", claimName } : { kind: "other", description: `IPAddress ${a.metadata.name ?? ""}` });
+    for (const a of this.store.addresses.byIndex(BY_POOL, key)) allocator.reserve(a.spec.address, holderOf(a));
+    for (const a of this.capiAddressesOf(key)) {
+      allocator.reserve(a.spec.address, { kind: "claim", claimName: a.spec.claimRef.name, claimKind: IPADDRESSCLAIM_KIND });
     }
-    // Cluster API IPAddresses of this pool (spec §3.2): ours mirror an IPAddress above; adopted ones hold their
-    // address for the claim they name, so that claim's IPClaim gets exactly that address (spec §5.6).
-    for (const a of this.store.capiAddresses?.byIndex(BY_POOL, key) ?? []) {
-      allocator.reserve(a.spec.address, { kind: "claim", claimName: a.spec.claimRef.name });
-    }
-    for (const other of this.store.addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? "")) {
-      if (other.spec?.pool?.name === pool.metadata.name || !allocator.contains(other.spec?.address ?? "")) continue;
-      if (ipAddressName(pool.spec.namePrefix, other.spec.address) !== other.metadata.name) continue;
-      allocator.reserve(other.spec.address, { kind: "other", description: `IPAddress ${other.metadata.name ?? ""} of IPPool ${other.spec.pool.name}` });
-      collisions.push(`IPAddress ${other.metadata.name ?? ""} of IPPool ${other.spec.pool.name} holds the name this pool would give ${other.spec.address} (shared namePrefix "${pool.spec.namePrefix}"); the address is skipped`);
-    }
+    const foreign = (owner: string | undefined, address: string | undefined, name: string | undefined): void => {
+      if (owner === pool.metadata.name || !address || !allocator.contains(address)) return;
+      if (ipAddressName(pool.spec.namePrefix, address) !== name) return;
+      allocator.reserve(address, { kind: "other", description: `IPAddress ${name} of IPPool ${owner ?? ""}` });
+      collisions.push(`IPAddress ${name} of IPPool ${owner ?? ""} holds the name this pool would give ${address} (shared namePrefix "${pool.spec.namePrefix}"); the address is skipped`);
+    };
+    for (const other of this.store.addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? "")) foreign(other.spec?.pool?.name, other.spec?.address, other.metadata.name);
     return allocator;
   }
 
-  /** Decides claim by claim in deterministic order, then applies the writes a few at a time. */
-  private async reconcileClaims(ctx: ApplyContext, pool: IPPool | undefined, claims: readonly IPClaim[], collisions: string[]): Promise<void> {
-    const deleting = pool !== undefined && isDeleting(pool.metadata);
-    const actions: ClaimAction[] = [];
+  /** Decides claim by claim (both kinds, one deterministic order), then applies the writes a few at a time. */
+  private async reconcileClaims(ctx: ApplyContext, pool: IPPool | undefined, claims: readonly IPClaim[], capiClaims: readonly IPAddressClaim[], collisions: string[]): Promise<void> {
+    const blocked = pool !== undefined && isDeleting(pool.metadata) ? { allocationBlocked: { reason: Reasons.PoolNotReady, message: `IPPool ${pool.metadata.name ?? ""} is being deleted` } } : {};
+    const onCollision = (message: string): void => void collisions.push(message);
+    const capi = this.store.capi;
+    const work: { claim: { metadata: ObjectMeta }; decide: () => () => Promise<void> }[] = [];
     for (const claim of claims) {
-      actions.push(planClaim({
+      work.push({
         claim,
-        pool,
-        claimAddresses: this.store.addresses.byIndex(BY_CLAIM, `${claim.metadata.namespace ?? ""}/${claim.metadata.name ?? ""}`),
-        pause: pauseState(claim.metadata, claimClusterName(claim, pool), this.store.lookupCluster),
-        allocator: ctx.allocator,
-        ...(deleting ? { allocationBlocked: { reason: Reasons.PoolNotReady, message: `IPPool ${pool.metadata.name ?? ""} is being deleted` } } : {}),
-        addressNamed: (name) => this.store.addresses.get(claim.metadata.namespace ?? "", name),
-        adoptAddress: this.store.capiAddresses?.byIndex(BY_CLAIM, `${claim.metadata.namespace ?? ""}/${claim.metadata.name ?? ""}`).find((a) => a.spec.poolRef.name === claim.spec?.pool?.name)?.spec.address,
-        onCollision: (message) => collisions.push(message),
-      }));
+        decide: () => {
+          const action = planClaim({
+            claim,
+            pool,
+            claimAddresses: this.store.addresses.byIndex(BY_CLAIM, keyOf(claim)),
+            pause: pauseState(claim.metadata, claimClusterName(claim, pool), this.store.lookupCluster),
+            allocator: ctx.allocator,
+            ...blocked,
+            addressNamed: (name) => this.store.addresses.get(claim.metadata.namespace ?? "", name),
+            onCollision,
+          });
+          return () => applyClaimAction(ctx, action);
+        },
+      });
     }
-    await runLimited(actions, this.options.writeConcurrency ?? 16, (a) => applyClaimAction(ctx, a));
+    for (const claim of capi ? capiClaims : []) {
+      const informers = capi as CapiInformers;
+      work.push({
+        claim,
+        decide: () => {
+          const action = planCapiClaim({
+            claim,
+            pool,
+            claimAddresses: informers.addresses.byIndex(BY_CLAIM, keyOf(claim)),
+            pause: pauseState(claim.metadata, capiClaimClusterName(claim, pool), this.store.lookupCluster),
+            allocator: ctx.allocator,
+            ...blocked,
+            movedAway: this.store.movedAway.has(claim.metadata.uid ?? ""),
+            addressNamed: (name) => informers.addresses.get(claim.metadata.namespace ?? "", name),
+            onCollision,
+            addressApiVersion: informers.addresses.client.apiVersion(),
+          });
+          return () => applyCapiClaimAction(ctx, informers, action);
+        },
+      });
+    }
+    // Decisions run in claim order (creation, then name) across both kinds, so neither kind starves the other.
+    const writes = work.sort((a, b) => byCreationThenName(a.claim, b.claim)).map((w) => w.decide());
+    await runLimited(writes, this.options.writeConcurrency ?? 16, (write) => write());
   }
 
   /**
@@ -175,9 +228,29 @@ export class PoolReconciler {
     }
   }
 
-  /** A deleting pool keeps its finalizer until no IPAddress references it. */
+  /**
+   * Cluster API IPAddresses of the pool that we made (our finalizer) for an IPAddressClaim that is gone: the claim's
+   * finalizer was removed by someone else, so its release never ran. Released like IPAddress orphans; those of a
+   * claim that left with `clusterctl move` are in use on the other side and stay.
+   */
+  private async cleanupCapiOrphans(ctx: ApplyContext, key: string): Promise<void> {
+    const capi = this.store.capi;
+    for (const address of capi?.addresses.byIndex(BY_POOL, key) ?? []) {
+      if (!capi || !hasFinalizer(address.metadata, CAPI_IPADDRESS_FINALIZER)) continue;
+      const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPADDRESSCLAIM_KIND);
+      if (!owner || this.store.movedAway.has(owner.uid) || isDeletedForMove(address.metadata)) continue;
+      const namespace = address.metadata.namespace ?? "";
+      if (capi.claims.get(namespace, address.spec.claimRef.name)?.metadata.uid === owner.uid) continue;
+      const live = await this.store.fetch(capi.claims, namespace, address.spec.claimRef.name);
+      if (live && live.metadata.uid === owner.uid) continue;
+      ctx.log.info("Releasing IPAddress of an IPAddressClaim that is gone", { ipAddress: address.metadata.name, claim: address.spec.claimRef.name });
+      await releaseCapiAddress(ctx, capi, address);
+    }
+  }
+
+  /** A deleting pool keeps its finalizer until no IPAddress (of either API) references it. */
   private async finishDeletion(ctx: ApplyContext, pool: IPPool, key: string): Promise<void> {
-    const remaining = [...this.store.addresses.byIndex(BY_POOL, key), ...(this.store.capiAddresses?.byIndex(BY_POOL, key) ?? [])];
+    const remaining = [...this.store.addresses.byIndex(BY_POOL, key), ...this.capiAddressesOf(key)];
     if (remaining.length > 0) {
       ctx.log.info("Pool deletion waits for its IPAddresses", { remaining: remaining.length });
       return;
@@ -185,12 +258,16 @@ export class PoolReconciler {
     await this.store.removeFinalizer(this.store.pools, pool, IPPOOL_FINALIZER);
   }
 
+  private capiAddressesOf(poolKey: string): CapiIPAddress[] {
+    return this.store.capi?.addresses.byIndex(BY_POOL, poolKey) ?? [];
+  }
+
   private async writePoolStatus(ctx: ApplyContext, pool: IPPool, key: string, allocator: PoolAllocator, collisions: string[]): Promise<void> {
-    const addresses = this.store.addresses.byIndex(BY_POOL, key);
+    const records = { addresses: this.store.addresses.byIndex(BY_POOL, key), capiAddresses: this.capiAddressesOf(key) };
     const health = { specErrors: allocator.specErrors, collisions };
-    const status = desiredPoolStatus(pool, addresses, allocator.capacity(), health, ctx.now);
+    const status = desiredPoolStatus(pool, records.addresses, records.capiAddresses, allocator.capacity(), health, ctx.now);
     ctx.metrics.poolCapacity(pool.metadata.namespace ?? "", pool.metadata.name ?? "", status.total ?? 0, status.used ?? 0, status.free ?? 0);
-    if (isEqual(status, pool.status ?? {})) return;
+    if (isEqual(status, pool.status ?? {}) || adoptedAsIs(pool, status)) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");
     // A merge patch merges maps: indexes of released claims must be sent as null to disappear.
@@ -203,6 +280,16 @@ export class PoolReconciler {
   }
 }
 
+/**
+ * A ready pool whose status Metal3's controller wrote (indexes, no conditions) and whose indexes are still right is
+ * left as it is: a migration rewrites nothing (issue 12). Our counts and condition appear with the next change.
+ */
+function adoptedAsIs(pool: IPPool, desired: IPPoolStatus): boolean {
+  const current = pool.status;
+  const ready = desired.conditions?.find((c) => c.type === "Ready")?.status === "True";
+  return ready && current?.conditions === undefined && current?.indexes !== undefined && isEqual(current.indexes, desired.indexes);
+}
+
 /** The Cluster a claim belongs to (spec §4): its own label, else its pool's. */
 export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): string | undefined {
   return claim.metadata.labels?.[CLUSTER_NAME_LABEL] ?? pool?.spec?.clusterName ?? undefined;
@@ -213,16 +300,16 @@ function clusterOwnerRef(cluster: Cluster): OwnerReference {
 }
 
 /**
- * The resourceVersion the pool's IPAddresses are read at before allocating (spec §3.4); undefined asks for a quorum
- * read. Normally the newest of the pool and its claims, so every IPAddress made before them (by hand, say) is seen.
- * But a claim that carries our finalizer and still has no IPAddress in the cache is the trace of an interrupted
- * allocation: the finalizer is written first, then the IPAddress, whose create may have succeeded while its answer
- * was lost (a timeout, a connection cut by a restarting API server). That IPAddress is newer than anything we know,
- * so only a quorum read is sure to show it; deciding without it would give the claim a second address.
+ * The resourceVersion the pool's records are read at before allocating (spec §3.4); undefined asks for a quorum
+ * read. Normally the newest of the pool and its claims, so every record made before them (by hand, say) is seen.
+ * But a claim that carries our finalizer and still has no record in the cache is the trace of an interrupted
+ * allocation (`interrupted`): the finalizer is written first, then the record, whose create may have succeeded while
+ * its answer was lost (a timeout, a connection cut by a restarting API server). That record is newer than anything
+ * we know, so only a quorum read is sure to show it; deciding without it would give the claim a second address.
  */
-function addressBarrier(pool: IPPool, claims: readonly IPClaim[], pending: readonly IPClaim[]): string | undefined {
-  if (pending.some((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER))) return undefined;
-  return newestResourceVersion([pool, ...claims]);
+function addressBarrier(objects: readonly { metadata: ObjectMeta }[], interrupted: readonly unknown[]): string | undefined {
+  if (interrupted.length > 0) return undefined;
+  return newestResourceVersion(objects);
 }
 
 /** Whether resourceVersion `seen` is at or past `barrier` (both integers, as etcd issues them; otherwise false). */

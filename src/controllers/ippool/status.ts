@@ -1,5 +1,6 @@
 /** Pure computation of an IPPool's status: a view rebuilt from IPAddress objects (spec §1.1), never a source of truth. */
 import isEqual from "lodash/isEqual.js";
+import type { CapiIPAddress } from "../../../api/capi/types.js";
 import type { Condition, IPAddress, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
 import { READY_CONDITION, Reasons } from "../../../api/v1alpha1/types.js";
 import { canonicalAddress } from "../../ipam/address.js";
@@ -11,14 +12,18 @@ export interface PoolHealth {
   collisions: readonly string[];
 }
 
-/** claim name → canonical address, from the pool's IPAddress objects that name a claim. */
-export function indexesFrom(addresses: readonly IPAddress[]): Record<string, string> {
+/**
+ * claim name → canonical address, from the pool's records that name a claim: IPAddresses and Cluster API
+ * IPAddresses, listed by claim name as Metal3 lists them. The map has one slot per name: when an IPClaim and an
+ * IPAddressClaim share a name, the IPClaim's address is listed (the other stays on its own claim's status).
+ */
+export function indexesFrom(addresses: readonly IPAddress[], capiAddresses: readonly CapiIPAddress[] = []): Record<string, string> {
   const indexes: Record<string, string> = {};
-  for (const a of addresses) {
-    const claim = a.spec?.claim?.name;
-    if (!claim) continue;
-    indexes[claim] = canonicalAddress(a.spec.address) ?? a.spec.address;
-  }
+  const put = (claim: string | undefined, address: string): void => {
+    if (claim) indexes[claim] = canonicalAddress(address) ?? address;
+  };
+  for (const a of capiAddresses) put(a.spec?.claimRef?.name, a.spec.address);
+  for (const a of addresses) put(a.spec?.claim?.name, a.spec.address);
   return indexes;
 }
 
@@ -36,9 +41,16 @@ function readyCondition(health: PoolHealth): Pick<Condition, "type" | "status" |
  * The status the pool should have. `lastUpdated` moves only when `indexes` changed (a timestamp that moves on every
  * pass would make the controller reconcile itself forever); it starts at the pool's creation time.
  */
-export function desiredPoolStatus(pool: IPPool, addresses: readonly IPAddress[], capacity: Capacity, health: PoolHealth, now: Date): IPPoolStatus {
+export function desiredPoolStatus(
+  pool: IPPool,
+  addresses: readonly IPAddress[],
+  capiAddresses: readonly CapiIPAddress[],
+  capacity: Capacity,
+  health: PoolHealth,
+  now: Date,
+): IPPoolStatus {
   const current = pool.status ?? {};
-  const indexes = indexesFrom(addresses);
+  const indexes = indexesFrom(addresses, capiAddresses);
   const changed = !isEqual(indexes, current.indexes ?? {});
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, "Z");
   // A fresh (or wiped) status starts at the creation time; afterwards only a real change of indexes moves it.

@@ -1,0 +1,134 @@
+/**
+ * Carries out Cluster API claim actions decided by plan.ts, inside the pool pass (the same queue slot and allocator
+ * as IPClaims, spec §3.4): the only place IPAddressClaim and Cluster API IPAddress writes happen.
+ */
+import isEqual from "lodash/isEqual.js";
+import {
+  CAPI_IPADDRESS_FINALIZER,
+  IPADDRESSCLAIM_FINALIZER,
+  IPADDRESSCLAIM_KIND,
+  type CapiIPAddress,
+  type IPAddressClaim,
+} from "../../../api/capi/types.js";
+import { Reasons } from "../../../api/v1alpha1/types.js";
+import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
+import type { Informer } from "../../kube/informer.js";
+import type { ApplyContext } from "../ippool/claims.js";
+import type { CapiClaimAction } from "./plan.js";
+import { capiReason, claimStatus, type ReadyInput } from "./translate.js";
+
+/** The Cluster API side of the store, present once the bridge found `ipam.cluster.x-k8s.io` served. */
+export interface CapiInformers {
+  claims: Informer<IPAddressClaim>;
+  addresses: Informer<CapiIPAddress>;
+  /** The served version the claims' status is written for. */
+  version: string;
+}
+
+/** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
+export async function applyCapiClaimAction(ctx: ApplyContext, capi: CapiInformers, action: CapiClaimAction): Promise<void> {
+  switch (action.kind) {
+    case "skip":
+      return;
+    case "release":
+      return await release(ctx, capi, action.claim, action.addresses);
+    case "bind":
+      await bind(ctx, capi, action.claim, action.address);
+      for (const duplicate of action.duplicates) {
+        ctx.log.warn("Releasing duplicate IPAddress of an IPAddressClaim", { claim: action.claim.metadata.name, ipAddress: duplicate.metadata.name });
+        await releaseCapiAddress(ctx, capi, duplicate);
+      }
+      return;
+    case "create":
+      return await create(ctx, capi, action.claim, action.address);
+    case "fail":
+      return await writeStatus(ctx, capi, action.claim, undefined, { status: "False", reason: capiReason(action.reason), message: action.message });
+  }
+}
+
+/** Spec §5.7 order: the IPAddress's finalizer off, the IPAddress deleted, the address freed, the claim's finalizer off. */
+async function release(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, addresses: CapiIPAddress[]): Promise<void> {
+  for (const address of addresses) await releaseCapiAddress(ctx, capi, address);
+  await ctx.store.removeFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
+  if (addresses.length > 0) ctx.log.info("Released IPAddress", { ipAddressClaim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
+}
+
+/** Removes our finalizer from a Cluster API IPAddress and deletes it; frees the address in this pass's allocator. */
+export async function releaseCapiAddress(ctx: ApplyContext, capi: CapiInformers, address: CapiIPAddress): Promise<void> {
+  const unlocked = await ctx.store.removeFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
+  if (unlocked) await ctx.store.delete(capi.addresses, unlocked);
+  ctx.allocator?.release(address.spec.address, { kind: "claim", claimName: address.spec.claimRef.name, claimKind: IPADDRESSCLAIM_KIND });
+  ctx.metrics.release("released");
+}
+
+async function bind(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+  const withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
+  // An adopted record (Metal3's, or a restore) gets our finalizer too; a deleting one stays as it is (its deletion
+  // is blocked by the finalizer until the claim goes, spec §5.8).
+  if (!address.metadata.deletionTimestamp) await ctx.store.addFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
+  // Bound the way Metal3's controller leaves a claim (addressRef, no Ready condition): adopted as it is, like IPClaims.
+  if (withFinalizer.status?.addressRef?.name === address.metadata.name && readyOf(withFinalizer) === undefined) return;
+  await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", { status: "True", reason: Reasons.Allocated, message: `Allocated ${address.spec.address}` });
+}
+
+async function create(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+  const holder = { kind: "claim" as const, claimName: claim.metadata.name ?? "", claimKind: IPADDRESSCLAIM_KIND };
+  let withFinalizer: IPAddressClaim;
+  try {
+    // The finalizer comes first: a claim deleted between our decision and the create then cannot leak the address,
+    // and it marks the claim so that the next pass reads addresses with a quorum read (a lost create answer).
+    withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
+  } catch (err) {
+    ctx.allocator?.release(address.spec.address, holder);
+    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    throw err;
+  }
+  let created: CapiIPAddress;
+  const started = performance.now();
+  try {
+    created = await ctx.store.create(capi.addresses, address);
+  } catch (err) {
+    if (isAlreadyExists(err)) {
+      // Someone holds that name and our cache did not show it yet: learn it, keep the address taken, retry the pass.
+      await ctx.store.fetch(capi.addresses, address.metadata.namespace ?? "", address.metadata.name ?? "");
+      return lostRace(ctx, claim, err);
+    }
+    ctx.allocator?.release(address.spec.address, holder);
+    if (isInvalid(err)) {
+      const message = `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`;
+      return await writeStatus(ctx, capi, withFinalizer, undefined, { status: "False", reason: Reasons.AllocationFailed, message });
+    }
+    throw err;
+  }
+  ctx.log.info("Allocated IPAddress", { ipAddressClaim: claim.metadata.name, address: created.spec.address, ipAddress: created.metadata.name });
+  await writeStatus(ctx, capi, withFinalizer, created.metadata.name ?? "", { status: "True", reason: Reasons.Allocated, message: `Allocated ${created.spec.address}` });
+  ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
+}
+
+function lostRace(ctx: ApplyContext, claim: IPAddressClaim, err: unknown): void {
+  ctx.requeue = true;
+  ctx.log.debug("Lost a race; retrying the pool", { ipAddressClaim: claim.metadata.name, error: describeError(err) });
+}
+
+/** Writes the claim's status when it differs; a new failure is also an Event and counts in the metrics. */
+async function writeStatus(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, addressName: string | undefined, ready: ReadyInput): Promise<void> {
+  const status = claimStatus(claim, capi.version, addressName, ready, ctx.now);
+  if (isEqual(status, claim.status ?? {})) return;
+  const before = readyOf(claim);
+  try {
+    await ctx.store.patchStatus(capi.claims, claim, status);
+  } catch (err) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+  if (ready.status === "False" && (before?.reason !== ready.reason || before.message !== ready.message)) {
+    ctx.metrics.allocation(ready.reason);
+    ctx.events.record(claim, "Warning", ready.reason, ready.message);
+    ctx.log.info("Allocation failed", { ipAddressClaim: claim.metadata.name, reason: ready.reason, message: ready.message });
+  }
+}
+
+function readyOf(claim: IPAddressClaim): { reason?: string; message?: string } | undefined {
+  const conditions = claim.status?.v1beta2?.conditions ?? claim.status?.conditions;
+  return conditions?.find((c) => c.type === "Ready");
+}

@@ -1,0 +1,119 @@
+import { expect } from "chai";
+import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
+import type { IPPool, ObjectMeta } from "../../../api/v1alpha1/types.js";
+import { PoolAllocator } from "../../ipam/allocator.js";
+import type { PauseState } from "../clusters.js";
+import { planCapiClaim, type CapiClaimAction, type CapiClaimPlanInput } from "./plan.js";
+
+const OURS = "ipam.metal3.io/ipaddressclaim";
+const DELETED = "2026-11-23T00:00:00Z";
+
+const pool: IPPool = {
+  metadata: { name: "p", namespace: "ns", uid: "uid-p" },
+  spec: { namePrefix: "p", pools: [{ start: "10.0.0.1", end: "10.0.0.3" }], prefix: 24, gateway: "10.0.0.254" },
+};
+
+function claim(meta: Partial<ObjectMeta> = {}, addressRef?: string): IPAddressClaim {
+  return {
+    apiVersion: "ipam.cluster.x-k8s.io/v1beta2",
+    metadata: { name: "c", namespace: "ns", uid: "uid-c", ...meta },
+    spec: { poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" } },
+    ...(addressRef ? { status: { addressRef: { name: addressRef } } } : {}),
+  };
+}
+
+function record(name: string, address: string, ownerUid?: string, poolName = "p"): CapiIPAddress {
+  return {
+    metadata: { name, namespace: "ns", ...(ownerUid ? { ownerReferences: [{ apiVersion: "v", kind: "IPAddressClaim", name: "c", uid: ownerUid, controller: true }] } : {}) },
+    spec: { claimRef: { name: "c" }, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: poolName }, address, prefix: 24 },
+  };
+}
+
+function plan(over: Partial<CapiClaimPlanInput> = {}, holders: Record<string, CapiIPAddress> = {}): { action: CapiClaimAction; collisions: string[] } {
+  const collisions: string[] = [];
+  const action = planCapiClaim({
+    claim: claim(),
+    pool,
+    claimAddresses: [],
+    pause: { paused: false },
+    allocator: new PoolAllocator(pool.spec),
+    movedAway: false,
+    addressNamed: (name) => holders[name],
+    onCollision: (m) => collisions.push(m),
+    addressApiVersion: "ipam.cluster.x-k8s.io/v1beta2",
+    ...over,
+  });
+  return { action, collisions };
+}
+
+/** The action in a few comparable words. */
+function summary(a: CapiClaimAction): string {
+  switch (a.kind) {
+    case "skip":
+      return `skip: ${a.why}`;
+    case "release":
+      return `release ${a.addresses.map((x) => x.metadata.name).join(",") || "-"}`;
+    case "bind":
+      return `bind ${a.address.metadata.name ?? ""}${a.duplicates.length ? ` drop ${a.duplicates.map((x) => x.metadata.name).join(",")}` : ""}`;
+    case "create":
+      return `create ${a.address.metadata.name ?? ""} ${a.address.spec.address}`;
+    case "fail":
+      return `fail ${a.reason}: ${a.message}`;
+  }
+}
+
+describe("planCapiClaim (spec §5, pure)", () => {
+  const paused: PauseState = { paused: true, why: "Cluster wl is paused" };
+  const mine = record("p-10-0-0-2", "10.0.0.2", "uid-c");
+  const rows: [string, Partial<CapiClaimPlanInput>, string][] = [
+    ["a paused claim is not touched, even when deleting", { pause: paused, claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }) }, "skip: Cluster wl is paused"],
+    ["deleted by clusterctl move: nothing released", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS], annotations: { "clusterctl.cluster.x-k8s.io/delete-for-move": "" } }), claimAddresses: [mine] }, "skip: moved by clusterctl"],
+    ["a claim that left with clusterctl move is not re-allocated", { movedAway: true }, "skip: moved by clusterctl"],
+    ["deleting with another controller's finalizer: the address stays", { claim: claim({ deletionTimestamp: DELETED, finalizers: ["consumer.example/in-use", OURS] }), claimAddresses: [mine] }, "skip: waiting for foreign finalizers"],
+    ["deleting with only ours: release its record", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [mine] }, "release p-10-0-0-2"],
+    ["deleting: a previous incarnation's record is not this claim's", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [record("p-10-0-0-3", "10.0.0.3", "uid-old")] }, "release -"],
+    ["an existing record is bound, never re-allocated", { claimAddresses: [mine] }, "bind p-10-0-0-2"],
+    ["a record without owners (Metal3's, a restore) is adopted", { claimAddresses: [record("legacy", "10.0.0.3")] }, "bind legacy"],
+    ["another pool's record of the same claim name is not this claim's", { claimAddresses: [record("q-10-0-0-3", "10.0.0.3", "uid-c", "q")] }, "create p-10-0-0-1 10.0.0.1"],
+    [
+      "the record the status names is kept; a second one we made is dropped, an adopted one is not",
+      { claim: claim({}, "p-10-0-0-3"), claimAddresses: [mine, record("p-10-0-0-3", "10.0.0.3", "uid-c"), record("adopted", "10.0.0.1")] },
+      "bind p-10-0-0-3 drop p-10-0-0-2",
+    ],
+    ["no pool", { pool: undefined, allocator: undefined }, "fail PoolNotReady: IPPool p not found"],
+    ["a Cluster that does not exist blocks allocation", { pause: { paused: false, clusterMissing: "wl" } }, "fail PoolNotReady: Cluster wl not found"],
+    ["a deleting pool allocates nothing new", { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "fail PoolNotReady: IPPool p is being deleted"],
+    ["allocates the first free address, named as Metal3 names it", {}, "create p-10-0-0-1 10.0.0.1"],
+    ["the ipAddress annotation asks for an address", { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) }, "create p-10-0-0-3 10.0.0.3"],
+    ["an empty ipAddress annotation is no request (Metal3 reads it so)", { claim: claim({ annotations: { ipAddress: "" } }) }, "create p-10-0-0-1 10.0.0.1"],
+    ["a malformed annotation fails with Metal3's message", { claim: claim({ annotations: { ipAddress: "ten" } }) }, 'fail AllocationFailed: Invalid ipAddress annotation "ten": not a valid IP address'],
+  ];
+  for (const [what, over, expected] of rows) it(what, () => expect(summary(plan(over).action)).to.equal(expected));
+
+  it("an address held by an IPClaim of the same name is not the IPAddressClaim's", () => {
+    const allocator = new PoolAllocator(pool.spec);
+    allocator.reserve("10.0.0.1", { kind: "claim", claimName: "c", claimKind: "IPClaim" });
+    expect(summary(plan({ allocator }).action)).to.equal("create p-10-0-0-2 10.0.0.2");
+  });
+
+  it("reports PoolExhausted when every address is held", () => {
+    const allocator = new PoolAllocator(pool.spec);
+    for (const a of ["10.0.0.1", "10.0.0.2", "10.0.0.3"]) allocator.reserve(a, { kind: "other", description: "x" });
+    expect(summary(plan({ allocator }).action)).to.equal("fail PoolExhausted: Exhausted IP Pools");
+  });
+
+  it("skips an address whose record name another pool's object bears, and reports the collision", () => {
+    const { action, collisions } = plan({}, { "p-10-0-0-1": record("p-10-0-0-1", "10.0.0.1", "uid-x", "other") });
+    expect(summary(action)).to.equal("create p-10-0-0-2 10.0.0.2");
+    expect(collisions).to.have.length(1);
+    expect(collisions[0]).to.contain("belongs to IPPool other");
+  });
+
+  it("the created record carries the allocation and reserves it for the claim (kind and name)", () => {
+    const allocator = new PoolAllocator(pool.spec);
+    const { action } = plan({ allocator });
+    if (action.kind !== "create") throw new Error(summary(action));
+    expect(action.address.spec).to.deep.equal({ claimRef: { name: "c" }, poolRef: claim().spec.poolRef, address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" });
+    expect(allocator.holdersOf("10.0.0.1")).to.deep.equal([{ kind: "claim", claimName: "c", claimKind: "IPAddressClaim" }]);
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * The decision for one Cluster API IPAddressClaim in one pass over its pool (spec §5), as a value. The claim is the
+ * allocator's own claim of kind IPAddressClaim: no IPClaim and no ipam.metal3.io IPAddress stands in for it, and its
+ * Cluster API IPAddress is its only allocation record. Pure apart from the allocator, as for IPClaims.
+ */
+import { IPADDRESSCLAIM_FINALIZER, IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
+import { Reasons, type IPPool, type Reason } from "../../../api/v1alpha1/types.js";
+import type { PoolAllocator } from "../../ipam/allocator.js";
+import type { PauseState } from "../clusters.js";
+import { isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
+import { chooseAddress, requestedAddressOf } from "../ippool/plan.js";
+import { belongsToCapiClaim, desiredCapiAddress, madeForCapiClaim } from "./translate.js";
+
+export type CapiClaimAction =
+  | { kind: "skip"; why: string }
+  | { kind: "release"; claim: IPAddressClaim; addresses: CapiIPAddress[] }
+  | { kind: "bind"; claim: IPAddressClaim; address: CapiIPAddress; duplicates: CapiIPAddress[] }
+  | { kind: "create"; claim: IPAddressClaim; address: CapiIPAddress }
+  | { kind: "fail"; claim: IPAddressClaim; reason: Reason; message: string };
+
+export interface CapiClaimPlanInput {
+  claim: IPAddressClaim;
+  pool: IPPool | undefined;
+  /** Cluster API IPAddresses whose claimRef names this claim; the planner keeps those of its pool and incarnation. */
+  claimAddresses: CapiIPAddress[];
+  pause: PauseState;
+  allocator: PoolAllocator | undefined;
+  /** Set when the pool may not hand out new addresses (deleting). */
+  allocationBlocked?: { reason: Reason; message: string };
+  /** The claim left this cluster with `clusterctl move` (its deletion carried delete-for-move). */
+  movedAway: boolean;
+  /** Name lookup of Cluster API IPAddresses in the claim's namespace (name collisions, spec §3.6). */
+  addressNamed: (name: string) => CapiIPAddress | undefined;
+  onCollision: (message: string) => void;
+  /** apiVersion of the Cluster API IPAddresses we write (the served version). */
+  addressApiVersion: string;
+}
+
+/** The next step for `input.claim`. */
+export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
+  const { claim, pool, pause } = input;
+  if (pause.paused) return { kind: "skip", why: pause.why };
+  // Leaving with `clusterctl move`: clusterctl strips the finalizers; releasing or re-creating here would fight it.
+  if (isDeletedForMove(claim.metadata) || input.movedAway) return { kind: "skip", why: "moved by clusterctl" };
+  const mine = input.claimAddresses.filter((a) => belongsToCapiClaim(a, claim)).sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  if (isDeleting(claim.metadata)) {
+    // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
+    if (!onlyOurFinalizers(claim.metadata, [IPADDRESSCLAIM_FINALIZER])) return { kind: "skip", why: "waiting for foreign finalizers" };
+    return { kind: "release", claim, addresses: mine };
+  }
+  // An existing record wins (adoption, spec §5.6); a second one we made can only come from a create whose answer
+  // was lost and that was then redone: it is released once the claim names the kept one.
+  const kept = mine.find((a) => a.metadata.name === claim.status?.addressRef?.name) ?? mine[0];
+  if (kept) return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeForCapiClaim(a, claim)) };
+  if (!pool || !input.allocator) return fail(claim, Reasons.PoolNotReady, `IPPool ${claim.spec.poolRef.name} not found`);
+  if (pause.clusterMissing) return fail(claim, Reasons.PoolNotReady, `Cluster ${pause.clusterMissing} not found`);
+  if (input.allocationBlocked) return fail(claim, input.allocationBlocked.reason, input.allocationBlocked.message);
+  return allocate(input, claim, pool, input.allocator);
+}
+
+function fail(claim: IPAddressClaim, reason: Reason, message: string): CapiClaimAction {
+  return { kind: "fail", claim, reason, message };
+}
+
+function allocate(input: CapiClaimPlanInput, claim: IPAddressClaim, pool: IPPool, allocator: PoolAllocator): CapiClaimAction {
+  const choice = chooseAddress({
+    claimName: claim.metadata.name ?? "",
+    claimKind: IPADDRESSCLAIM_KIND,
+    requestedAddress: requestedAddressOf(claim.metadata),
+    pool,
+    allocator,
+    nameHeldByOtherPool: (name) => {
+      const holder = input.addressNamed(name);
+      return holder && holder.spec?.poolRef?.name !== pool.metadata.name ? holder.spec?.poolRef?.name ?? "?" : undefined;
+    },
+    onCollision: input.onCollision,
+  });
+  if (!choice.ok) return fail(claim, choice.reason, choice.message);
+  return { kind: "create", claim, address: desiredCapiAddress(claim, pool, choice.name, choice.result, input.addressApiVersion) };
+}
