@@ -163,7 +163,14 @@ describe("IPAM controller (real API server)", function () {
         const cl = await c.claims.get(ns, "waits");
         return (cl.metadata.finalizers ?? []).length === 0 && cl.status === undefined;
       }, 2_000);
-      expect((await c.pools.get(ns, "p")).metadata.finalizers ?? []).to.deep.equal([]);
+      // Paused, the pool gets no finalizer, but its Cluster labels and owner reference (spec §4), so a pool created
+      // under a paused Cluster still moves with it.
+      const paused = await eventually("the paused pool's Cluster owner reference", async () => {
+        const p = await c.pools.get(ns, "p");
+        return p.metadata.ownerReferences?.some((o) => o.kind === "Cluster" && o.name === "c1") ? p : undefined;
+      });
+      expect(paused.metadata.labels).to.deep.include({ "cluster.x-k8s.io/cluster-name": "c1", "cluster.x-k8s.io/provider": "ipam-metal3" });
+      expect(paused.metadata.finalizers ?? []).to.deep.equal([]);
       await c.clusters.patch(ns, "c1", { spec: { paused: false } });
       // "At once" is the wait's deadline: without the Cluster watch, Metal3 only notices on a resync.
       expect(await eventually("allocation after unpause", () => addressOf(c, ns, "waits"), 10_000)).to.equal("10.2.0.1");
