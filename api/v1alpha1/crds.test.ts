@@ -201,7 +201,13 @@ describe("api/v1alpha1 CRDs", () => {
           metadata: { name: string; labels: Record<string, string> };
           spec: { names: { plural: string; kind: string }; versions: { subresources: object }[] };
         };
-        expect(crd.metadata.labels).to.deep.equal({ [CLUSTERCTL_LABEL]: "", [PROVIDER_LABEL]: PROVIDER_NAME });
+        expect(crd.metadata.labels).to.deep.equal({
+          [CLUSTERCTL_LABEL]: "",
+          [PROVIDER_LABEL]: PROVIDER_NAME,
+          // Cluster API's provider-contract labels: contract version → our CRD versions implementing it.
+          "cluster.x-k8s.io/v1beta1": "v1alpha1",
+          "cluster.x-k8s.io/v1beta2": "v1alpha1",
+        });
         expect(crd.metadata.name).to.equal(`${crd.spec.names.plural}.${GROUP}`);
         expect(relPath).to.equal(`${CRD_BASES_DIR}/${GROUP}_${crd.spec.names.plural}.yaml`);
         const def = crdForKind(crd.spec.names.kind);
@@ -218,15 +224,63 @@ describe("api/v1alpha1 CRDs", () => {
   });
 
   describe("metadata", () => {
-    it("has the names of spec §1", () => {
-      expect([IPPOOL_CRD.plural, IPPOOL_CRD.shortNames, IPPOOL_CRD.categories]).to.deep.equal([
+    it("has the names of spec §1: exactly Metal3's eight short names per kind and its categories", () => {
+      expect([IPPOOL_CRD.plural, IPPOOL_CRD.singular, IPPOOL_CRD.categories]).to.deep.equal([
         "ippools",
-        ["ipp", "m3ipp"],
+        "ippool",
         ["cluster-api"],
       ]);
-      expect([IPCLAIM_CRD.plural, IPCLAIM_CRD.shortNames]).to.deep.equal(["ipclaims", ["ipc", "m3ipc"]]);
-      expect([IPADDRESS_CRD.plural, IPADDRESS_CRD.shortNames]).to.deep.equal(["ipaddresses", ["ipa", "m3ipa"]]);
+      expect(IPPOOL_CRD.shortNames).to.deep.equal([
+        "ipp",
+        "ippool",
+        "m3ipp",
+        "m3ippool",
+        "m3ippools",
+        "metal3ipp",
+        "metal3ippool",
+        "metal3ippools",
+      ]);
+      expect([IPCLAIM_CRD.plural, IPCLAIM_CRD.singular, IPCLAIM_CRD.categories]).to.deep.equal([
+        "ipclaims",
+        "ipclaim",
+        ["cluster-api"],
+      ]);
+      expect(IPCLAIM_CRD.shortNames).to.deep.equal([
+        "ipc",
+        "ipclaim",
+        "m3ipc",
+        "m3ipclaim",
+        "m3ipclaims",
+        "metal3ipc",
+        "metal3ipclaim",
+        "metal3ipclaims",
+      ]);
+      // Metal3 files IPAddress under `metal3`, not `cluster-api` (its kubebuilder marker says categories=metal3).
+      expect([IPADDRESS_CRD.plural, IPADDRESS_CRD.singular, IPADDRESS_CRD.categories]).to.deep.equal([
+        "ipaddresses",
+        "ipaddress",
+        ["metal3"],
+      ]);
+      expect(IPADDRESS_CRD.shortNames).to.deep.equal([
+        "ipa",
+        "ipaddress",
+        "m3ipa",
+        "m3ipaddress",
+        "m3ipaddresses",
+        "metal3ipa",
+        "metal3ipaddress",
+        "metal3ipaddresses",
+      ]);
       expect(CRDS.map((d) => d.statusSubresource)).to.deep.equal([true, true, false]);
+    });
+
+    it("render the short names and categories into the manifests", () => {
+      for (const def of CRDS) {
+        const text = renderCrds().get(`${CRD_BASES_DIR}/${def.group}_${def.plural}.yaml`) ?? "";
+        const crd = yaml.load(text) as { spec: { names: { shortNames: string[]; categories: string[] } } };
+        expect(crd.spec.names.shortNames, def.kind).to.deep.equal(def.shortNames);
+        expect(crd.spec.names.categories, def.kind).to.deep.equal(def.categories);
+      }
     });
 
     it("has the printer columns", () => {
