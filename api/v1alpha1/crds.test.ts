@@ -322,8 +322,45 @@ describe("api/v1alpha1 CRDs", () => {
         });
       }
       expect(rules).to.include("IPPool.spec.namePrefix: self == oldSelf");
-      expect(rules).to.include("IPClaim.spec.pool: self == oldSelf");
-      expect(rules).to.include("IPAddress.spec: self == oldSelf");
+      expect(rules).to.include("IPAddress.spec.address: self == oldSelf");
+    });
+
+    /** The transition rules of `def`, keyed by the path of the node that carries them. */
+    function rulesByPath(def: CrdDefinition): Map<string, string[]> {
+      const out = new Map<string, string[]>();
+      walk(def.schema, def.kind, (node, path) => {
+        const rules = (node["x-kubernetes-validations"] ?? []).map((r) => r.rule).filter((r) => r.includes("oldSelf"));
+        if (rules.length > 0) out.set(path, rules);
+      });
+      return out;
+    }
+
+    it("make IPAddress immutable exactly where Metal3's webhook does: address, pool and claim only", () => {
+      const rules = rulesByPath(IPADDRESS_CRD);
+      // Nothing on spec as a whole, prefix, gateway or dnsServers: they may change, and a full update from a Go client
+      // that omits a zero prefix or an empty list must never be refused.
+      expect([...rules.keys()].sort()).to.deep.equal(["IPAddress.spec.address", "IPAddress.spec.claim", "IPAddress.spec.pool"]);
+      const pool = rules.get("IPAddress.spec.pool")?.join(" ") ?? "";
+      const claim = rules.get("IPAddress.spec.claim")?.join(" ") ?? "";
+      for (const f of ["name", "namespace", "kind"]) expect(pool, `pool.${f}`).to.include(`self.${f}`);
+      for (const f of ["name", "namespace"]) expect(claim, `claim.${f}`).to.include(`self.${f}`);
+      expect(claim).not.to.include("self.kind");
+      for (const f of ["apiVersion", "uid", "resourceVersion", "fieldPath"]) expect(pool + claim, f).not.to.include(`.${f}`);
+    });
+
+    it("compare references with absent and \"\" equal (Go clients omit empty strings)", () => {
+      const refRules = [
+        ...(rulesByPath(IPCLAIM_CRD).get("IPClaim.spec.pool") ?? []),
+        ...(rulesByPath(IPADDRESS_CRD).get("IPAddress.spec.pool") ?? []),
+        ...(rulesByPath(IPADDRESS_CRD).get("IPAddress.spec.claim") ?? []),
+      ];
+      expect(refRules).to.have.length(3);
+      for (const rule of refRules) {
+        expect(rule).not.to.equal("self == oldSelf");
+        // Every field read from self or oldSelf is guarded by has(), with "" as the absent value.
+        const reads = rule.match(/(?:old)?[sS]elf\.[a-zA-Z]+/g) ?? [];
+        for (const read of new Set(reads)) expect(rule, read).to.include(`has(${read}) ? ${read} : ''`);
+      }
     });
 
     it("allow \"\" as allocation strategy next to sequential and random", () => {
