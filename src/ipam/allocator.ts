@@ -26,7 +26,7 @@ export { toInt64Capped, INT64_MAX, INT64_MAX_NUMBER } from "./int64.js";
 /** Who holds an address: a claim (IPClaim / CAPI IPAddressClaim name), or something else, described for people. */
 export type Holder = { kind: "claim"; claimName: string } | { kind: "other"; description: string };
 
-/** A request for claim `claimName`; `requestedAddress` is the raw `ipAddress` annotation when present. */
+/** A request for claim `claimName`; `requestedAddress` is the raw `ipAddress` annotation when present (`""` = none). */
 export interface AllocationRequest {
   claimName: string;
   requestedAddress?: string;
@@ -210,7 +210,8 @@ export class PoolAllocator {
 
   /**
    * Decides the address for a claim (spec §3.2), checking in this order:
-   * 1. annotation present (even empty) but not an address → `Invalid ipAddress annotation "<v>": not a valid IP address`;
+   * 1. annotation present but not an address → `Invalid ipAddress annotation "<v>": not a valid IP address`; an empty
+   *    annotation is no request at all (Metal3 treats `""` as absent, and its webhook accepts it);
    * 2. a preallocation P and an annotation naming another address → `PreAllocation and requested ip address are conflicting`;
    * 3. with P: P in no entry (or unparsable) → `Pre-allocated IP out of bounds`; P held by another claim or a
    *    person-made reservation → a message naming the holder (ours, §3.6); else P;
@@ -224,7 +225,7 @@ export class PoolAllocator {
   allocate(request: AllocationRequest): AllocationResult {
     const { claimName, requestedAddress } = request;
     let requested: Addr | undefined;
-    if (requestedAddress !== undefined) {
+    if (requestedAddress !== undefined && requestedAddress !== "") {
       requested = parseAddress(requestedAddress);
       if (!requested) return failed(AllocationMessages.invalidAnnotation(requestedAddress));
     }

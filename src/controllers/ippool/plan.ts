@@ -91,7 +91,8 @@ function fail(claim: IPClaim, reason: Reason, message: string): ClaimAction {
 
 function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator: PoolAllocator): ClaimAction {
   const claimName = claim.metadata.name ?? "";
-  const requestedAddress = input.adoptAddress ?? claim.metadata.annotations?.[IP_ADDRESS_ANNOTATION];
+  // `ipAddress: ""` is no request (as in Metal3): a name collision then moves on to the next address.
+  const requestedAddress = input.adoptAddress ?? (claim.metadata.annotations?.[IP_ADDRESS_ANNOTATION] || undefined);
   // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
   // only bounds a pathological pass (the claim then fails and is retried on the next event).
   for (let round = 0; round < 256; round++) {
