@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import {
   AdmissionregistrationV1Api,
+  ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   PatchStrategy,
@@ -26,7 +27,8 @@ import {
 } from "@kubernetes/client-node";
 import type { KubeConfig, V1MutatingWebhookConfiguration, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
 import { loadAll } from "js-yaml";
-import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
+import { CRDS } from "../api/v1alpha1/schema.js";
+import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPADDRESS_PLURAL, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
 import type { IPAddress, IPPool } from "../api/v1alpha1/types.js";
 import { describeError } from "../src/kube/errors.js";
 import { silentLogger } from "../src/runtime/logger.js";
@@ -173,11 +175,36 @@ describe("admission webhooks (real API server)", function () {
     if (certDir) rmSync(certDir, { recursive: true, force: true });
   });
 
+  describe("the CRDs as served", () => {
+    it("discovery lists Metal3's eight short names and categories per kind (what `kubectl get m3ipaddresses` resolves)", async () => {
+      const served = await kc.makeApiClient(CustomObjectsApi).getAPIResources({ group: GROUP, version: VERSION });
+      const byName = new Map(served.resources.map((r) => [r.name, r]));
+      expect(byName.get("ipaddresses")?.shortNames).to.include.members(["m3ipaddresses", "metal3ipa", "ipaddress"]);
+      for (const def of CRDS) {
+        const r = byName.get(def.plural);
+        expect(r?.shortNames, def.kind).to.have.members(def.shortNames);
+        expect(r?.shortNames, def.kind).to.have.length(8);
+        expect(r?.categories, def.kind).to.deep.equal(def.categories);
+      }
+    });
+
+    it("carry Cluster API's provider-contract labels next to clusterctl's", async () => {
+      const api = kc.makeApiClient(ApiextensionsV1Api);
+      for (const def of CRDS) {
+        const crd = await api.readCustomResourceDefinition({ name: `${def.plural}.${GROUP}` });
+        expect(crd.metadata?.labels, def.kind).to.include({
+          "cluster.x-k8s.io/v1beta1": "v1alpha1",
+          "cluster.x-k8s.io/v1beta2": "v1alpha1",
+          "clusterctl.cluster.x-k8s.io": "",
+        });
+      }
+    });
+  });
+
   describe("IPPool on create", () => {
     const refusals: Array<{ name: string; spec: Partial<IPPool["spec"]> & { pools: IPPool["spec"]["pools"] }; message: string }> = [
       { name: "end-before-start", spec: { pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.1.9", end: "10.0.1.1" }] }, message: 'spec.pools[1].end: Invalid value: "10.0.1.1": end is before start' },
       { name: "empty-entry", spec: { pools: [{ prefix: 24, gateway: "10.0.0.1" }] }, message: "spec.pools[0]: Required value: one of start, end or subnet is required" },
-      { name: "mixed-families", spec: { pools: [{ start: "10.0.0.1", end: "2001:db8::1" }] }, message: 'spec.pools[0].end: Invalid value: "2001:db8::1": start, end and subnet must be of one address family' },
       { name: "prealloc-outside", spec: { pools: [{ subnet: "10.0.0.0/24" }], preAllocations: { m1: "10.9.0.1" } }, message: 'spec.preAllocations[m1]: Invalid value: "10.9.0.1": out of bounds: the address lies in no entry of spec.pools' },
       { name: "prealloc-repeated", spec: { pools: [{ subnet: "2001:db8::/64" }], preAllocations: { a: "2001:db8::5", b: "2001:db8::0005" } }, message: 'spec.preAllocations[b]: Duplicate value: "2001:db8::0005": same address as spec.preAllocations[a]' },
       { name: "random-unbounded", spec: { pools: [{ start: "10.0.0.1" }], allocationStrategy: "random" }, message: 'spec.allocationStrategy: Invalid value: "random": spec.pools[0] has no known size' },
@@ -223,6 +250,17 @@ describe("admission webhooks (real API server)", function () {
       ]);
       const quiet = await createWithWarnings(kc, path, pool(ns, "warn-c", { pools: [{ subnet: "10.3.0.0/24" }] }));
       expect(quiet).to.deep.equal({ status: 201, warnings: [] });
+    });
+
+    it("accepts what Metal3 accepts, with warnings: mixed-family entries, a preallocation no entry yields", async () => {
+      const body = pool(ns, "mixed", { pools: [{ start: "10.3.1.1", end: "2001:db8::1" }, { subnet: "10.3.2.0/24" }], preAllocations: { m: "10.3.2.0" } });
+      const res = await createWithWarnings(kc, c.pools.collectionPath(ns), body);
+      expect(res.status).to.equal(201);
+      expect(res.warnings).to.deep.equal([
+        'spec.pools[0].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address',
+        'spec.preAllocations[m]: no entry of spec.pools yields 10.3.2.0: claim "m" will fail with "Pre-allocated IP out of bounds"',
+      ]);
+      expect((await c.pools.get(ns, "mixed")).spec.pools).to.have.length(2);
     });
   });
 
@@ -270,17 +308,56 @@ describe("admission webhooks (real API server)", function () {
       expect(labelled.metadata.labels).to.deep.equal({ x: "y" });
     });
 
-    it("accepts a person-made IPAddress and keeps its spec immutable", async () => {
+    it("accepts an empty ipAddress annotation (Metal3 treats it as absent), with a warning", async () => {
+      const res = await createWithWarnings(kc, c.claims.collectionPath(ns), claim(ns, "empty-annotation", "valid-v4", { annotations: { ipAddress: "" } }));
+      expect(res).to.deep.equal({ status: 201, warnings: ["metadata.annotations[ipAddress] is empty: treated as absent, the claim gets any free address"] });
+      const labelled = await c.claims.patch(ns, "empty-annotation", { metadata: { labels: { x: "y" } } });
+      expect(labelled.metadata.annotations).to.deep.equal({ ipAddress: "" });
+    });
+
+    it("accepts a person-made IPAddress and keeps address, pool and claim immutable, as Metal3 does", async () => {
       const reservation: IPAddress = {
         apiVersion: `${GROUP}/${VERSION}`,
         kind: "IPAddress",
         metadata: { name: "reserved", namespace: ns },
-        spec: { address: "10.1.0.12", pool: { name: "valid-v4" }, claim: { name: "outside-kubernetes" }, prefix: 24 },
+        spec: { address: "10.1.0.12", pool: { name: "valid-v4", namespace: "" }, claim: { name: "outside-kubernetes" }, prefix: 24 },
       };
       await c.addresses.create(ns, reservation);
-      expect((await rejection(c.addresses.patch(ns, "reserved", { spec: { address: "10.1.0.13" } }))).message).to.match(/spec: .*immutable/);
+      // The CRD's CEL rules refuse these before our webhook is asked (which would refuse them too).
+      expect((await rejection(c.addresses.patch(ns, "reserved", { spec: { address: "10.1.0.13" } }))).message).to.match(/spec\.address: .*address is immutable/);
+      expect((await rejection(c.addresses.patch(ns, "reserved", { spec: { pool: { name: "valid-v6" } } }))).message).to.match(/spec\.pool: .*pool is immutable/);
+      expect((await rejection(c.addresses.patch(ns, "reserved", { spec: { pool: { name: "valid-v4", kind: "Other" } } }))).message).to.match(/spec\.pool: .*pool is immutable/);
+      expect((await rejection(c.addresses.patch(ns, "reserved", { spec: { claim: { name: "other", namespace: ns } } }))).message).to.match(/spec\.claim: .*claim is immutable/);
       const labelled = await c.addresses.patch(ns, "reserved", { metadata: { labels: { kept: "yes" } } });
       expect(labelled.metadata.labels).to.deep.equal({ kept: "yes" });
+    });
+
+    it("lets prefix, gateway and dnsServers change", async () => {
+      const stored = await c.addresses.patch(ns, "reserved", { spec: { gateway: "10.1.0.1", dnsServers: ["8.8.8.8"] } });
+      expect(stored.spec.gateway).to.equal("10.1.0.1");
+      const changed = await c.addresses.patch(ns, "reserved", { spec: { gateway: "10.1.0.254", prefix: 26, dnsServers: ["1.1.1.1", "9.9.9.9"] } });
+      expect([changed.spec.gateway, changed.spec.prefix, changed.spec.dnsServers]).to.deep.equal(["10.1.0.254", 26, ["1.1.1.1", "9.9.9.9"]]);
+    });
+
+    it("takes a full update from a Go client that omits zero values (prefix 0, empty lists, \"\" references)", async () => {
+      const stored = await c.addresses.create(ns, {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: "IPAddress",
+        metadata: { name: "zeroes", namespace: ns },
+        spec: { address: "10.1.0.14", pool: { name: "valid-v4", namespace: "", kind: "" }, claim: { name: "someone", namespace: "" }, prefix: 0, dnsServers: [] },
+      });
+      expect([stored.spec.prefix, stored.spec.dnsServers, stored.spec.pool.namespace]).to.deep.equal([0, [], ""]);
+      // What encoding Metal3's Go types produces for the same object: every zero value left out (omitempty).
+      const fromGo = {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: "IPAddress",
+        metadata: { name: "zeroes", namespace: ns, resourceVersion: stored.metadata.resourceVersion, labels: { touched: "by-go" } },
+        spec: { address: "10.1.0.14", pool: { name: "valid-v4" }, claim: { name: "someone" } },
+      };
+      const api = kc.makeApiClient(CustomObjectsApi);
+      const replaced = (await api.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPADDRESS_PLURAL, name: "zeroes", body: fromGo })) as IPAddress;
+      expect(replaced.metadata.labels).to.deep.equal({ touched: "by-go" });
+      expect(replaced.spec).to.deep.equal(fromGo.spec);
     });
   });
 
@@ -311,6 +388,13 @@ describe("admission webhooks (real API server)", function () {
       await c.claims.delete(ctlNs, "c2");
       await eventually("c2 to be released", async () => !(await exists(c.claims, ctlNs, "c2")), 30_000, 200);
       await eventually("pool status to count 2", async () => (await c.pools.get(ctlNs, "alloc")).status?.used === 2, 30_000, 200);
+    });
+
+    it("gives a claim annotated ipAddress: \"\" the first free address, like a claim without the annotation", async () => {
+      await c.pools.create(ctlNs, pool(ctlNs, "blank", { pools: [{ start: "10.64.0.1", end: "10.64.0.9" }] }));
+      await c.claims.create(ctlNs, claim(ctlNs, "blank-claim", "blank", { annotations: { ipAddress: "" } }));
+      expect(await bound("blank-claim")).to.equal("10.64.0.1");
+      expect((await c.claims.get(ctlNs, "blank-claim")).status?.errorMessage).to.equal(undefined);
     });
 
     it("refuses a pool update that would drop an address in use", async () => {

@@ -201,7 +201,13 @@ describe("api/v1alpha1 CRDs", () => {
           metadata: { name: string; labels: Record<string, string> };
           spec: { names: { plural: string; kind: string }; versions: { subresources: object }[] };
         };
-        expect(crd.metadata.labels).to.deep.equal({ [CLUSTERCTL_LABEL]: "", [PROVIDER_LABEL]: PROVIDER_NAME });
+        expect(crd.metadata.labels).to.deep.equal({
+          [CLUSTERCTL_LABEL]: "",
+          [PROVIDER_LABEL]: PROVIDER_NAME,
+          // Cluster API's provider-contract labels: contract version → our CRD versions implementing it.
+          "cluster.x-k8s.io/v1beta1": "v1alpha1",
+          "cluster.x-k8s.io/v1beta2": "v1alpha1",
+        });
         expect(crd.metadata.name).to.equal(`${crd.spec.names.plural}.${GROUP}`);
         expect(relPath).to.equal(`${CRD_BASES_DIR}/${GROUP}_${crd.spec.names.plural}.yaml`);
         const def = crdForKind(crd.spec.names.kind);
@@ -218,15 +224,63 @@ describe("api/v1alpha1 CRDs", () => {
   });
 
   describe("metadata", () => {
-    it("has the names of spec §1", () => {
-      expect([IPPOOL_CRD.plural, IPPOOL_CRD.shortNames, IPPOOL_CRD.categories]).to.deep.equal([
+    it("has the names of spec §1: exactly Metal3's eight short names per kind and its categories", () => {
+      expect([IPPOOL_CRD.plural, IPPOOL_CRD.singular, IPPOOL_CRD.categories]).to.deep.equal([
         "ippools",
-        ["ipp", "m3ipp"],
+        "ippool",
         ["cluster-api"],
       ]);
-      expect([IPCLAIM_CRD.plural, IPCLAIM_CRD.shortNames]).to.deep.equal(["ipclaims", ["ipc", "m3ipc"]]);
-      expect([IPADDRESS_CRD.plural, IPADDRESS_CRD.shortNames]).to.deep.equal(["ipaddresses", ["ipa", "m3ipa"]]);
+      expect(IPPOOL_CRD.shortNames).to.deep.equal([
+        "ipp",
+        "ippool",
+        "m3ipp",
+        "m3ippool",
+        "m3ippools",
+        "metal3ipp",
+        "metal3ippool",
+        "metal3ippools",
+      ]);
+      expect([IPCLAIM_CRD.plural, IPCLAIM_CRD.singular, IPCLAIM_CRD.categories]).to.deep.equal([
+        "ipclaims",
+        "ipclaim",
+        ["cluster-api"],
+      ]);
+      expect(IPCLAIM_CRD.shortNames).to.deep.equal([
+        "ipc",
+        "ipclaim",
+        "m3ipc",
+        "m3ipclaim",
+        "m3ipclaims",
+        "metal3ipc",
+        "metal3ipclaim",
+        "metal3ipclaims",
+      ]);
+      // Metal3 files IPAddress under `metal3`, not `cluster-api` (its kubebuilder marker says categories=metal3).
+      expect([IPADDRESS_CRD.plural, IPADDRESS_CRD.singular, IPADDRESS_CRD.categories]).to.deep.equal([
+        "ipaddresses",
+        "ipaddress",
+        ["metal3"],
+      ]);
+      expect(IPADDRESS_CRD.shortNames).to.deep.equal([
+        "ipa",
+        "ipaddress",
+        "m3ipa",
+        "m3ipaddress",
+        "m3ipaddresses",
+        "metal3ipa",
+        "metal3ipaddress",
+        "metal3ipaddresses",
+      ]);
       expect(CRDS.map((d) => d.statusSubresource)).to.deep.equal([true, true, false]);
+    });
+
+    it("render the short names and categories into the manifests", () => {
+      for (const def of CRDS) {
+        const text = renderCrds().get(`${CRD_BASES_DIR}/${def.group}_${def.plural}.yaml`) ?? "";
+        const crd = yaml.load(text) as { spec: { names: { shortNames: string[]; categories: string[] } } };
+        expect(crd.spec.names.shortNames, def.kind).to.deep.equal(def.shortNames);
+        expect(crd.spec.names.categories, def.kind).to.deep.equal(def.categories);
+      }
     });
 
     it("has the printer columns", () => {
@@ -268,8 +322,45 @@ describe("api/v1alpha1 CRDs", () => {
         });
       }
       expect(rules).to.include("IPPool.spec.namePrefix: self == oldSelf");
-      expect(rules).to.include("IPClaim.spec.pool: self == oldSelf");
-      expect(rules).to.include("IPAddress.spec: self == oldSelf");
+      expect(rules).to.include("IPAddress.spec.address: self == oldSelf");
+    });
+
+    /** The transition rules of `def`, keyed by the path of the node that carries them. */
+    function rulesByPath(def: CrdDefinition): Map<string, string[]> {
+      const out = new Map<string, string[]>();
+      walk(def.schema, def.kind, (node, path) => {
+        const rules = (node["x-kubernetes-validations"] ?? []).map((r) => r.rule).filter((r) => r.includes("oldSelf"));
+        if (rules.length > 0) out.set(path, rules);
+      });
+      return out;
+    }
+
+    it("make IPAddress immutable exactly where Metal3's webhook does: address, pool and claim only", () => {
+      const rules = rulesByPath(IPADDRESS_CRD);
+      // Nothing on spec as a whole, prefix, gateway or dnsServers: they may change, and a full update from a Go client
+      // that omits a zero prefix or an empty list must never be refused.
+      expect([...rules.keys()].sort()).to.deep.equal(["IPAddress.spec.address", "IPAddress.spec.claim", "IPAddress.spec.pool"]);
+      const pool = rules.get("IPAddress.spec.pool")?.join(" ") ?? "";
+      const claim = rules.get("IPAddress.spec.claim")?.join(" ") ?? "";
+      for (const f of ["name", "namespace", "kind"]) expect(pool, `pool.${f}`).to.include(`self.${f}`);
+      for (const f of ["name", "namespace"]) expect(claim, `claim.${f}`).to.include(`self.${f}`);
+      expect(claim).not.to.include("self.kind");
+      for (const f of ["apiVersion", "uid", "resourceVersion", "fieldPath"]) expect(pool + claim, f).not.to.include(`.${f}`);
+    });
+
+    it("compare references with absent and \"\" equal (Go clients omit empty strings)", () => {
+      const refRules = [
+        ...(rulesByPath(IPCLAIM_CRD).get("IPClaim.spec.pool") ?? []),
+        ...(rulesByPath(IPADDRESS_CRD).get("IPAddress.spec.pool") ?? []),
+        ...(rulesByPath(IPADDRESS_CRD).get("IPAddress.spec.claim") ?? []),
+      ];
+      expect(refRules).to.have.length(3);
+      for (const rule of refRules) {
+        expect(rule).not.to.equal("self == oldSelf");
+        // Every field read from self or oldSelf is guarded by has(), with "" as the absent value.
+        const reads = rule.match(/(?:old)?[sS]elf\.[a-zA-Z]+/g) ?? [];
+        for (const read of new Set(reads)) expect(rule, read).to.include(`has(${read}) ? ${read} : ''`);
+      }
     });
 
     it("allow \"\" as allocation strategy next to sequential and random", () => {

@@ -237,6 +237,21 @@ function root(description: string, spec: JSONSchemaProps, status?: JSONSchemaPro
 
 const IMMUTABLE = "self == oldSelf";
 
+/**
+ * A transition rule for an object reference (put on the reference's own node, so it runs only when the old and the
+ * new object both have it): `fields` may not change, an absent field counting as `""`. Go clients built on
+ * `corev1.ObjectReference` omit empty strings, so a full update from them must not look like a change of a field
+ * that was stored as `""`.
+ *
+ * The fields are compared as one list rather than string by string: the API server estimates a string comparison at
+ * the largest string a request can carry (our strings have no maxLength, as in Metal3) and refuses the CRD as too
+ * costly, while a list comparison is estimated by its element count. The meaning is the same.
+ */
+function referenceImmutable(fields: readonly string[], message: string): ValidationRule {
+  const values = (obj: string): string => `[${fields.map((f) => `has(${obj}.${f}) ? ${obj}.${f} : ''`).join(", ")}]`;
+  return { rule: `${values("self")} == ${values("oldSelf")}`, message };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // IPPool (spec §1.1)
 // ---------------------------------------------------------------------------------------------------------------
@@ -343,7 +358,7 @@ export const IPPOOL_CRD: CrdDefinition = {
   listKind: `${IPPOOL_KIND}List`,
   plural: IPPOOL_PLURAL,
   singular: "ippool",
-  shortNames: ["ipp", "m3ipp"],
+  shortNames: ["ipp", "ippool", "m3ipp", "m3ippool", "m3ippools", "metal3ipp", "metal3ippool", "metal3ippools"],
   categories: ["cluster-api"],
   statusSubresource: true,
   printerColumns: [
@@ -369,7 +384,7 @@ const ipClaimSchema = root(
     properties: {
       pool: {
         ...objectReference("The IPPool to allocate from; namespace empty or the claim's own. Immutable.", true),
-        "x-kubernetes-validations": [{ rule: IMMUTABLE, message: "pool is immutable" }],
+        "x-kubernetes-validations": [referenceImmutable(["name", "namespace", "kind"], "pool is immutable")],
       },
     },
     required: ["pool"],
@@ -393,7 +408,7 @@ export const IPCLAIM_CRD: CrdDefinition = {
   listKind: `${IPCLAIM_KIND}List`,
   plural: IPCLAIM_PLURAL,
   singular: "ipclaim",
-  shortNames: ["ipc", "m3ipc"],
+  shortNames: ["ipc", "ipclaim", "m3ipc", "m3ipclaim", "m3ipclaims", "metal3ipc", "metal3ipclaim", "metal3ipclaims"],
   categories: ["cluster-api"],
   statusSubresource: true,
   selectableFields: [".spec.pool.name"],
@@ -424,17 +439,29 @@ export const IPCLAIM_CRD: CrdDefinition = {
 
 const ipAddressSchema = root("IPAddress is one address allocated from (or reserved in) an IPPool.", {
   type: "object",
-  description: "IPAddressSpec holds the address and the network settings that go with it. Immutable.",
+  description:
+    "IPAddressSpec holds the address and the network settings that go with it. address, pool (name, namespace, " +
+    "kind) and claim (name, namespace) are immutable, as in Metal3; prefix, gateway and dnsServers may change.",
   properties: {
-    address: ipAddress("The address."),
-    claim: objectReference("The IPClaim the address was allocated for.", true),
+    address: {
+      ...ipAddress("The address. Immutable."),
+      "x-kubernetes-validations": [{ rule: IMMUTABLE, message: "address is immutable" }],
+    },
+    claim: {
+      ...objectReference("The IPClaim the address was allocated for. name and namespace are immutable.", true),
+      "x-kubernetes-validations": [referenceImmutable(["name", "namespace"], "claim is immutable")],
+    },
     dnsServers: dnsServers("DNS servers."),
     gateway: ipAddress("Gateway."),
-    pool: objectReference("The IPPool the address belongs to.", true),
+    pool: {
+      ...objectReference("The IPPool the address belongs to. name, namespace and kind are immutable.", true),
+      "x-kubernetes-validations": [referenceImmutable(["name", "namespace", "kind"], "pool is immutable")],
+    },
+    // No rule here nor on gateway and dnsServers: they may change (Metal3), and a Go client's full update that
+    // omits a zero prefix or an empty list must never be refused.
     prefix: prefixLength("Prefix length."),
   },
   required: ["address", "claim", "pool"],
-  "x-kubernetes-validations": [{ rule: IMMUTABLE, message: "spec is immutable" }],
 });
 
 /** The IPAddress CRD (spec §1.3). Category `metal3` as in Metal3; no status, so no status subresource. */
@@ -445,7 +472,16 @@ export const IPADDRESS_CRD: CrdDefinition = {
   listKind: `${IPADDRESS_KIND}List`,
   plural: IPADDRESS_PLURAL,
   singular: "ipaddress",
-  shortNames: ["ipa", "m3ipa"],
+  shortNames: [
+    "ipa",
+    "ipaddress",
+    "m3ipa",
+    "m3ipaddress",
+    "m3ipaddresses",
+    "metal3ipa",
+    "metal3ipaddress",
+    "metal3ipaddresses",
+  ],
   categories: ["metal3"],
   statusSubresource: false,
   selectableFields: [".spec.pool.name", ".spec.claim.name"],

@@ -66,6 +66,8 @@ export interface OwnerReference {
 export interface ObjectRef {
   name: string;
   namespace?: string;
+  /** As written by the client (Metal3 clients may set it); only compared for immutability, never interpreted. */
+  kind?: string;
 }
 
 /** Kubernetes `metav1.Condition`. */

@@ -135,7 +135,9 @@ describe("PoolAllocator (spec §3.2)", () => {
     });
     const cases: Array<{ name: string; claimName: string; requested?: string; expected: AllocationResult | string }> = [
       { name: "annotation not an IP", claimName: "x", requested: "10.0.0.300", expected: fail('Invalid ipAddress annotation "10.0.0.300": not a valid IP address') },
-      { name: "empty annotation is not an IP", claimName: "x", requested: "", expected: fail('Invalid ipAddress annotation "": not a valid IP address') },
+      // Metal3 treats `ipAddress: ""` as absent: no request, so the first free address (and no conflict below).
+      { name: "empty annotation is no request", claimName: "x", requested: "", expected: "10.0.0.1" },
+      { name: "empty annotation does not conflict with the preallocation", claimName: "pre", requested: "", expected: "10.0.0.5" },
       { name: "invalid annotation is checked before the preallocation", claimName: "pre", requested: "x", expected: fail('Invalid ipAddress annotation "x": not a valid IP address') },
       { name: "preallocation vs different annotation", claimName: "pre", requested: "10.0.0.6", expected: fail("PreAllocation and requested ip address are conflicting") },
       { name: "conflict is checked before out of bounds", claimName: "outside", requested: "10.0.0.6", expected: fail("PreAllocation and requested ip address are conflicting") },

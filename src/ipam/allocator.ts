@@ -32,7 +32,7 @@ export type Holder = { kind: "claim"; claimName: string; claimKind?: string } | 
 
 /**
  * A request for claim `claimName` of kind `claimKind`; `requestedAddress` is the raw `ipAddress` annotation when
- * present. Preallocations are looked up by name alone: they apply to every kind of claim of that name.
+ * present (`""` = none). Preallocations are looked up by name alone: they apply to every kind of claim of that name.
  */
 export interface AllocationRequest {
   claimName: string;
@@ -218,7 +218,8 @@ export class PoolAllocator {
 
   /**
    * Decides the address for a claim (spec §3.2), checking in this order:
-   * 1. annotation present (even empty) but not an address → `Invalid ipAddress annotation "<v>": not a valid IP address`;
+   * 1. annotation present but not an address → `Invalid ipAddress annotation "<v>": not a valid IP address`; an empty
+   *    annotation is no request at all (Metal3 treats `""` as absent, and its webhook accepts it);
    * 2. a preallocation P and an annotation naming another address → `PreAllocation and requested ip address are conflicting`;
    * 3. with P: P in no entry (or unparsable) → `Pre-allocated IP out of bounds`; P held by another claim or a
    *    person-made reservation → a message naming the holder (ours, §3.6); else P;
@@ -232,7 +233,7 @@ export class PoolAllocator {
   allocate(request: AllocationRequest): AllocationResult {
     const { claimName, claimKind, requestedAddress } = request;
     let requested: Addr | undefined;
-    if (requestedAddress !== undefined) {
+    if (requestedAddress !== undefined && requestedAddress !== "") {
       requested = parseAddress(requestedAddress);
       if (!requested) return failed(AllocationMessages.invalidAnnotation(requestedAddress));
     }

@@ -154,7 +154,7 @@ describe("entries (spec §2)", () => {
   });
 
   describe("compileEntry errors (typed, never thrown)", () => {
-    const cases: Array<{ pool: Pool; errors: string[]; hasEntry: boolean }> = [
+    const cases: Array<{ pool: Pool; errors: string[]; hasEntry: boolean; warnings?: string[] }> = [
       { pool: {}, errors: ["spec.pools[2]: Required value: one of start, end or subnet is required"], hasEntry: false },
       {
         pool: { start: "10.0.0.300" },
@@ -181,15 +181,24 @@ describe("entries (spec §2)", () => {
         errors: ['spec.pools[2].end: Invalid value: "10.0.0.1": end is before start'],
         hasEntry: true,
       },
+      // Mixed families: Metal3's webhook accepts them, so they are warnings; the entry yields nothing here.
       {
         pool: { start: "10.0.0.1", end: "2001:db8::1" },
-        errors: ['spec.pools[2].end: Invalid value: "2001:db8::1": start, end and subnet must be of one address family'],
+        errors: [],
+        warnings: ['spec.pools[2].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address'],
         hasEntry: false,
       },
       {
         pool: { start: "10.0.0.1", subnet: "2001:db8::/64" },
-        errors: ['spec.pools[2].subnet: Invalid value: "2001:db8::/64": start, end and subnet must be of one address family'],
+        errors: [],
+        warnings: ['spec.pools[2].subnet "2001:db8::/64": start, end and subnet are of different address families: the entry yields no address'],
         hasEntry: false,
+      },
+      {
+        pool: { subnet: "10.0.0.0/30", end: "2001:db8::1" },
+        errors: [],
+        warnings: ['spec.pools[2].end "2001:db8::1": start, end and subnet are of different address families (end is ignored without start)'],
+        hasEntry: true,
       },
       {
         pool: { start: "10.0.0.1", gateway: "gw", dnsServers: ["8.8.8.8", "dns"] },
@@ -204,6 +213,7 @@ describe("entries (spec §2)", () => {
       it(JSON.stringify(c.pool), () => {
         const r = compileEntry(c.pool, 2);
         expect(r.errors.map(formatFieldError)).to.deep.equal(c.errors);
+        expect(r.warnings).to.deep.equal(c.warnings ?? []);
         expect(r.entry !== undefined).to.equal(c.hasEntry);
       });
     }

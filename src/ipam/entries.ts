@@ -67,6 +67,11 @@ export interface CompiledEntry {
 export interface CompileResult {
   entry: CompiledEntry | undefined;
   errors: FieldError[];
+  /**
+   * Problems Metal3's webhook accepts and we only warn about (spec §6): start, end and subnet of different address
+   * families. Such an entry has no arithmetic here (`entry` is undefined, it yields nothing) but is not an error.
+   */
+  warnings: string[];
 }
 
 const NOT_AN_IP = "not a valid IP address";
@@ -111,26 +116,30 @@ function parseFields(entry: Pool, path: string, errors: FieldError[]): { fields:
   return { fields, fatal };
 }
 
-/** Cross-field checks: families agree, end not before start. Returns true when the arithmetic is undefined. */
-function checkRelations(entry: Pool, f: ParsedFields, path: string, errors: FieldError[]): boolean {
+const MIXED_FAMILIES = "start, end and subnet are of different address families";
+
+/**
+ * Cross-field checks: end not before start (an error, as in Metal3), families agree (a warning only: Metal3 accepts
+ * mixed entries). Returns true when the arithmetic is undefined here (mixed families), so the entry yields nothing.
+ */
+function checkRelations(entry: Pool, f: ParsedFields, path: string, errors: FieldError[], warnings: string[]): boolean {
   const { start, end, subnet } = f;
-  let fatal = false;
-  const mixed = "start, end and subnet must be of one address family";
+  let undefinedArithmetic = false;
   if (start && end && start.family !== end.family) {
-    errors.push({ field: `${path}.end`, type: "Invalid", value: String(entry.end), detail: mixed });
-    fatal = true;
+    warnings.push(`${path}.end "${String(entry.end)}": ${MIXED_FAMILIES}: the entry yields no address`);
+    undefinedArithmetic = true;
   }
   if (start && subnet && start.family !== subnet.network.family) {
-    errors.push({ field: `${path}.subnet`, type: "Invalid", value: String(entry.subnet), detail: mixed });
-    fatal = true;
+    warnings.push(`${path}.subnet "${String(entry.subnet)}": ${MIXED_FAMILIES}: the entry yields no address`);
+    undefinedArithmetic = true;
   }
   if (!start && end && subnet && end.family !== subnet.network.family) {
-    errors.push({ field: `${path}.end`, type: "Invalid", value: String(entry.end), detail: mixed });
+    warnings.push(`${path}.end "${String(entry.end)}": ${MIXED_FAMILIES} (end is ignored without start)`);
   }
   if (start && end && start.family === end.family && end.value < start.value) {
     errors.push({ field: `${path}.end`, type: "Invalid", value: String(entry.end), detail: "end is before start" });
   }
-  return fatal;
+  return undefinedArithmetic;
 }
 
 /**
@@ -205,16 +214,17 @@ function resolve(entry: Pool, defaults: PoolDefaults): Pick<CompiledEntry, "pref
 export function compileEntry(entry: Pool, index: number, defaults: PoolDefaults = {}): CompileResult {
   const path = `spec.pools[${index}]`;
   const errors: FieldError[] = [];
+  const warnings: string[] = [];
   if (!isSet(entry.start) && !isSet(entry.end) && !isSet(entry.subnet)) {
     errors.push({ field: path, type: "Required", detail: "one of start, end or subnet is required" });
     errors.push(...addressListErrors(entry.gateway, entry.dnsServers, path));
-    return { entry: undefined, errors };
+    return { entry: undefined, errors, warnings };
   }
   const parsed = parseFields(entry, path, errors);
-  const relationsFatal = checkRelations(entry, parsed.fields, path, errors);
+  const relationsFatal = checkRelations(entry, parsed.fields, path, errors, warnings);
   errors.push(...addressListErrors(entry.gateway, entry.dnsServers, path));
   const interval = parsed.fatal || relationsFatal ? undefined : intervalOf(parsed.fields);
-  if (!interval) return { entry: undefined, errors };
+  if (!interval) return { entry: undefined, errors, warnings };
   const empty = interval.last < interval.first;
   const size = empty ? 0n : interval.last - interval.first + 1n;
   let indexSpace = interval.indexSpace;
@@ -229,7 +239,7 @@ export function compileEntry(entry: Pool, index: number, defaults: PoolDefaults 
     indexSpace,
     ...resolve(entry, defaults),
   };
-  return { entry: compiled, errors };
+  return { entry: compiled, errors, warnings };
 }
 
 /** All entries of a pool compiled, plus pool-wide problems. */
@@ -289,4 +299,39 @@ export function entryUnion(entries: readonly CompiledEntry[]): Record<Family, Ar
     }
   }
   return out;
+}
+
+/** Orders addresses as Go's `netip.Addr.Compare` does: every IPv4 address before every IPv6 one, then by value. */
+function compareAddr(a: Addr, b: Addr): number {
+  if (a.family !== b.family) return a.family - b.family;
+  return a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
+}
+
+/** Whether `a` passes the box test of one entry; false for an entry with an unparsable bound (it is skipped). */
+function insideBox(entry: Pool, a: Addr): boolean {
+  if (!isSet(entry.start) && !isSet(entry.end) && !isSet(entry.subnet)) return false;
+  if (isSet(entry.start)) {
+    const start = parseAddress(entry.start);
+    if (!start || compareAddr(start, a) > 0) return false;
+  }
+  if (isSet(entry.end)) {
+    const end = parseAddress(entry.end);
+    if (!end || compareAddr(end, a) < 0) return false;
+  }
+  if (isSet(entry.subnet)) {
+    const subnet = parseSubnet(entry.subnet);
+    if (!subnet || subnet.network.family !== a.family || a.value < subnet.first || a.value > subnet.last) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether `a` lies inside the bounds Metal3's webhook checks preallocations and addresses in use against: some entry
+ * with `start <= a` (if start is set), `a <= end` (if end is set) and `a` in `subnet` (if set). That is a box test,
+ * looser than the arithmetic of {@link compileEntry} (it takes a subnet's network address, an `end` without `start`,
+ * a `start` below its subnet). What fails it Metal3 refuses, and so do we; what passes it but no entry yields is only
+ * worth a warning (spec §6: what Metal3 accepts, we accept).
+ */
+export function withinMetal3Bounds(pools: readonly (Pool | null | undefined)[] | null | undefined, a: Addr): boolean {
+  return (pools ?? []).some((entry) => !!entry && insideBox(entry, a));
 }

@@ -12,6 +12,8 @@ export {
   validateIPPoolSpec,
   defaultIPPool,
   ipPoolWarnings,
+  ipPoolUpdateWarnings,
+  ipClaimWarnings,
   validateIPClaim,
   validateIPAddress,
 } from "./validation.js";

@@ -3,6 +3,8 @@ import type { IPAddress, IPClaim, IPPool, IPPoolSpec } from "../../api/v1alpha1/
 import { formatFieldError } from "./fielderror.js";
 import {
   defaultIPPool,
+  ipClaimWarnings,
+  ipPoolUpdateWarnings,
   ipPoolWarnings,
   validateIPAddress,
   validateIPClaim,
@@ -73,10 +75,30 @@ describe("validation (spec §6)", () => {
           'spec.preAllocations[d]: Invalid value: "nope": not a valid IP address',
         ],
       },
+      // Metal3 checks preallocations against each entry's box (start <= a <= end, a in subnet), not its arithmetic:
+      // what the box takes it accepts, so we accept it too and only warn (see ipPoolWarnings below).
       {
-        name: "preallocation below a subnet-only entry's first candidate is out of bounds",
+        name: "preallocation inside the subnet but below a subnet-only entry's first candidate is accepted",
         spec: { pools: [{ subnet: "10.0.0.10/24" }], preAllocations: { a: "10.0.0.10", b: "10.0.0.11" } },
-        errors: ['spec.preAllocations[a]: Invalid value: "10.0.0.10": out of bounds: the address lies in no entry of spec.pools'],
+        errors: [],
+      },
+      {
+        name: "preallocation under the end of an end-only entry is accepted",
+        spec: { pools: [{ end: "10.0.0.50" }], preAllocations: { a: "10.0.0.7" } },
+        errors: [],
+      },
+      {
+        name: "preallocation outside every entry's box is refused",
+        spec: { pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.2.1", end: "10.0.2.9" }], preAllocations: { a: "10.0.1.1", b: "10.0.2.10" } },
+        errors: [
+          'spec.preAllocations[a]: Invalid value: "10.0.1.1": out of bounds: the address lies in no entry of spec.pools',
+          'spec.preAllocations[b]: Invalid value: "10.0.2.10": out of bounds: the address lies in no entry of spec.pools',
+        ],
+      },
+      {
+        name: "mixed-family entries are accepted (Metal3 accepts them)",
+        spec: { pools: [{ start: "10.0.0.1", end: "2001:db8::1" }, { start: "2001:db8::1", subnet: "10.0.0.0/24" }, { subnet: "10.0.1.0/24", end: "2001:db8::9" }] },
+        errors: [],
       },
       {
         name: "random with a start-only entry",
@@ -125,6 +147,14 @@ describe("validation (spec §6)", () => {
         errors: ['spec.pools: Invalid value: "2001:db8::10": the address is in use and would be out of bounds of the pools'],
       },
       { name: "growing is fine", old: base, next: { ...base, pools: [{ subnet: "10.0.0.0/16" }] }, inUse: ["10.0.0.5"], errors: [] },
+      {
+        // 10.0.0.0 is in use; the new subnet-only entry starts at .1 but its box (the subnet) still holds .0.
+        name: "dropping an in-use address still inside Metal3's bounds is accepted",
+        old: { pools: [{ start: "10.0.0.0", end: "10.0.0.20" }] },
+        next: { pools: [{ subnet: "10.0.0.0/27" }] },
+        inUse: ["10.0.0.0", "10.0.0.5"],
+        errors: [],
+      },
     ];
     for (const c of cases) {
       it(c.name, () => {
@@ -168,6 +198,19 @@ describe("validation (spec §6)", () => {
       ]);
     });
 
+    it("mixed-family entries and preallocations no entry yields, all accepted", () => {
+      const p = pool({
+        pools: [{ start: "10.0.0.1", end: "2001:db8::1" }, { subnet: "10.0.1.0/24" }],
+        preAllocations: { a: "10.0.1.0", b: "10.0.1.7", c: "10.0.0.3" },
+      });
+      expect(messages(validateIPPool(p))).to.deep.equal([]);
+      expect(ipPoolWarnings(p, [])).to.deep.equal([
+        'spec.pools[0].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address',
+        'spec.preAllocations[a]: no entry of spec.pools yields 10.0.1.0: claim "a" will fail with "Pre-allocated IP out of bounds"',
+        'spec.preAllocations[c]: no entry of spec.pools yields 10.0.0.3: claim "c" will fail with "Pre-allocated IP out of bounds"',
+      ]);
+    });
+
     it("entries that yield nothing and an ignored end", () => {
       const p = pool({ pools: [{ start: "10.0.0.5", subnet: "10.0.1.0/24" }, { subnet: "10.0.0.1/32" }, { end: "10.0.0.1" }, { subnet: "10.0.0.0/24", end: "10.0.0.9" }] });
       expect(ipPoolWarnings(p, [])).to.deep.equal([
@@ -176,6 +219,21 @@ describe("validation (spec §6)", () => {
         "spec.pools[2] yields no address: without start or subnet an entry yields nothing",
         "spec.pools[3].end is ignored: without start an entry is its subnet",
       ]);
+    });
+  });
+
+  describe("ipPoolUpdateWarnings", () => {
+    const old = pool({ pools: [{ start: "10.0.0.0", end: "10.0.0.20" }] });
+    it("names in-use addresses that no entry yields any more but Metal3's bounds still hold", () => {
+      const next = pool({ pools: [{ subnet: "10.0.0.0/27" }] });
+      expect(ipPoolUpdateWarnings(next, old, ["10.0.0.0", "10.0.0.5", "junk"])).to.deep.equal([
+        "spec.pools: 10.0.0.0 is in use and no entry yields it any more (it stays held by its IPAddress)",
+      ]);
+    });
+    it("says nothing on create, for an unchanged spec, or for addresses it refuses", () => {
+      expect(ipPoolUpdateWarnings(old, undefined, ["10.0.0.0"])).to.deep.equal([]);
+      expect(ipPoolUpdateWarnings(old, old, ["10.0.0.0"])).to.deep.equal([]);
+      expect(ipPoolUpdateWarnings(pool({ pools: [{ start: "10.0.0.1", end: "10.0.0.9" }] }), old, ["10.0.0.15"])).to.deep.equal([]);
     });
   });
 
@@ -193,12 +251,30 @@ describe("validation (spec §6)", () => {
       { name: "empty namespace equals own namespace", claim: claim("p", undefined, "ns"), old: claim("p", undefined, ""), errors: [] },
       { name: "namespace change", claim: claim("p", undefined, "other"), old: claim("p"), errors: ["spec.pool: Forbidden: field is immutable"] },
       { name: "annotation may change", claim: claim("p", { ipAddress: "10.0.0.2" }), old: claim("p", { ipAddress: "10.0.0.1" }), errors: [] },
+      // Metal3 treats `ipAddress: ""` as absent and its webhook accepts it.
+      { name: "empty annotation is accepted", claim: claim("p", { ipAddress: "" }), errors: [] },
+      { name: "empty annotation on update", claim: claim("p", { ipAddress: "" }), old: claim("p", { ipAddress: "10.0.0.1" }), errors: [] },
     ];
     for (const c of cases) {
       it(c.name, () => {
         expect(validateIPClaim(c.claim, c.old).map(formatFieldError)).to.deep.equal(c.errors);
       });
     }
+  });
+
+  describe("ipClaimWarnings", () => {
+    const claim = (annotations?: Record<string, string>): IPClaim => ({
+      metadata: { name: "c", namespace: "ns", ...(annotations ? { annotations } : {}) },
+      spec: { pool: { name: "p" } },
+    });
+    it("warns once when the annotation becomes empty", () => {
+      const warning = "metadata.annotations[ipAddress] is empty: treated as absent, the claim gets any free address";
+      expect(ipClaimWarnings(claim({ ipAddress: "" }))).to.deep.equal([warning]);
+      expect(ipClaimWarnings(claim({ ipAddress: "" }), claim())).to.deep.equal([warning]);
+      expect(ipClaimWarnings(claim({ ipAddress: "" }), claim({ ipAddress: "" }))).to.deep.equal([]);
+      expect(ipClaimWarnings(claim({ ipAddress: "10.0.0.1" }))).to.deep.equal([]);
+      expect(ipClaimWarnings(claim())).to.deep.equal([]);
+    });
   });
 
   describe("validateIPAddress", () => {
@@ -221,8 +297,32 @@ describe("validation (spec §6)", () => {
         "spec.address: Required value: the address",
       ] },
       { name: "gateway an IP", addr: addr("10.0.0.1", { gateway: "gw" }), errors: ['spec.gateway: Invalid value: "gw": not a valid IP address'] },
-      { name: "spec immutable", addr: addr("10.0.0.2"), old: addr("10.0.0.1"), errors: ["spec: Forbidden: field is immutable"] },
       { name: "unchanged spec", addr: addr("10.0.0.1"), old: addr("10.0.0.1"), errors: [] },
+      // Immutable exactly where Metal3's webhook says so (spec §1.3): address, pool (name, namespace, kind), claim.
+      { name: "address immutable", addr: addr("10.0.0.2"), old: addr("10.0.0.1"), errors: ['spec.address: Invalid value: "10.0.0.2": field is immutable'] },
+      { name: "address respelled is a change", addr: addr("2001:db8::0005"), old: addr("2001:db8::5"), errors: ['spec.address: Invalid value: "2001:db8::0005": field is immutable'] },
+      { name: "pool name immutable", addr: addr("10.0.0.1", { pool: { name: "q" } }), old: addr("10.0.0.1"), errors: ["spec.pool: Forbidden: field is immutable"] },
+      { name: "pool namespace immutable", addr: addr("10.0.0.1", { pool: { name: "p", namespace: "other" } }), old: addr("10.0.0.1"), errors: ["spec.pool: Forbidden: field is immutable"] },
+      { name: "pool kind immutable", addr: addr("10.0.0.1", { pool: { name: "p", kind: "Other" } }), old: addr("10.0.0.1", { pool: { name: "p", kind: "IPPool" } }), errors: ["spec.pool: Forbidden: field is immutable"] },
+      { name: "claim name immutable", addr: addr("10.0.0.1", { claim: { name: "d" } }), old: addr("10.0.0.1"), errors: ["spec.claim: Forbidden: field is immutable"] },
+      { name: "claim namespace immutable", addr: addr("10.0.0.1", { claim: { name: "c", namespace: "other" } }), old: addr("10.0.0.1", { claim: { name: "c", namespace: "ns" } }), errors: ["spec.claim: Forbidden: field is immutable"] },
+      {
+        name: "all three at once",
+        addr: addr("10.0.0.2", { pool: { name: "q" }, claim: { name: "d" } }),
+        old: addr("10.0.0.1"),
+        errors: ['spec.address: Invalid value: "10.0.0.2": field is immutable', "spec.pool: Forbidden: field is immutable", "spec.claim: Forbidden: field is immutable"],
+      },
+      { name: "prefix may change", addr: addr("10.0.0.1", { prefix: 26 }), old: addr("10.0.0.1"), errors: [] },
+      { name: "gateway may change", addr: addr("10.0.0.1", { gateway: "10.0.0.253" }), old: addr("10.0.0.1", { gateway: "10.0.0.254" }), errors: [] },
+      { name: "dnsServers may change", addr: addr("10.0.0.1", { dnsServers: ["1.1.1.1"] }), old: addr("10.0.0.1", { dnsServers: ["8.8.8.8"] }), errors: [] },
+      {
+        // A Go client omits zero values: prefix 0, an empty list and "" strings are absent in its full update.
+        name: "a Go client's full update with zero values omitted",
+        addr: { metadata: { name: "a", namespace: "ns" }, spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" } } },
+        old: addr("10.0.0.1", { prefix: 0, dnsServers: [], pool: { name: "p", namespace: "", kind: "" }, claim: { name: "c", namespace: "" } }),
+        errors: [],
+      },
+      { name: "reference fields Metal3 does not compare may change", addr: addr("10.0.0.1", { pool: { name: "p", uid: "2" } as IPAddress["spec"]["pool"] }), old: addr("10.0.0.1", { pool: { name: "p", uid: "1" } as IPAddress["spec"]["pool"] }), errors: [] },
     ];
     for (const c of cases) {
       it(c.name, () => {

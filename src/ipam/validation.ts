@@ -6,8 +6,9 @@ import lodash from "lodash";
 import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef } from "../../api/v1alpha1/types.js";
 import { addressKey, formatAddress, parseAddress } from "./address.js";
-import { addressListErrors, compileEntries, compileEntry, firstEntryContaining } from "./entries.js";
+import { addressListErrors, compileEntries, compileEntry, firstEntryContaining, withinMetal3Bounds } from "./entries.js";
 import type { CompiledEntry } from "./entries.js";
+import type { Addr } from "./address.js";
 import type { FieldError } from "./fielderror.js";
 
 export { formatFieldError } from "./fielderror.js";
@@ -44,7 +45,8 @@ function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]
       errors.push({ field, type: "Invalid", value: text, detail: NOT_AN_IP });
       continue;
     }
-    if (!firstEntryContaining(entries, a)) {
+    // Outside Metal3's own bounds check Metal3 refuses too; inside it but yielded by no entry is only a warning.
+    if (!firstEntryContaining(entries, a) && !withinMetal3Bounds(spec.pools, a)) {
       errors.push({ field, type: "Invalid", value: text, detail: "out of bounds: the address lies in no entry of spec.pools" });
     }
     const first = seen.get(addressKey(a));
@@ -58,10 +60,11 @@ function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]
 }
 
 /**
- * Create-time checks of an IPPool spec (everything of spec §6 that does not need the old object): namePrefix
- * present, entries and pool-wide gateway/DNS parsable, end not before start, one family per entry, an entry with one
- * of start/end/subnet, preallocations that are addresses inside some entry and not repeated (compared as numbers),
- * a known strategy, and `random` only with entries of known size.
+ * Create-time checks of an IPPool spec (everything of spec §6 that does not need the old object), limited to what
+ * Metal3's webhook and CRD refuse: namePrefix present, entries and pool-wide gateway/DNS parsable, end not before
+ * start (same family), an entry with one of start/end/subnet, preallocations that are addresses inside Metal3's
+ * bounds (see {@link withinMetal3Bounds}) and not repeated (compared as numbers), a known strategy, and `random` only
+ * with entries of known size. Mixed families and preallocations no entry yields are warnings ({@link ipPoolWarnings}).
  */
 export function validateIPPoolSpec(spec: IPPoolSpec): FieldError[] {
   const errors: FieldError[] = [];
@@ -79,22 +82,46 @@ function normalStrategy(s: string | null | undefined): string {
   return s ? s : "sequential";
 }
 
-function inUseErrors(pool: IPPool, old: IPPool, inUseAddresses: readonly string[]): FieldError[] {
-  const before = compileEntries(old.spec).entries;
-  const after = compileEntries(pool.spec).entries;
-  const errors: FieldError[] = [];
-  const reported = new Set<string>();
+/**
+ * Addresses in use that the old entries yield and the new ones do not, each once, split by Metal3's bounds check:
+ * `outside` ones Metal3 refuses too; `inside` ones only leave the ranges of our arithmetic (a warning).
+ */
+function droppedInUse(pool: IPPool, old: IPPool, inUseAddresses: readonly string[]): { outside: Addr[]; inside: Addr[] } {
+  const before = compileEntries(old.spec ?? {}).entries;
+  const after = compileEntries(pool.spec ?? {}).entries;
+  const dropped = { outside: [] as Addr[], inside: [] as Addr[] };
+  const seen = new Set<string>();
   for (const text of inUseAddresses) {
     const a = parseAddress(text);
-    if (!a || reported.has(addressKey(a))) continue;
+    if (!a || seen.has(addressKey(a))) continue;
+    seen.add(addressKey(a));
     // Addresses that were outside the ranges already (person-made reservations) do not block updates.
-    if (firstEntryContaining(before, a) && !firstEntryContaining(after, a)) {
-      reported.add(addressKey(a));
-      const detail = "the address is in use and would be out of bounds of the pools";
-      errors.push({ field: "spec.pools", type: "Invalid", value: formatAddress(a), detail });
-    }
+    if (!firstEntryContaining(before, a) || firstEntryContaining(after, a)) continue;
+    (withinMetal3Bounds(pool.spec?.pools, a) ? dropped.inside : dropped.outside).push(a);
   }
-  return errors;
+  return dropped;
+}
+
+function inUseErrors(pool: IPPool, old: IPPool, inUseAddresses: readonly string[]): FieldError[] {
+  const detail = "the address is in use and would be out of bounds of the pools";
+  return droppedInUse(pool, old, inUseAddresses).outside.map((a) => ({
+    field: "spec.pools",
+    type: "Invalid" as const,
+    value: formatAddress(a),
+    detail,
+  }));
+}
+
+/**
+ * Admission warnings of an IPPool update that need the addresses in use (see {@link validateIPPool}): addresses the
+ * old entries yielded that the new ones do not, while still inside Metal3's bounds (Metal3 accepts such an update, so
+ * we do too). They stay held by their IPAddresses. Empty on create and for an unchanged spec.
+ */
+export function ipPoolUpdateWarnings(pool: IPPool, old: IPPool | undefined, inUseAddresses: readonly string[]): string[] {
+  if (!old?.spec || lodash.isEqual(old.spec, pool.spec)) return [];
+  return droppedInUse(pool, old, inUseAddresses).inside.map(
+    (a) => `spec.pools: ${formatAddress(a)} is in use and no entry yields it any more (it stays held by its IPAddress)`,
+  );
 }
 
 /**
@@ -137,7 +164,8 @@ function emptyEntryReason(start: boolean, subnet: boolean): string {
 function selfWarnings(pool: IPPool): string[] {
   const warnings: string[] = [];
   (pool.spec?.pools ?? []).forEach((raw, i) => {
-    const r = compileEntry(raw, i);
+    const r = compileEntry(raw ?? {}, i);
+    warnings.push(...r.warnings);
     if (r.errors.length > 0 || !r.entry) return;
     if (raw.end && !raw.start && raw.subnet) {
       warnings.push(`spec.pools[${i}].end is ignored: without start an entry is its subnet`);
@@ -146,6 +174,21 @@ function selfWarnings(pool: IPPool): string[] {
       warnings.push(`spec.pools[${i}] yields no address: ${emptyEntryReason(!!raw.start, !!raw.subnet)}`);
     }
   });
+  return [...warnings, ...preallocationWarnings(pool.spec ?? { namePrefix: "" })];
+}
+
+/** Preallocations Metal3's bounds check accepts but no entry yields: their claims will fail, so say so now. */
+function preallocationWarnings(spec: IPPoolSpec): string[] {
+  const entries = compileEntries(spec).entries;
+  const warnings: string[] = [];
+  for (const claimName of Object.keys(spec.preAllocations ?? {}).sort()) {
+    const a = parseAddress(spec.preAllocations?.[claimName] ?? "");
+    if (!a || firstEntryContaining(entries, a) || !withinMetal3Bounds(spec.pools, a)) continue;
+    warnings.push(
+      `spec.preAllocations[${claimName}]: no entry of spec.pools yields ${formatAddress(a)}: ` +
+        `claim "${claimName}" will fail with "Pre-allocated IP out of bounds"`,
+    );
+  }
   return warnings;
 }
 
@@ -156,8 +199,9 @@ function overlaps(a: CompiledEntry, b: CompiledEntry): boolean {
 /**
  * Admission warnings (never rejections) for `pool` among `others` (the pools of its namespace; the pool itself and
  * pools of other namespaces are skipped): ranges overlapping another pool, a namePrefix shared with another pool
- * (together they make IPAddress names collide, spec §3.6), entries that yield no address, and an `end` that Metal3's
- * arithmetic ignores.
+ * (together they make IPAddress names collide, spec §3.6), entries that yield no address, entries mixing address
+ * families, an `end` that Metal3's arithmetic ignores, and preallocations no entry yields (while inside Metal3's
+ * bounds, so not refused).
  */
 export function ipPoolWarnings(pool: IPPool, others: readonly IPPool[]): string[] {
   const warnings = selfWarnings(pool);
@@ -194,8 +238,9 @@ function refKey(ref: ObjectRef | undefined, ownNamespace: string | undefined): s
 }
 
 /**
- * Validates an IPClaim: `spec.pool.name` required, the `ipAddress` annotation (if present) an address, and on update
- * `spec.pool` unchanged (an empty namespace and the claim's own namespace are the same reference).
+ * Validates an IPClaim: `spec.pool.name` required, the `ipAddress` annotation an address unless absent or `""` (Metal3
+ * treats `""` as absent, and so does the allocator), and on update `spec.pool` unchanged (an empty namespace and the
+ * claim's own namespace are the same reference).
  */
 export function validateIPClaim(claim: IPClaim, old?: IPClaim): FieldError[] {
   const errors: FieldError[] = [];
@@ -203,7 +248,7 @@ export function validateIPClaim(claim: IPClaim, old?: IPClaim): FieldError[] {
     errors.push({ field: "spec.pool.name", type: "Required", detail: "the name of the IPPool to allocate from" });
   }
   const requested = claim.metadata?.annotations?.[IP_ADDRESS_ANNOTATION];
-  if (requested !== undefined && !parseAddress(requested)) {
+  if (requested !== undefined && requested !== "" && !parseAddress(requested)) {
     const field = `metadata.annotations[${IP_ADDRESS_ANNOTATION}]`;
     errors.push({ field, type: "Invalid", value: requested, detail: NOT_AN_IP });
   }
@@ -217,8 +262,46 @@ export function validateIPClaim(claim: IPClaim, old?: IPClaim): FieldError[] {
 }
 
 /**
+ * Admission warnings for an IPClaim: an `ipAddress` annotation set to `""` (accepted and treated as absent, as
+ * Metal3 does). Only when the annotation newly became `""`, so later writes of the same claim stay quiet.
+ */
+export function ipClaimWarnings(claim: IPClaim, old?: IPClaim): string[] {
+  const requested = claim.metadata?.annotations?.[IP_ADDRESS_ANNOTATION];
+  if (requested !== "" || old?.metadata?.annotations?.[IP_ADDRESS_ANNOTATION] === "") return [];
+  return [`metadata.annotations[${IP_ADDRESS_ANNOTATION}] is empty: treated as absent, the claim gets any free address`];
+}
+
+/** One field of an object reference as Go clients read it: absent and `""` are the same. */
+function refField(ref: ObjectRef | undefined, field: "name" | "namespace" | "kind"): string {
+  return ref?.[field] ?? "";
+}
+
+function refChanged(before: ObjectRef | undefined, after: ObjectRef | undefined, fields: readonly ("name" | "namespace" | "kind")[]): boolean {
+  return fields.some((f) => refField(before, f) !== refField(after, f));
+}
+
+/**
+ * Metal3's immutability of an IPAddress: `address`, `pool` (name, namespace, kind) and `claim` (name, namespace).
+ * prefix, gateway and dnsServers may change; absent and `""` are equal, so a Go client's full update never differs.
+ */
+function ipAddressImmutabilityErrors(spec: IPAddress["spec"] | undefined, old: IPAddress["spec"] | undefined): FieldError[] {
+  const errors: FieldError[] = [];
+  if ((spec?.address ?? "") !== (old?.address ?? "")) {
+    errors.push({ field: "spec.address", type: "Invalid", value: spec?.address ?? "", detail: IMMUTABLE });
+  }
+  if (refChanged(old?.pool, spec?.pool, ["name", "namespace", "kind"])) {
+    errors.push({ field: "spec.pool", type: "Forbidden", detail: IMMUTABLE });
+  }
+  if (refChanged(old?.claim, spec?.claim, ["name", "namespace"])) {
+    errors.push({ field: "spec.claim", type: "Forbidden", detail: IMMUTABLE });
+  }
+  return errors;
+}
+
+/**
  * Validates an IPAddress: `spec.pool.name`, `spec.claim.name` and `spec.address` required, the address (and any
- * gateway or DNS server) an address, and on update the whole spec unchanged.
+ * gateway or DNS server) an address, and on update `address`, `pool` and `claim` unchanged as Metal3's webhook
+ * requires; `prefix`, `gateway` and `dnsServers` may change.
  */
 export function validateIPAddress(addr: IPAddress, old?: IPAddress): FieldError[] {
   const errors: FieldError[] = [];
@@ -231,6 +314,6 @@ export function validateIPAddress(addr: IPAddress, old?: IPAddress): FieldError[
     errors.push({ field: "spec.address", type: "Invalid", value: spec.address, detail: NOT_AN_IP });
   }
   errors.push(...addressListErrors(spec?.gateway, spec?.dnsServers, "spec"));
-  if (old && !lodash.isEqual(old.spec, spec)) errors.push({ field: "spec", type: "Forbidden", detail: IMMUTABLE });
+  if (old) errors.push(...ipAddressImmutabilityErrors(spec, old.spec));
   return errors;
 }

@@ -169,6 +169,14 @@ describe("admission handlers (spec §6)", () => {
       expect(res.warnings?.[19]).to.equal("and 21 more warnings");
     });
 
+    it("allows entries that mix address families (Metal3 does), with a warning", async () => {
+      const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("p", { pools: [{ start: "10.0.0.1", end: "2001:db8::1" }, { subnet: "10.0.0.0/24" }] })));
+      expect(res.allowed).to.equal(true);
+      expect(res.warnings).to.deep.equal([
+        'spec.pools[0].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address',
+      ]);
+    });
+
     it("allows when the pools cannot be listed (warnings are advice)", async () => {
       const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })), failingLookup);
       expect(res.allowed).to.equal(true);
@@ -193,6 +201,17 @@ describe("admission handlers (spec §6)", () => {
       expect(res.status?.message).to.equal(
         'IPPool.ipam.metal3.io "p" is invalid: spec.pools: Invalid value: "10.0.0.12": the address is in use and would be out of bounds of the pools',
       );
+    });
+
+    it("allows ranges that stop yielding an address in use still inside Metal3's bounds, with a warning", async () => {
+      // start below its subnet: the arithmetic yields nothing from this entry, Metal3's box check still holds .12.
+      const after = pool("p", { pools: [{ start: "10.0.0.9", subnet: "10.0.0.12/30" }] });
+      const res = await run(validateIPPoolRoute, req("IPPool", "UPDATE", after, before), staticLookup([], inUse));
+      expect(res.allowed).to.equal(true);
+      expect(res.warnings).to.deep.equal([
+        "spec.pools[0] yields no address: start lies outside subnet",
+        "spec.pools: 10.0.0.12 is in use and no entry yields it any more (it stays held by its IPAddress)",
+      ]);
     });
 
     it("allows ranges that keep every address in use (another pool's addresses do not count)", async () => {
@@ -262,6 +281,13 @@ describe("admission handlers (spec §6)", () => {
       const res = await run(validateIPClaimRoute, req("IPClaim", "CREATE", claim("c", "p", { ipAddress: "10.0.0.300" })));
       expect(res.status?.message).to.equal('IPClaim.ipam.metal3.io "c" is invalid: metadata.annotations[ipAddress]: Invalid value: "10.0.0.300": not a valid IP address');
     });
+    it("allows an empty ipAddress annotation (Metal3 treats it as absent), with a warning", async () => {
+      const res = await run(validateIPClaimRoute, req("IPClaim", "CREATE", claim("c", "p", { ipAddress: "" })));
+      expect(res.allowed).to.equal(true);
+      expect(res.warnings).to.deep.equal(["metadata.annotations[ipAddress] is empty: treated as absent, the claim gets any free address"]);
+      const later = await run(validateIPClaimRoute, req("IPClaim", "UPDATE", claim("c", "p", { ipAddress: "" }), claim("c", "p", { ipAddress: "" })));
+      expect(later).to.deep.equal({ uid: "uid-1", allowed: true });
+    });
     it("refuses a missing pool name", async () => {
       const res = await run(validateIPClaimRoute, req("IPClaim", "CREATE", claim("c", "")));
       expect(res.status?.message).to.contain("spec.pool.name: Required value");
@@ -291,12 +317,23 @@ describe("admission handlers (spec §6)", () => {
           'spec.address: Invalid value: "10.0.0.x": not a valid IP address, spec.gateway: Invalid value: "gw": not a valid IP address]',
       );
     });
-    it("refuses any spec change and allows metadata changes", async () => {
+    it("refuses a change of address, pool or claim and allows metadata changes", async () => {
       const stored = address("a", {});
       const changed = await run(validateIPAddressRoute, req("IPAddress", "UPDATE", address("a", { address: "10.0.0.2" }), stored));
-      expect(changed.status?.message).to.equal('IPAddress.ipam.metal3.io "a" is invalid: spec: Forbidden: field is immutable');
+      expect(changed.status?.message).to.equal('IPAddress.ipam.metal3.io "a" is invalid: spec.address: Invalid value: "10.0.0.2": field is immutable');
+      const moved = await run(validateIPAddressRoute, req("IPAddress", "UPDATE", address("a", { pool: { name: "q" }, claim: { name: "d" } }), stored));
+      expect(moved.status?.message).to.equal(
+        'IPAddress.ipam.metal3.io "a" is invalid: [spec.pool: Forbidden: field is immutable, spec.claim: Forbidden: field is immutable]',
+      );
       const released = address("a", {}, { finalizers: [], deletionTimestamp: "2026-01-01T00:00:00Z" });
       expect((await run(validateIPAddressRoute, req("IPAddress", "UPDATE", released, stored))).allowed).to.equal(true);
+    });
+    it("allows prefix, gateway and DNS changes, and a full update with zero values omitted (Metal3's webhook does)", async () => {
+      const stored = address("a", { prefix: 0, gateway: "10.0.0.254", dnsServers: [], pool: { name: "p", namespace: "" } });
+      const edited = address("a", { prefix: 26, gateway: "10.0.0.253", dnsServers: ["8.8.8.8"] });
+      expect(await run(validateIPAddressRoute, req("IPAddress", "UPDATE", edited, stored))).to.deep.equal({ uid: "uid-1", allowed: true });
+      const fromGo: IPAddress = { metadata: { name: "a", namespace: NS }, spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" } } };
+      expect(await run(validateIPAddressRoute, req("IPAddress", "UPDATE", fromGo, stored))).to.deep.equal({ uid: "uid-1", allowed: true });
     });
   });
 });

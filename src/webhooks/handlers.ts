@@ -9,7 +9,15 @@ import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND } from "../../api/v1al
 import type { IPAddress, IPClaim, IPPool, ObjectMeta } from "../../api/v1alpha1/types.js";
 import { formatFieldError } from "../ipam/fielderror.js";
 import type { FieldError } from "../ipam/fielderror.js";
-import { defaultIPPool, ipPoolWarnings, validateIPAddress, validateIPClaim, validateIPPool } from "../ipam/validation.js";
+import {
+  defaultIPPool,
+  ipClaimWarnings,
+  ipPoolUpdateWarnings,
+  ipPoolWarnings,
+  validateIPAddress,
+  validateIPClaim,
+  validateIPPool,
+} from "../ipam/validation.js";
 import type { Logger } from "../runtime/logger.js";
 import { allow, deny, failure, invalid, isRecord, pointerSegment } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
@@ -127,8 +135,9 @@ async function poolWarnings(pool: IPPool, ctx: HandlerContext): Promise<string[]
 /**
  * Validation of IPPool (spec §6). On UPDATE an unchanged spec is allowed at once (metadata writes never bounce);
  * a changed one is validated in full, and when `spec.pools` changed the addresses in use in the pool are read so
- * that ranges dropping one of them are refused. Warnings: overlaps and namePrefix shared with other pools of the
- * namespace, entries that yield nothing.
+ * that ranges dropping one of them are refused (outside Metal3's bounds) or warned about (inside them). Warnings:
+ * overlaps and namePrefix shared with other pools of the namespace, entries that yield nothing or mix families,
+ * preallocations no entry yields.
  */
 export const validateIPPoolRoute: Route = {
   kind: IPPOOL_KIND,
@@ -151,11 +160,15 @@ export const validateIPPoolRoute: Route = {
       }
     }
     const errors = validateIPPool(object, old, inUse);
-    return answer(req, IPPOOL_KIND, name, errors, await warnings);
+    const allWarnings = capWarnings([...(await warnings), ...ipPoolUpdateWarnings(object, old, inUse)]);
+    return answer(req, IPPOOL_KIND, name, errors, allWarnings);
   },
 };
 
-/** Validation of IPClaim (spec §6): pool name required, `ipAddress` annotation an address, `spec.pool` immutable. */
+/**
+ * Validation of IPClaim (spec §6): pool name required, `ipAddress` annotation an address unless absent or `""`
+ * (accepted with a warning), `spec.pool` immutable.
+ */
 export const validateIPClaimRoute: Route = {
   kind: IPCLAIM_KIND,
   handle(req) {
@@ -164,11 +177,15 @@ export const validateIPClaimRoute: Route = {
     const { object, old } = decoded;
     let errors = validateIPClaim(object, old);
     if (old) errors = newErrors(errors, validateIPClaim(old));
-    return Promise.resolve(answer(req, IPCLAIM_KIND, objectName(req, object.metadata), errors));
+    const warnings = ipClaimWarnings(object, old);
+    return Promise.resolve(answer(req, IPCLAIM_KIND, objectName(req, object.metadata), errors, warnings));
   },
 };
 
-/** Validation of IPAddress (spec §6): pool, claim and address required, the address an IP, the spec immutable. */
+/**
+ * Validation of IPAddress (spec §6): pool, claim and address required, the address an IP; `address`, `pool` and
+ * `claim` immutable as in Metal3, `prefix`, `gateway` and `dnsServers` free to change.
+ */
 export const validateIPAddressRoute: Route = {
   kind: IPADDRESS_KIND,
   handle(req) {
