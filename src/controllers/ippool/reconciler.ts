@@ -15,6 +15,7 @@ import {
   type IPAddress,
   type IPClaim,
   type IPPool,
+  type IPPoolStatus,
   type OwnerReference,
 } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
@@ -30,7 +31,7 @@ import type { Store } from "../store.js";
 import { applyClaimAction, releaseAddress, type ApplyContext } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL } from "./indexes.js";
 import { planClaim, type ClaimAction } from "./plan.js";
-import { desiredPoolStatus } from "./status.js";
+import { desiredPoolStatus, pendingClaimsByKind } from "./status.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -185,11 +186,18 @@ export class PoolReconciler {
     await this.store.removeFinalizer(this.store.pools, pool, IPPOOL_FINALIZER);
   }
 
+  /** Capacity and waiting claims of the pool as this pass leaves them (the store reads its own writes). */
+  private recordPoolMetrics(ctx: ApplyContext, pool: IPPool, key: string, status: IPPoolStatus, addresses: readonly IPAddress[]): void {
+    const [namespace, name] = [pool.metadata.namespace ?? "", pool.metadata.name ?? ""];
+    ctx.metrics.poolCapacity(namespace, name, status.total ?? 0, status.used ?? 0, status.free ?? 0);
+    ctx.metrics.pendingClaims(namespace, name, pendingClaimsByKind(this.store.claims.byIndex(BY_POOL, key), addresses));
+  }
+
   private async writePoolStatus(ctx: ApplyContext, pool: IPPool, key: string, allocator: PoolAllocator, collisions: string[]): Promise<void> {
     const addresses = this.store.addresses.byIndex(BY_POOL, key);
     const health = { specErrors: allocator.specErrors, collisions };
     const status = desiredPoolStatus(pool, addresses, allocator.capacity(), health, ctx.now);
-    ctx.metrics.poolCapacity(pool.metadata.namespace ?? "", pool.metadata.name ?? "", status.total ?? 0, status.used ?? 0, status.free ?? 0);
+    this.recordPoolMetrics(ctx, pool, key, status, addresses);
     if (isEqual(status, pool.status ?? {})) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");

@@ -1,10 +1,13 @@
 /** Pure computation of an IPPool's status: a view rebuilt from IPAddress objects (spec §1.1), never a source of truth. */
 import isEqual from "lodash/isEqual.js";
-import type { Condition, IPAddress, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
+import { IPADDRESSCLAIM_KIND } from "../../../api/capi/types.js";
+import type { Condition, IPAddress, IPClaim, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
 import { READY_CONDITION, Reasons } from "../../../api/v1alpha1/types.js";
 import { canonicalAddress } from "../../ipam/address.js";
 import { toInt64Capped, type Capacity } from "../../ipam/allocator.js";
+import type { ClaimKind } from "../../runtime/metrics.js";
 import { setCondition } from "../conditions.js";
+import { isDeleting } from "../meta.js";
 
 export interface PoolHealth {
   specErrors: readonly string[];
@@ -52,4 +55,28 @@ export function desiredPoolStatus(pool: IPPool, addresses: readonly IPAddress[],
     free: toInt64Capped(capacity.free),
     conditions: setCondition(current.conditions, readyCondition(health), now),
   };
+}
+
+/**
+ * The kind of claim an IPClaim stands for. The Cluster API bridge carries each IPAddressClaim through an IPClaim it
+ * controls (same name), so that IPClaim counts as the IPAddressClaim. Extend this (or count IPAddressClaims next to
+ * it in {@link pendingClaimsByKind}) if the bridge ever allocates without such an IPClaim.
+ */
+export function claimKindOf(claim: IPClaim): ClaimKind {
+  const controller = (claim.metadata.ownerReferences ?? []).find((o) => o.controller === true);
+  return controller?.kind === IPADDRESSCLAIM_KIND ? "IPAddressClaim" : "IPClaim";
+}
+
+/**
+ * Live claims of a pool that no IPAddress of the pool names yet, per kind: the claims waiting for an address (on an
+ * exhausted pool, a paused Cluster, a failing write). `addresses` are the pool's IPAddresses after the pass.
+ */
+export function pendingClaimsByKind(claims: readonly IPClaim[], addresses: readonly IPAddress[]): Record<ClaimKind, number> {
+  const bound = new Set(addresses.map((a) => a.spec?.claim?.name).filter((n): n is string => Boolean(n)));
+  const counts: Record<ClaimKind, number> = { IPClaim: 0, IPAddressClaim: 0 };
+  for (const claim of claims) {
+    if (isDeleting(claim.metadata) || bound.has(claim.metadata.name ?? "")) continue;
+    counts[claimKindOf(claim)]++;
+  }
+  return counts;
 }
