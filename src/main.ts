@@ -30,7 +30,7 @@ function readFlags(): Flags {
   }
 }
 
-async function startWebhooks(flags: Flags, kc: KubeConfig, logger: Logger): Promise<WebhookServer | undefined> {
+async function startWebhooks(flags: Flags, kc: KubeConfig, logger: Logger, metrics: PrometheusMetrics): Promise<WebhookServer | undefined> {
   if (flags.webhookPort === 0) return undefined;
   const selfManaged = flags.webhookSelfManaged
     ? {
@@ -47,6 +47,7 @@ async function startWebhooks(flags: Flags, kc: KubeConfig, logger: Logger): Prom
     ...(selfManaged ? { selfManaged } : {}),
     kubeConfig: kc,
     logger: logger.child({ component: "webhook" }),
+    metrics,
   });
 }
 
@@ -56,7 +57,8 @@ async function main(): Promise<void> {
   const kc = loadKubeConfig(flags);
   const metrics = new PrometheusMetrics();
   const manager = new Manager(kc, { namespace: flags.namespace, poolConcurrency: flags.poolConcurrency, logger, metrics });
-  const webhook = await startWebhooks(flags, kc, logger);
+  const webhook = await startWebhooks(flags, kc, logger, metrics);
+  if (webhook) metrics.webhookCertificate(flags.webhookSelfManaged ? "self-managed" : "cert-dir", () => webhook.certificateExpiry());
   let leading = false;
   const closers: (() => Promise<void>)[] = [];
   if (flags.healthAddress !== "0") {

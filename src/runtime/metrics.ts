@@ -5,8 +5,15 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { WorkQueueMetrics } from "./workqueue.js";
 
+/** Kinds of claim a pool serves: our own, and Cluster API's (carried through an IPClaim by the bridge). */
+export type ClaimKind = "IPClaim" | "IPAddressClaim";
+export const CLAIM_KINDS: readonly ClaimKind[] = ["IPClaim", "IPAddressClaim"];
+
 export interface ControllerMetrics {
   poolCapacity(namespace: string, pool: string, total: number, used: number, free: number): void;
+  /** Live claims of a pool that hold no address yet, per kind (what the exhausted and pending alerts watch). */
+  pendingClaims(namespace: string, pool: string, counts: Readonly<Record<ClaimKind, number>>): void;
+  /** Drops every per-pool series of a pool that no longer exists. */
   poolGone(namespace: string, pool: string): void;
   /** `result` is "allocated" or the failure reason (PoolExhausted, AllocationFailed, …). */
   allocation(result: string, seconds?: number): void;
@@ -18,6 +25,7 @@ export interface ControllerMetrics {
 
 export const noMetrics: ControllerMetrics = {
   poolCapacity: () => undefined,
+  pendingClaims: () => undefined,
   poolGone: () => undefined,
   allocation: () => undefined,
   release: () => undefined,
@@ -26,9 +34,19 @@ export const noMetrics: ControllerMetrics = {
   leader: () => undefined,
 };
 
+/** How an admission request ended: answered allowed or denied, failed inside a handler, or refused at HTTP level. */
+export type WebhookResult = "allowed" | "denied" | "error" | "rejected";
+
+/** What the webhook server records; separate from ControllerMetrics because every replica serves webhooks. */
+export interface WebhookMetrics {
+  /** One answered request; `webhook` is the route's path ("unknown" for any other path, to bound the labels). */
+  webhookRequest(webhook: string, result: WebhookResult, seconds: number): void;
+}
+
 const PREFIX = "metal3_ipam_";
 
-export class PrometheusMetrics implements ControllerMetrics {
+/** Every metric of the process in one registry, served at `/metrics`. */
+export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
   readonly registry = new Registry();
   private readonly total = new Gauge({ name: `${PREFIX}pool_addresses_total`, help: "Addresses a pool's ranges can yield (capped at int64 max)", labelNames: ["namespace", "pool"], registers: [this.registry] });
   private readonly used = new Gauge({ name: `${PREFIX}pool_addresses_used`, help: "Addresses of a pool held by IPAddress objects", labelNames: ["namespace", "pool"], registers: [this.registry] });
@@ -40,10 +58,40 @@ export class PrometheusMetrics implements ControllerMetrics {
   private readonly depth = new Gauge({ name: `${PREFIX}workqueue_depth`, help: "Keys waiting in the work queue", labelNames: ["controller"], registers: [this.registry] });
   private readonly wait = new Histogram({ name: `${PREFIX}workqueue_queue_duration_seconds`, help: "Time a key waited before being processed", labelNames: ["controller"], buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60], registers: [this.registry] });
   private readonly work = new Histogram({ name: `${PREFIX}workqueue_work_duration_seconds`, help: "Time spent reconciling one key", labelNames: ["controller"], buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60], registers: [this.registry] });
+  private readonly pending = new Gauge({ name: `${PREFIX}pool_claims_pending`, help: "Live claims of a pool without an address yet, by claim kind", labelNames: ["namespace", "pool", "kind"], registers: [this.registry] });
+  private readonly webhookRequests = new Counter({ name: `${PREFIX}webhook_requests_total`, help: "Admission requests by webhook path and result (allowed, denied, error, rejected)", labelNames: ["webhook", "result"], registers: [this.registry] });
+  private readonly webhookSeconds = new Histogram({ name: `${PREFIX}webhook_request_duration_seconds`, help: "Time to answer an admission request", labelNames: ["webhook"], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
+  private certificate: { mode: string; expiry: () => Date | undefined } | undefined;
   private readonly leaderGauge = new Gauge({ name: `${PREFIX}leader`, help: "1 when this replica is the leader and reconciles", registers: [this.registry] });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+    const read = (): { mode: string; expiry: () => Date | undefined } | undefined => this.certificate;
+    // Read at scrape time: a renewed or remounted certificate shows up without anyone having to report it. Labelled
+    // by mode so that, with no webhook server, there is no sample at all (an unlabelled gauge would export 0, which
+    // an expiry alert reads as "expired in 1970").
+    new Gauge({
+      name: `${PREFIX}webhook_certificate_expiry_timestamp_seconds`,
+      help: "Unix time at which the webhook serving certificate expires, by mode (cert-dir, self-managed)",
+      labelNames: ["mode"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const cert = read();
+        const expiry = cert?.expiry();
+        if (cert && expiry) this.set({ mode: cert.mode }, expiry.getTime() / 1000);
+      },
+    });
+  }
+
+  /** Where to read the serving certificate's expiry from at each scrape (the webhook server, once started). */
+  webhookCertificate(mode: string, expiry: () => Date | undefined): void {
+    this.certificate = { mode, expiry };
+  }
+
+  webhookRequest(webhook: string, result: WebhookResult, seconds: number): void {
+    this.webhookRequests.inc({ webhook, result });
+    this.webhookSeconds.observe({ webhook }, seconds);
   }
 
   poolCapacity(namespace: string, pool: string, total: number, used: number, free: number): void {
@@ -52,8 +100,14 @@ export class PrometheusMetrics implements ControllerMetrics {
     this.free.set({ namespace, pool }, free);
   }
 
+  pendingClaims(namespace: string, pool: string, counts: Readonly<Record<ClaimKind, number>>): void {
+    // Both kinds are always written, zeros included, so an alert sees "no claim waits" rather than no data.
+    for (const kind of CLAIM_KINDS) this.pending.set({ namespace, pool, kind }, counts[kind]);
+  }
+
   poolGone(namespace: string, pool: string): void {
     for (const g of [this.total, this.used, this.free]) g.remove({ namespace, pool });
+    for (const kind of CLAIM_KINDS) this.pending.remove({ namespace, pool, kind });
   }
 
   allocation(result: string, seconds?: number): void {
@@ -70,6 +124,8 @@ export class PrometheusMetrics implements ControllerMetrics {
   }
 
   queue(controller: string): WorkQueueMetrics {
+    // A zero sample from the start gives rate() a baseline: the first error then shows as a rise, not as a new series.
+    this.errors.inc({ controller }, 0);
     return {
       queued: (depth) => this.depth.set({ controller }, depth),
       processed: (_key, waitMs, workMs) => {

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { deny, failure, parseAdmissionReview, review } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, Status } from "./admission.js";
 import type { HandlerContext, Route } from "./handlers.js";
+import type { WebhookResult } from "../runtime/metrics.js";
 
 /**
  * Default bound of a request body: 3 MiB, the API server's own request-body limit (Kubernetes' pod-security webhook
@@ -23,6 +24,8 @@ export interface ListenerOptions {
   context: HandlerContext;
   /** Largest accepted body in bytes; default {@link DEFAULT_MAX_BODY_BYTES}. */
   maxBodyBytes?: number;
+  /** Told how each request ended; `webhook` is the route's path, or "unknown" for a path no route serves. */
+  onRequest?: (webhook: string, result: WebhookResult, seconds: number) => void;
 }
 
 class BodyTooLarge extends Error {}
@@ -74,18 +77,25 @@ function tooLarge(limit: number): Status {
   return failure(413, "RequestEntityTooLarge", `the request body is larger than ${limit} bytes`);
 }
 
+/** How an answered review ended, for metrics: a 5xx denial is the handler failing, not a policy decision. */
+function resultOf(response: AdmissionResponse): WebhookResult {
+  if (response.allowed) return "allowed";
+  return (response.status?.code ?? 0) >= 500 ? "error" : "denied";
+}
+
 /** Parses and dispatches one body; resolves with the HTTP status and JSON body to send. Never rejects. */
-async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise<{ code: number; body: unknown }> {
+async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise<{ code: number; body: unknown; result: WebhookResult }> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString("utf8"));
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    return { code: 400, body: failure(400, "BadRequest", `the body is not JSON: ${why}`) };
+    return { code: 400, body: failure(400, "BadRequest", `the body is not JSON: ${why}`), result: "rejected" };
   }
   const envelope = parseAdmissionReview(parsed);
-  if (!envelope.ok) return { code: 400, body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`) };
-  return { code: 200, body: review(await handleSafely(route, envelope.request, ctx)) };
+  if (!envelope.ok) return { code: 400, body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`), result: "rejected" };
+  const response = await handleSafely(route, envelope.request, ctx);
+  return { code: 200, body: review(response), result: resultOf(response) };
 }
 
 async function handleSafely(route: Route, request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse> {
@@ -107,25 +117,34 @@ async function handleSafely(route: Route, request: AdmissionRequest, ctx: Handle
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, options: ListenerOptions, limit: number): Promise<void> {
+/** Answers one request; resolves with how it ended. */
+async function serve(req: IncomingMessage, res: ServerResponse, route: Route | undefined, options: ListenerOptions, limit: number): Promise<WebhookResult> {
   const path = (req.url ?? "/").split("?")[0] ?? "/";
-  const route = options.routes.get(path);
-  if (!route) return sendStatus(res, failure(404, "NotFound", `no webhook is served at ${path}`));
+  if (!route) {
+    sendStatus(res, failure(404, "NotFound", `no webhook is served at ${path}`));
+    return "rejected";
+  }
   if (req.method !== "POST") {
     res.setHeader("Allow", "POST");
-    return sendStatus(res, failure(405, "MethodNotAllowed", `${req.method ?? "?"} is not allowed; webhooks take POST`));
+    sendStatus(res, failure(405, "MethodNotAllowed", `${req.method ?? "?"} is not allowed; webhooks take POST`));
+    return "rejected";
   }
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return sendStatus(res, tooLarge(limit), true);
+  if (Number.isFinite(declared) && declared > limit) {
+    sendStatus(res, tooLarge(limit), true);
+    return "rejected";
+  }
   let raw: Buffer;
   try {
     raw = await readBody(req, limit);
   } catch (err) {
-    if (err instanceof BodyTooLarge) return sendStatus(res, tooLarge(limit), true);
-    throw err;
+    if (!(err instanceof BodyTooLarge)) throw err;
+    sendStatus(res, tooLarge(limit), true);
+    return "rejected";
   }
-  const { code, body } = await dispatch(route, raw, options.context);
+  const { code, body, result } = await dispatch(route, raw, options.context);
   send(res, code, body);
+  return result;
 }
 
 /**
@@ -134,10 +153,20 @@ async function serve(req: IncomingMessage, res: ServerResponse, options: Listene
  */
 export function admissionListener(options: ListenerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const report = options.onRequest ?? (() => undefined);
   return (req, res) => {
-    serve(req, res, options, limit).catch((err: unknown) => {
-      options.context.logger.error("Webhook request failed", { path: req.url, error: err });
-      sendStatus(res, failure(500, "InternalError", "internal error"), true);
-    });
+    const started = performance.now();
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const route = options.routes.get(path);
+    // Only known paths become label values: a scanner probing random URLs must not grow the metric without bound.
+    const webhook = route ? path : "unknown";
+    serve(req, res, route, options, limit).then(
+      (result) => report(webhook, result, (performance.now() - started) / 1000),
+      (err: unknown) => {
+        options.context.logger.error("Webhook request failed", { path: req.url, error: err });
+        sendStatus(res, failure(500, "InternalError", "internal error"), true);
+        report(webhook, "error", (performance.now() - started) / 1000);
+      },
+    );
   };
 }

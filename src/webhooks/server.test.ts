@@ -4,7 +4,9 @@ import type { AddressInfo } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { rmSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
+import { X509Certificate } from "node:crypto";
 import { silentLogger } from "../runtime/logger.js";
+import { PrometheusMetrics, type WebhookResult } from "../runtime/metrics.js";
 import { admissionListener } from "./http.js";
 import { httpsCall, loopbackPki, writeCertDir } from "./https.testutil.js";
 import type { Answer } from "./https.testutil.js";
@@ -273,6 +275,38 @@ describe("admission listener failures", () => {
       }
     } finally {
       await new Promise((r) => http.close(r));
+    }
+  });
+});
+
+describe("webhook server metrics", function () {
+  this.timeout(20_000);
+
+  it("reports each request's webhook and result, bounds unknown paths to one label, and tells its certificate's expiry", async () => {
+    const pki = loopbackPki();
+    const dir = writeCertDir(pki.serving);
+    const seen: [string, WebhookResult][] = [];
+    const metrics = { webhookRequest: (webhook: string, result: WebhookResult) => void seen.push([webhook, result]) };
+    const server = await startWebhookServer({ port: 0, host: "127.0.0.1", certDir: dir, lookup: staticLookup([]), logger: silentLogger(), metrics });
+    try {
+      const call = (path: string, body: string): Promise<Answer> => httpsCall(server.port, pki.ca.certPem, path, body);
+      await call(POOL_PATH, reviewBody());
+      await call(POOL_PATH, reviewBody("IPPool", { metadata: { name: "p", namespace: "ns" }, spec: { namePrefix: "p", pools: [{ subnet: "not-a-subnet" }] } }));
+      await call(POOL_PATH, "not json");
+      await call("/scanner-probe-12345", reviewBody());
+      expect(seen).to.deep.equal([
+        [POOL_PATH, "allowed"],
+        [POOL_PATH, "denied"],
+        [POOL_PATH, "rejected"],
+        ["unknown", "rejected"],
+      ]);
+      expect(server.certificateExpiry()?.getTime()).to.equal(new Date(new X509Certificate(pki.serving.certPem).validTo).getTime());
+      const registry = new PrometheusMetrics();
+      registry.webhookCertificate("cert-dir", () => server.certificateExpiry());
+      expect(await registry.registry.getSingleMetricAsString("metal3_ipam_webhook_certificate_expiry_timestamp_seconds")).to.match(/\{mode="cert-dir"\} \d{10}/);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -3,11 +3,13 @@
  * v1 requests at the paths of {@link WEBHOOK_PATHS}, with its certificate from a mounted folder (cert-manager) or
  * made and published by itself (self-managed mode). See README.md in this folder.
  */
+import { X509Certificate } from "node:crypto";
 import { createServer } from "node:https";
 import type { Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../runtime/logger.js";
+import type { WebhookMetrics } from "../runtime/metrics.js";
 import { CertDirSource } from "./certdir.js";
 import type { CertificateSource } from "./certdir.js";
 import { ROUTES } from "./handlers.js";
@@ -45,6 +47,8 @@ export interface WebhookServerOptions {
   maxBodyBytes?: number;
   /** How often `certDir` is checked for a new certificate; default 10 s. */
   certReloadMs?: number;
+  /** Where each answered request is counted; default nowhere. */
+  metrics?: WebhookMetrics;
 }
 
 /** A running webhook server. */
@@ -58,6 +62,8 @@ export interface WebhookServer {
    * configurations at least once. Wire it into `/readyz`.
    */
   ready(): boolean;
+  /** When the certificate served now expires (it changes on renewal or remount); undefined if it cannot be read. */
+  certificateExpiry(): Date | undefined;
   /** Stops accepting requests, drops open connections and stops certificate reloads. Idempotent. */
   stop(): Promise<void>;
 }
@@ -71,6 +77,15 @@ async function certificateSource(options: WebhookServerOptions): Promise<Certifi
   if (options.selfManaged) return await SelfManagedSource.create(options.selfManaged, options.logger);
   if (options.certDir !== undefined) return new CertDirSource(options.certDir, options.logger, options.certReloadMs);
   throw new Error("the webhook server needs a certificate folder (--webhook-cert-dir) or self-managed mode (--webhook-self-managed)");
+}
+
+/** The `notAfter` of a PEM certificate, or undefined when it does not parse (it served, so that would be odd). */
+function expiryOf(certPem: string): Date | undefined {
+  try {
+    return new Date(new X509Certificate(certPem).validTo);
+  } catch {
+    return undefined;
+  }
 }
 
 function listen(server: Server, port: number, host: string | undefined): Promise<AddressInfo> {
@@ -105,6 +120,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     routes: ROUTES,
     context: { lookup, logger },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
   });
   const server = createServer({ ...tlsOptions(source.current()), requestTimeout: 30_000, headersTimeout: 10_000 }, listener);
   server.on("tlsClientError", (err) => logger.debug("TLS handshake failed", { error: err }));
@@ -124,6 +140,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       return source.caPem();
     },
     ready: () => server.listening && source.ready(),
+    certificateExpiry: () => expiryOf(source.current().certPem),
     stop: () => {
       stopped ??= new Promise<void>((resolve) => {
         source.stop();

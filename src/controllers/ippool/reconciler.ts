@@ -37,7 +37,7 @@ import { keyOf } from "../../kube/informer.js";
 import { applyClaimAction, holderOf, releaseAddress, type ApplyContext } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL } from "./indexes.js";
 import { planClaim } from "./plan.js";
-import { desiredPoolStatus } from "./status.js";
+import { desiredPoolStatus, pendingClaimsByKind } from "./status.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -262,11 +262,20 @@ export class PoolReconciler {
     return this.store.capi?.addresses.byIndex(BY_POOL, poolKey) ?? [];
   }
 
+  /** Capacity and waiting claims of the pool as this pass leaves them (the store reads its own writes). */
+  private recordPoolMetrics(ctx: ApplyContext, pool: IPPool, key: string, status: IPPoolStatus, records: { addresses: IPAddress[]; capiAddresses: CapiIPAddress[] }): void {
+    const [namespace, name] = [pool.metadata.namespace ?? "", pool.metadata.name ?? ""];
+    ctx.metrics.poolCapacity(namespace, name, status.total ?? 0, status.used ?? 0, status.free ?? 0);
+    const claims = this.store.claims.byIndex(BY_POOL, key);
+    const capiClaims = this.store.capi?.claims.byIndex(BY_POOL, key) ?? [];
+    ctx.metrics.pendingClaims(namespace, name, pendingClaimsByKind({ claims, capiClaims, ...records }));
+  }
+
   private async writePoolStatus(ctx: ApplyContext, pool: IPPool, key: string, allocator: PoolAllocator, collisions: string[]): Promise<void> {
     const records = { addresses: this.store.addresses.byIndex(BY_POOL, key), capiAddresses: this.capiAddressesOf(key) };
     const health = { specErrors: allocator.specErrors, collisions };
     const status = desiredPoolStatus(pool, records.addresses, records.capiAddresses, allocator.capacity(), health, ctx.now);
-    ctx.metrics.poolCapacity(pool.metadata.namespace ?? "", pool.metadata.name ?? "", status.total ?? 0, status.used ?? 0, status.free ?? 0);
+    this.recordPoolMetrics(ctx, pool, key, status, records);
     if (isEqual(status, pool.status ?? {}) || adoptedAsIs(pool, status)) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");
