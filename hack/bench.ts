@@ -1,13 +1,15 @@
 /**
  * `npm run bench`: a benchmark, not a test. Prints a table of figures and writes them as JSON (.cache/bench/last.json).
  *
- *   1. burst: BENCH_CLAIMS IPClaims (default 1000) created at once on one pool; time until all are bound, distinctness
+ *   1. burst: BENCH_CLAIMS claims of each kind (default 1000; 10,000 too with `--large`) created at once on one pool;
+ *      time until all are bound, distinctness, controller CPU seconds and RSS, API requests per claim (from the API
+ *      server's apiserver_request_total), and the ratio to a bare client doing the unavoidable writes in the same run
  *   2. latency: BENCH_LATENCY_CLAIMS claims (default 50) one at a time on a quiet pool; median and p90
  *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random
  *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
  *
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
- * LocalPlane of their own with the controller as a child process. Only a crash fails the run; everything started is
+ * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
  * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -19,12 +21,13 @@ import { readConfig, type BenchConfig } from "./bench/config.js";
 import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
 import { CAPI_IPADDRESSCLAIM, METAL3_IPCLAIM } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
-import { bindBurst, controllerMemory, idleMemory, singleClaimLatency, type BenchContext } from "./bench/scenarios.js";
+import { bareClientCeiling, bindBurst, controllerMemory, idleMemory, singleClaimLatency, type BenchContext } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
 import { describeError } from "../src/kube/errors.js";
 import { LocalPlane } from "./localplane/plane.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
+const KINDS = [METAL3_IPCLAIM, CAPI_IPADDRESSCLAIM];
 
 let plane: LocalPlane | undefined;
 
@@ -55,15 +58,25 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   progress("memory: idle node, node + tsx, idle controller (empty cluster)");
   results.idleMemory = await idleMemory(ctx);
 
-  progress("starting the controller (all namespaces) for scenarios 1 and 2");
+  // The ceilings run while no controller serves the cluster (a controller would reconcile the bare client's claims).
+  for (const size of config.sizes) {
+    for (const kind of KINDS) {
+      progress(`ceiling: a bare client writes what ${size} ${kind.label}s need, ${config.concurrency} claims in flight`);
+      results.ceilings.push(await bareClientCeiling(ctx, kind, size, config.concurrency));
+    }
+  }
+
+  progress("starting the compiled controller (all namespaces) for the bursts and latencies");
   const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir);
   try {
-    progress(`burst: ${config.claims} IPClaims, ${config.concurrency} in flight`);
-    results.burst = await bindBurst(ctx, METAL3_IPCLAIM, { count: config.claims, concurrency: config.concurrency, controller });
+    for (const size of config.sizes) {
+      for (const kind of KINDS) {
+        progress(`burst: ${size} ${kind.label}s, ${config.concurrency} in flight`);
+        results.bursts.push(await bindBurst(ctx, kind, { count: size, concurrency: config.concurrency, controller }));
+      }
+    }
     progress(`latency: ${config.latencyClaims} IPClaims one at a time`);
     results.latency = await singleClaimLatency(ctx, METAL3_IPCLAIM, { count: config.latencyClaims, controller });
-    progress(`burst: ${config.claims} Cluster API IPAddressClaims, ${config.concurrency} in flight`);
-    results.capiBurst = await bindBurst(ctx, CAPI_IPADDRESSCLAIM, { count: config.claims, concurrency: config.concurrency, controller });
     progress(`latency: ${config.latencyClaims} IPAddressClaims one at a time`);
     results.capiLatency = await singleClaimLatency(ctx, CAPI_IPADDRESSCLAIM, { count: config.latencyClaims, controller });
     results.afterBurstMemory = await controller.memory();
@@ -85,13 +98,15 @@ function output(config: BenchConfig, results: BenchResults): void {
 }
 
 async function main(): Promise<number> {
-  const config = readConfig(process.env, join(BENCH_DIR, "last.json"));
+  const config = readConfig(process.env, join(BENCH_DIR, "last.json"), process.argv.slice(2));
   rmSync(join(BENCH_DIR, "logs"), { recursive: true, force: true });
   const results: BenchResults = {
     startedAt: new Date().toISOString(),
     host: { node: process.version, platform: `${process.platform}/${process.arch}`, cpus: cpus().length, loadAverageAtStart: loadavg() },
     config,
     allocator: [],
+    ceilings: [],
+    bursts: [],
   };
   let failure: unknown;
   try {

@@ -4,6 +4,8 @@
 export interface BenchConfig {
   /** Claims created at once on one pool (scenario 1). BENCH_CLAIMS, default 1000. */
   claims: number;
+  /** Burst sizes measured per claim kind: `claims`, and 10,000 too with `--large` (or BENCH_LARGE=1). */
+  sizes: number[];
   /** Creates in flight during the burst and while loading IPAddresses. BENCH_CONCURRENCY, default 50. */
   concurrency: number;
   /** Claims created one at a time on a quiet pool (scenario 2). BENCH_LATENCY_CLAIMS, default 50. */
@@ -33,13 +35,16 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
 }
 
 /** Reads the configuration; throws a one-line message on a malformed value. */
-export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string): BenchConfig {
+export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv: readonly string[] = []): BenchConfig {
+  const claims = positiveInt(env, "BENCH_CLAIMS", 1000);
+  const large = argv.includes("--large") || env.BENCH_LARGE === "1";
   const allocations = positiveInt(env, "BENCH_ALLOCATIONS", 10_000);
   // The IPv4 case allocates from a /16 (65,535 addresses).
   if (allocations > 65_535) throw new Error(`BENCH_ALLOCATIONS must be at most 65535 (the IPv4 case uses a /16), got ${allocations}`);
   const window = Math.min(positiveInt(env, "BENCH_WINDOW", 100), allocations);
   return {
-    claims: positiveInt(env, "BENCH_CLAIMS", 1000),
+    claims,
+    sizes: large && claims < 10_000 ? [claims, 10_000] : [claims],
     concurrency: positiveInt(env, "BENCH_CONCURRENCY", 50),
     latencyClaims: positiveInt(env, "BENCH_LATENCY_CLAIMS", 50),
     allocations,

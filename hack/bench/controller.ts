@@ -1,16 +1,17 @@
 /**
- * The controller under test as a child process (`node --import tsx src/main.ts`), as it would run in a pod, plus
+ * The controller under test as a child process (`node dist/src/main.js`), as it runs in a pod, plus
  * memory readings from /proc. Every process started here is registered so the benchmark can stop them all on error
  * or Ctrl-C, and localplane's exit hook kills any that survive.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startProcess, TSX_LOADER, type Supervised } from "../localplane/process.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-const MAIN = join(repoRoot, "src", "main.ts");
+/** The compiled controller, as the image runs it (`npm run bench` builds it first with tsconfig.build.json). */
+const COMPILED_MAIN = join(repoRoot, "dist", "src", "main.js");
 /** The tsx loader as a file URL, so the child finds it whatever its working directory. */
 
 const running = new Set<Supervised>();
@@ -71,14 +72,16 @@ function track(proc: Supervised, logFile: string): ControllerProcess {
 }
 
 /**
- * Starts `src/main.ts` against `kubeconfigPath` with `--log-level warn`, watching `namespace` (all when undefined).
- * Its output goes to `<logDir>/controller-<n>.log`.
+ * Starts the compiled controller (`dist/src/main.js`, what the image runs, on this process's Node) against
+ * `kubeconfigPath` with `--log-level warn`, watching `namespace` (all when undefined). Its output goes to
+ * `<logDir>/controller-<n>.log`. Throws when the build is missing.
  */
 export function startControllerProcess(kubeconfigPath: string, logDir: string, namespace?: string): ControllerProcess {
+  if (!existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: build it first (npm run build), as npm run bench does`);
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `controller-${++counter}.log`);
   // Probe and metrics ports off: two runs (or a run beside a deployed controller) must not collide on :8080/:8081.
-  const args = ["--import", TSX_LOADER, MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", ...(namespace ? ["--namespace", namespace] : [])];
+  const args = [COMPILED_MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", ...(namespace ? ["--namespace", namespace] : [])];
   const proc = startProcess("controller", process.execPath, args, logFile);
   return track(proc, logFile);
 }

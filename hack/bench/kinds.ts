@@ -7,7 +7,9 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import {
   CAPI_IPADDRESS_KIND,
   CAPI_IPADDRESS_PLURAL,
+  CAPI_IPADDRESS_FINALIZER,
   CAPI_IPAM_GROUP,
+  IPADDRESSCLAIM_FINALIZER,
   IPADDRESSCLAIM_KIND,
   IPADDRESSCLAIM_PLURAL,
   type CapiIPAddress,
@@ -16,6 +18,8 @@ import {
 import {
   GROUP,
   IPPOOL_KIND,
+  IPADDRESS_FINALIZER,
+  IPCLAIM_FINALIZER,
   IPCLAIM_KIND,
   IPCLAIM_PLURAL,
   READY_CONDITION,
@@ -23,6 +27,7 @@ import {
   type IPClaim,
 } from "../../api/v1alpha1/types.js";
 import { clients, claim } from "../../e2e/support/ipam.js";
+import { ipAddressName } from "../../src/ipam/naming.js";
 import { ResourceClient, type ResourceType } from "../../src/kube/resource.js";
 
 /** What a scenario needs to know about one kind of claim. */
@@ -40,6 +45,33 @@ export interface ClaimKind {
    * address object (the chain a consumer follows), so a scenario can check that the addresses are distinct.
    */
   boundAddresses(kc: KubeConfig, namespace: string): Promise<Map<string, string>>;
+  /** The API server's request key of `create` (`<VERB> <group>/<resource>`): the driver's own writes in a burst. */
+  readonly createRequest: string;
+  /**
+   * The ceiling's writes for one claim, as a bare client does them with no controller: create the claim, add the
+   * finalizer, create the address record for `address`, write the claim's status. The floor a controller cannot go
+   * under (the pool status, shared by many claims, aside).
+   */
+  bareWrites(kc: KubeConfig, namespace: string, name: string, poolName: string, address: string): Promise<void>;
+}
+
+/** One set of clients per KubeConfig, so a burst does not build clients per request. */
+function cached<T>(make: (kc: KubeConfig) => T): (kc: KubeConfig) => T {
+  const made = new WeakMap<KubeConfig, T>();
+  return (kc) => {
+    let value = made.get(kc);
+    if (value === undefined) {
+      value = make(kc);
+      made.set(kc, value);
+    }
+    return value;
+  };
+}
+
+const metal3Clients = cached(clients);
+
+function readyCondition(address: string): object[] {
+  return [{ type: READY_CONDITION, status: "True", reason: "Allocated", message: `Allocated ${address}`, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") }];
 }
 
 function readyTrue(conditions: unknown): boolean {
@@ -54,15 +86,26 @@ function readyTrue(conditions: unknown): boolean {
 export const METAL3_IPCLAIM: ClaimKind = {
   label: "IPClaim",
   claimType: { group: GROUP, version: VERSION, plural: IPCLAIM_PLURAL, kind: IPCLAIM_KIND, namespaced: true },
+  createRequest: `POST ${GROUP}/${IPCLAIM_PLURAL}`,
   async create(kc, namespace, name, poolName) {
-    await clients(kc).claims.create(namespace, claim(namespace, name, poolName));
+    await metal3Clients(kc).claims.create(namespace, claim(namespace, name, poolName));
+  },
+  async bareWrites(kc, namespace, name, poolName, address) {
+    const c = metal3Clients(kc);
+    const created = await c.claims.create(namespace, claim(namespace, name, poolName));
+    await c.claims.patch(namespace, name, { metadata: { finalizers: [IPCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion } });
+    const record = await c.addresses.create(namespace, {
+      metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [IPADDRESS_FINALIZER] },
+      spec: { address, prefix: 16, pool: { name: poolName, namespace }, claim: { name, namespace } },
+    });
+    await c.claims.patchStatus(namespace, name, { status: { address: { name: record.metadata.name, namespace }, conditions: readyCondition(address) } });
   },
   isBound(obj) {
     const status = (obj as Partial<IPClaim> | null)?.status;
     return Boolean(status?.address?.name) && readyTrue(status?.conditions);
   },
   async boundAddresses(kc, namespace) {
-    const c = clients(kc);
+    const c = metal3Clients(kc);
     const [claims, addresses] = await Promise.all([c.claims.list(namespace), c.addresses.list(namespace)]);
     const byName = new Map(addresses.items.map((a) => [a.metadata.name ?? "", a]));
     const result = new Map<string, string>();
@@ -75,9 +118,15 @@ export const METAL3_IPCLAIM: ClaimKind = {
   },
 };
 
-const capiClaims = (kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE);
-const capiAddresses = (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
-  new ResourceClient<CapiIPAddress>(kc, { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: CAPI_IPADDRESS_PLURAL, kind: CAPI_IPADDRESS_KIND, namespaced: true });
+const capiClaims = cached((kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE));
+const capiAddresses = cached(
+  (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
+    new ResourceClient<CapiIPAddress>(kc, { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: CAPI_IPADDRESS_PLURAL, kind: CAPI_IPADDRESS_KIND, namespaced: true }),
+);
+const capiClaim = (namespace: string, name: string, poolName: string): IPAddressClaim => ({
+  metadata: { name, namespace },
+  spec: { poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName } },
+});
 const CAPI_CLAIM_TYPE: ResourceType = { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: IPADDRESSCLAIM_PLURAL, kind: IPADDRESSCLAIM_KIND, namespaced: true };
 
 /**
@@ -89,8 +138,18 @@ const CAPI_CLAIM_TYPE: ResourceType = { group: CAPI_IPAM_GROUP, version: "v1beta
 export const CAPI_IPADDRESSCLAIM: ClaimKind = {
   label: "IPAddressClaim",
   claimType: CAPI_CLAIM_TYPE,
+  createRequest: `POST ${CAPI_IPAM_GROUP}/${IPADDRESSCLAIM_PLURAL}`,
   async create(kc, namespace, name, poolName) {
-    await capiClaims(kc).create(namespace, { metadata: { name, namespace }, spec: { poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName } } });
+    await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
+  },
+  async bareWrites(kc, namespace, name, poolName, address) {
+    const created = await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
+    await capiClaims(kc).patch(namespace, name, { metadata: { finalizers: [IPADDRESSCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion } });
+    const record = await capiAddresses(kc).create(namespace, {
+      metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [CAPI_IPADDRESS_FINALIZER] },
+      spec: { address, prefix: 16, poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName }, claimRef: { name } },
+    });
+    await capiClaims(kc).patchStatus(namespace, name, { status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) } });
   },
   isBound(obj) {
     const status = (obj as Partial<IPAddressClaim> | null)?.status;

@@ -2,7 +2,7 @@
 import type { AllocatorResult } from "./allocator.js";
 import type { BenchConfig } from "./config.js";
 import type { ProcMemory } from "./controller.js";
-import type { BurstResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
+import type { BurstResult, CeilingResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
 import { fmt, fmtBytes, fmtMs, fmtRatio, type Summary } from "./stats.js";
 import type { Row, Section } from "./table.js";
 
@@ -12,10 +12,12 @@ export interface BenchResults {
   host: { node: string; platform: string; cpus: number; loadAverageAtStart: number[] };
   config: BenchConfig;
   allocator: AllocatorResult[];
-  burst?: BurstResult;
+  /** A bare client's unavoidable writes per kind and size, with no controller: the bursts' ceiling. */
+  ceilings: CeilingResult[];
+  /** Bursts per kind and size, in the order they ran, on one controller process. */
+  bursts: BurstResult[];
   latency?: LatencyResult;
-  /** The same two scenarios with Cluster API IPAddressClaims, in the same run. */
-  capiBurst?: BurstResult;
+  /** The latency scenario with Cluster API IPAddressClaims, in the same run. */
   capiLatency?: LatencyResult;
   idleMemory?: MemoryReading[];
   /** The cluster-wide controller of scenarios 1 and 2, read after them. */
@@ -98,21 +100,47 @@ function memorySection(r: BenchResults): Section | undefined {
       rows.push({ metric: "  → RSS per IPAddress held", value: fmtBytes(perObject), detail: "(loaded − idle) / addresses" });
     }
     rows.push({ metric: `  loading ${mem.addresses} IPAddresses (before the controller starts)`, value: fmtMs(mem.loadMs), detail: `${fmt(mem.addresses / (mem.loadMs / 1000))} creates/s` });
-    rows.push({ metric: "  controller start → pool status used = all", value: fmtMs(mem.syncMs), detail: `used ${mem.poolUsed}; includes process start, tsx compile, list, first reconcile` });
+    rows.push({ metric: "  controller start → pool status used = all", value: fmtMs(mem.syncMs), detail: `used ${mem.poolUsed}; includes process start, list, first reconcile` });
   }
   if (rows.length === 0) return undefined;
-  return { title: "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs as `node --import tsx src/main.ts`)", rows };
+  return { title: "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs compiled: `node dist/src/main.js`)", rows };
+}
+
+/**
+ * The efficiency table (issue 13): per kind and size, seconds, claims/s, controller CPU, RSS, API requests per claim,
+ * and the ratio of the bare client's ceiling to our time (1 = as fast as the writes alone).
+ */
+function efficiencySection(r: BenchResults): Section | undefined {
+  if (r.bursts.length === 0) return undefined;
+  const rows: Row[] = [];
+  for (const b of r.bursts) {
+    const ceiling = r.ceilings.find((c) => c.kind === b.kind && c.count === b.count);
+    const ratio = ceiling && b.bindAllMs > 0 ? `${fmt(ceiling.ms / b.bindAllMs)} of the ceiling (${fmtMs(ceiling.ms)})` : "no ceiling";
+    rows.push({ metric: `${b.count} ${b.kind}s: bound in`, value: fmtMs(b.bindAllMs), detail: `${fmt(b.claimsPerSecond)} claims/s; ${ratio}` });
+    rows.push({ metric: "  controller CPU", value: `${fmt(b.cpuSeconds)} s`, detail: `${fmt((b.cpuSeconds * 1000) / b.count)} s per 1,000 claims; RSS after ${fmtBytes(b.memoryAfter.rss)}` });
+    rows.push({ metric: "  API requests per claim", value: `${fmt(b.requests.writes)} writes`, detail: `${fmt(b.requests.reads)} reads` });
+    const verbs = Object.entries(b.requests.byVerb).sort(([a], [c]) => (a < c ? -1 : 1));
+    rows.push({ metric: "  by verb and resource", value: "", detail: verbs.map(([k, v]) => `${k} ${fmt(v)}`).join(", ") });
+  }
+  const pair = (count: number): [BurstResult | undefined, BurstResult | undefined] => [
+    r.bursts.find((b) => b.kind === "IPClaim" && b.count === count),
+    r.bursts.find((b) => b.kind === "IPAddressClaim" && b.count === count),
+  ];
+  for (const count of new Set(r.bursts.map((b) => b.count))) {
+    const [m3, capi] = pair(count);
+    if (!m3 || !capi) continue;
+    rows.push({ metric: `IPAddressClaim / IPClaim at ${count}`, value: `${fmt(capi.bindAllMs / m3.bindAllMs)}× time`, detail: `${fmt(capi.cpuSeconds / m3.cpuSeconds)}× controller CPU` });
+  }
+  return { title: "Efficiency: bursts on one pool, compiled controller, same run (ceiling = a bare client doing the unavoidable writes)", rows };
 }
 
 function comparisonSection(r: BenchResults): Section | undefined {
-  const [b, l, cb, cl] = [r.burst, r.latency, r.capiBurst, r.capiLatency];
-  if (!b || !l || !cb || !cl) return undefined;
+  const [l, cl] = [r.latency, r.capiLatency];
+  if (!l || !cl) return undefined;
   const ratio = (x: number, y: number): string => (y > 0 ? `${fmt(x / y)}×` : "-");
   return {
-    title: `1-2 compared: Cluster API IPAddressClaim vs IPClaim, same run, same controller`,
+    title: `2 compared: Cluster API IPAddressClaim vs IPClaim latency, same run, same controller`,
     rows: [
-      { metric: `time to bind ${cb.count} IPAddressClaims`, value: fmtMs(cb.bindAllMs), detail: `IPClaims: ${fmtMs(b.bindAllMs)}; ratio ${ratio(cb.bindAllMs, b.bindAllMs)}` },
-      { metric: "distinct addresses (IPAddressClaim burst)", value: `${cb.distinctAddresses}/${cb.boundVerified}` },
       { metric: "median claim → addressRef latency", value: fmtMs(cl.bindMs.median), detail: `IPClaim → address: ${fmtMs(l.bindMs.median)}; ratio ${ratio(cl.bindMs.median, l.bindMs.median)}` },
       { metric: "p90 claim → addressRef latency", value: fmtMs(cl.bindMs.p90), detail: `IPClaim: ${fmtMs(l.bindMs.p90)}` },
     ],
@@ -122,7 +150,8 @@ function comparisonSection(r: BenchResults): Section | undefined {
 /** The table sections of `r`, in scenario order. */
 export function sectionsOf(r: BenchResults): Section[] {
   const sections: (Section | undefined)[] = [
-    r.burst && burstSection(r.burst),
+    efficiencySection(r),
+    ...r.bursts.map(burstSection),
     r.latency && latencySection(r.latency),
     comparisonSection(r),
     allocatorSection(r.allocator),

@@ -13,6 +13,7 @@ import { idleNodeMemory, startControllerProcess, type ControllerProcess, type Pr
 import type { ClaimKind } from "./kinds.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
+import { cpuSeconds, perClaim as requestsPerClaim, readRequestCounts, requestDelta, type RequestsPerClaim } from "./efficiency.js";
 
 /** What every scenario needs: the cluster and where controller logs go. */
 export interface BenchContext {
@@ -108,6 +109,12 @@ export interface BurstResult {
   boundVerified: number;
   /** Distinct addresses among the verified ones; equal to boundVerified when no address was handed out twice. */
   distinctAddresses: number;
+  /** Controller CPU time (user + system) from the first create to the last bind, seconds. */
+  cpuSeconds: number;
+  /** Controller memory read right after the last bind. */
+  memoryAfter: ProcMemory;
+  /** API requests the controller made in the same window, per claim (the API server's own count). */
+  requests: RequestsPerClaim;
 }
 
 /** Scenario 1: `count` claims created at once (`concurrency` in flight) on one fresh pool; time until all are bound. */
@@ -120,6 +127,7 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
   try {
     const names = Array.from({ length: count }, (_, i) => `burst-${String(i + 1).padStart(5, "0")}`);
     const sentAt = new Map<string, number>();
+    const [cpuBefore, requestsBefore] = await Promise.all([cpuSeconds(controller.pid), readRequestCounts(ctx.kc)]);
     const start = nowMs();
     await controller.guard(
       runLimited(names, concurrency, async (name) => {
@@ -129,6 +137,7 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
     );
     const createAllMs = nowMs() - start;
     const allBound = await controller.guard(watch.waitBound(names, ctx.timeoutMs));
+    const [cpuAfter, requestsAfter, memoryAfter] = await Promise.all([cpuSeconds(controller.pid), readRequestCounts(ctx.kc), controller.memory()]);
     const boundTimes = names.map((n) => watch.boundAt.get(n)).filter((t): t is number => t !== undefined);
     const bindAllMs = allBound ? Math.max(...boundTimes) - start : nowMs() - start;
     const perClaim = names.flatMap((n) => {
@@ -150,10 +159,37 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
       boundSeen: boundTimes.length,
       boundVerified: verified.length,
       distinctAddresses: new Set(verified).size,
+      cpuSeconds: cpuAfter - cpuBefore,
+      memoryAfter,
+      requests: requestsPerClaim(requestDelta(requestsBefore, requestsAfter), count, { [kind.createRequest]: count }),
     };
   } finally {
     watch.stop();
   }
+}
+
+/** Result of {@link bareClientCeiling}. */
+export interface CeilingResult {
+  kind: string;
+  count: number;
+  concurrency: number;
+  /** First write sent → last write answered. */
+  ms: number;
+}
+
+/**
+ * The ceiling of a burst: a bare client does, with no controller, the writes a controller cannot avoid for `count`
+ * claims (see {@link ClaimKind.bareWrites}), `concurrency` claims at a time. Run it while no controller serves the
+ * cluster, in the same run as the bursts, so both meet the same machine.
+ */
+export async function bareClientCeiling(ctx: BenchContext, kind: ClaimKind, count: number, concurrency: number): Promise<CeilingResult> {
+  const namespace = await freshNamespace(ctx.kc, "bench-ceiling");
+  const names = Array.from({ length: count }, (_, i) => `bare-${String(i + 1).padStart(5, "0")}`);
+  const start = nowMs();
+  await runLimited(names, concurrency, async (name, i) => {
+    await kind.bareWrites(ctx.kc, namespace, name, "bare", nthAddress(i + 1));
+  });
+  return { kind: kind.label, count, concurrency, ms: nowMs() - start };
 }
 
 /** Options of {@link singleClaimLatency}. */

@@ -1,0 +1,103 @@
+/**
+ * What a burst costs, read from outside the controller: its CPU time (/proc), the API requests the API server served
+ * (its own `apiserver_request_total`), and the ceiling a bare client reaches doing the same writes.
+ */
+import { readFile } from "node:fs/promises";
+import { request, type RequestOptions } from "node:https";
+import type { KubeConfig } from "@kubernetes/client-node";
+
+/** User plus system CPU time of `pid` so far, in seconds (Linux: /proc/<pid>/stat, in clock ticks of 1/100 s). */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  // The command name (field 2) may hold spaces; the fields after its closing parenthesis are space-separated.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const [utime, stime] = [Number(fields[11]), Number(fields[12])];
+  return (utime + stime) / 100;
+}
+
+/** `apiserver_request_total` summed by `<VERB> <group>/<resource>[/<subresource>]`. */
+export type RequestCounts = Map<string, number>;
+
+const SAMPLE = /^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$/;
+const LABEL = /(\w+)="([^"]*)"/g;
+
+/** Parses the API server's /metrics text into {@link RequestCounts} (all codes, all scopes). */
+export function parseRequestCounts(text: string): RequestCounts {
+  const counts: RequestCounts = new Map();
+  for (const line of text.split("\n")) {
+    const m = SAMPLE.exec(line);
+    if (!m) continue;
+    const labels = new Map<string, string>([...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]));
+    const [group, sub] = [labels.get("group"), labels.get("subresource")];
+    const resource = `${group ? `${group}/` : ""}${labels.get("resource") ?? ""}${sub ? `/${sub}` : ""}`;
+    const key = `${labels.get("verb") ?? "?"} ${resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(m[2]));
+  }
+  return counts;
+}
+
+/** Reads the API server's request counters with the admin identity of `kc`. */
+export async function readRequestCounts(kc: KubeConfig): Promise<RequestCounts> {
+  const server = new URL(kc.getCurrentCluster()?.server ?? "");
+  const options: RequestOptions = { method: "GET", hostname: server.hostname, port: server.port, path: "/metrics", headers: {} };
+  await kc.applyToHTTPSOptions(options);
+  const body = await new Promise<string>((resolve, reject) => {
+    const req = request(options, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics: HTTP ${res.statusCode ?? 0}`))));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+  return parseRequestCounts(body);
+}
+
+/** `after - before`, keeping only what changed. */
+export function requestDelta(before: RequestCounts, after: RequestCounts): RequestCounts {
+  const delta: RequestCounts = new Map();
+  for (const [key, n] of after) {
+    const d = n - (before.get(key) ?? 0);
+    if (d > 0) delta.set(key, d);
+  }
+  return delta;
+}
+
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE", "APPLY"]);
+const READS = new Set(["GET", "LIST"]);
+
+/** Requests per claim of a burst, by class and by verb and resource. */
+export interface RequestsPerClaim {
+  writes: number;
+  reads: number;
+  /** `<VERB> <resource>` → requests per claim, requests of the API server's own machinery left out. */
+  byVerb: Record<string, number>;
+}
+
+/**
+ * Per-claim figures from a burst's request delta. `driverWrites` are the benchmark's own requests in the window (the
+ * claim creates), subtracted from their key; Events, Leases and WATCH requests are reported in `byVerb` only.
+ */
+export function perClaim(delta: RequestCounts, claims: number, driverWrites: Record<string, number>): RequestsPerClaim {
+  const byVerb: Record<string, number> = {};
+  let writes = 0;
+  let reads = 0;
+  for (const [key, n] of delta) {
+    const own = n - (driverWrites[key] ?? 0);
+    const resource = key.slice(key.indexOf(" ") + 1);
+    if (own <= 0 || !isOurs(resource)) continue;
+    byVerb[key] = own / claims;
+    const verb = key.slice(0, key.indexOf(" "));
+    if (resource === "events" || resource.endsWith("/leases")) continue;
+    if (WRITES.has(verb)) writes += own;
+    if (READS.has(verb)) reads += own;
+  }
+  return { writes: writes / claims, reads: reads / claims, byVerb };
+}
+
+/** Resources the controller touches; everything else (the garbage collector's discovery, say) is the plane's. */
+function isOurs(resource: string): boolean {
+  return resource.startsWith("ipam.metal3.io/") || resource.startsWith("ipam.cluster.x-k8s.io/") || resource.startsWith("cluster.x-k8s.io/") || resource === "events" || resource.endsWith("/leases");
+}
