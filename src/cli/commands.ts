@@ -4,7 +4,7 @@ import { CliError, ExitCode, explainReadError } from "./errors.js";
 import { freeDocument, freeReport, renderFree } from "./free.js";
 import type { Inventory } from "./inventory.js";
 import { connect } from "./kubeconfig.js";
-import type { Obj } from "./kube.js";
+import { useServer, type Obj } from "./kube.js";
 import { machine, styleFor, type Format } from "./output.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
@@ -81,6 +81,7 @@ async function preflightMove(inv: Invocation, namespace: string, io: Io): Promis
 
 async function dispatch(inv: Invocation, io: Io): Promise<number> {
   const connection = connect({ ...(inv.kubeconfig ? { kubeconfig: inv.kubeconfig } : {}), ...(inv.context ? { context: inv.context } : {}) }, io.env);
+  useServer(connection.server);
   const namespace = inv.namespace ?? connection.defaultNamespace;
   try {
     switch (inv.command) {

@@ -33,6 +33,13 @@ export interface Obj {
   };
 }
 
+let server: string | undefined;
+
+/** Records the API server URL, so that "cannot reach" messages can name it. */
+export function useServer(url: string): void {
+  server = url;
+}
+
 /** `plural.group`, the name RBAC and kubectl use. */
 export function resourceName(k: ResourceKind): string {
   return k.group ? `${k.plural}.${k.group}` : k.plural;
@@ -59,7 +66,7 @@ export async function list<T extends Obj>(k: ResourceKind, namespace: string | u
       if (opts.missing === "empty") return [];
       throw new CliError(crdMissing(k));
     }
-    throw explainReadError(err, attempt("list", k, namespace));
+    throw explainReadError(err, attempt("list", k, namespace), server);
   }
 }
 
@@ -70,7 +77,7 @@ export async function get<T extends Obj>(k: ResourceKind, namespace: string, nam
     return (await (k.namespaced ? c.InNamespace(namespace) : c).Get(name)) as unknown as T;
   } catch (err) {
     if (statusOf(err) === 404) return undefined;
-    throw explainReadError(err, attempt("get", k, k.namespaced ? namespace : undefined, name));
+    throw explainReadError(err, attempt("get", k, k.namespaced ? namespace : undefined, name), server);
   }
 }
 
@@ -86,7 +93,7 @@ export async function raw<T>(path: string): Promise<T | undefined> {
     return (await K8s(GenericKind).Raw(path)) as unknown as T;
   } catch (err) {
     if (statusOf(err) === 404) return undefined;
-    throw explainReadError(err, { verb: "get", resource: path });
+    throw explainReadError(err, { verb: "get", resource: path }, server);
   }
 }
 
@@ -96,7 +103,7 @@ export async function listCrds(labelKey: string): Promise<CrdObj[]> {
     const result = await K8s(kinds.CustomResourceDefinition).WithLabel(labelKey).Get();
     return result.items as unknown as CrdObj[];
   } catch (err) {
-    throw explainReadError(err, { verb: "list", resource: "customresourcedefinitions.apiextensions.k8s.io" });
+    throw explainReadError(err, { verb: "list", resource: "customresourcedefinitions.apiextensions.k8s.io" }, server);
   }
 }
 
