@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { movedSet, preflight, preflightFails, renderPreflight, type MoveNode } from "./preflight.js";
 import { capiAddress, capiClaim, inventory, ipClaim, m3Address, owner, pool } from "./fixtures.testutil.js";
 
-const node = (uid: string, kind: string, owners: string[] = [], root = false): MoveNode => ({ uid, apiVersion: "x/v1", kind, name: uid, owners, hierarchyRoot: root, forceMove: root });
+const node = (uid: string, kind: string, owners: string[] = [], root = false): MoveNode => ({ uid, apiVersion: "x/v1", kind, name: uid.replace(/^uid-/, ""), owners, hierarchyRoot: root, forceMove: root });
 
 describe("cli/preflight", () => {
   it("moves what a Cluster's owner chains reach, and only once every owner moves", () => {
@@ -54,7 +54,7 @@ describe("cli/preflight", () => {
       "IPAddress.ipam.cluster.x-k8s.io/loose-10-1-0-1",
     ]);
     const byName = Object.fromEntries(report.findings.map((f) => [f.name, f]));
-    expect(byName.loose!.fix).to.equal(`kubectl -n ns1 patch ippool loose --type merge -p '{"spec":{"clusterName":"<cluster>"}}'`);
+    expect(byName.loose!.fix).to.equal(`kubectl -n ns1 patch ippool loose --type merge -p '{"spec":{"clusterName":"c1"}}'`);
     expect(byName.lonely!.problem).to.equal("is not tied to a Cluster: it has no owner, so no owner chain reaches one");
     expect(byName["good-10-0-0-5"]!.problem).to.match(/^10\.0\.0\.5 is a person-made reservation \(claim nobody does not exist\) outside the move graph and has no owners$/);
     expect(byName["good-10-0-0-5"]!.fix).to.match(/^add an owner reference to IPPool good \(uid uid-good\)/);

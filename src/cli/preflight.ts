@@ -27,18 +27,32 @@ export interface MoveNode {
   forceMove: boolean;
 }
 
-/** uids of the objects clusterctl would move. */
-export function movedSet(nodes: readonly MoveNode[]): Set<string> {
+function dependentsOf(nodes: readonly MoveNode[]): Map<string, MoveNode[]> {
   const dependents = new Map<string, MoveNode[]>();
   for (const n of nodes) for (const o of n.owners) dependents.set(o, [...(dependents.get(o) ?? []), n]);
-  const tenants = new Set<string>();
-  const stack = nodes.filter((n) => n.hierarchyRoot);
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (tenants.has(n.uid)) continue;
-    tenants.add(n.uid);
-    stack.push(...(dependents.get(n.uid) ?? []));
+  return dependents;
+}
+
+/** For every object an owner chain leads from a move root to: the names of those roots (its Clusters). */
+export function tenancy(nodes: readonly MoveNode[]): Map<string, Set<string>> {
+  const dependents = dependentsOf(nodes);
+  const tenants = new Map<string, Set<string>>();
+  for (const root of nodes.filter((n) => n.hierarchyRoot)) {
+    const stack = [root];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      const roots = tenants.get(n.uid) ?? new Set<string>();
+      if (roots.has(root.name)) continue;
+      tenants.set(n.uid, roots.add(root.name));
+      stack.push(...(dependents.get(n.uid) ?? []));
+    }
   }
+  return tenants;
+}
+
+/** uids of the objects clusterctl would move. */
+export function movedSet(nodes: readonly MoveNode[]): Set<string> {
+  const tenants = tenancy(nodes);
   const moved = new Set<string>();
   for (let changed = true; changed; ) {
     changed = false;
@@ -96,6 +110,7 @@ interface Context {
   input: PreflightInput;
   moved: Set<string>;
   known: Set<string>;
+  tenants: Map<string, Set<string>>;
   out: Finding[];
 }
 
@@ -107,13 +122,13 @@ function missingOwners(c: Context, o: { metadata: { ownerReferences?: { kind: st
   return (o.metadata.ownerReferences ?? []).filter((r) => !c.known.has(r.uid)).map((r) => `${r.kind} ${r.name}`);
 }
 
-/** Clusters that claims of `pool` belong to, for suggesting its clusterName. */
+/** Clusters the claims of `pool` belong to (by owner chain, else by label), for suggesting its clusterName. */
 function clustersOfPoolClaims(c: Context, pool: IPPool): string[] {
   const names = new Set<string>();
   const mine = [...c.input.inv.claims, ...c.input.inv.capiClaims].filter((cl) => claimPool(cl) === nameOf(pool));
   for (const cl of mine) {
     const label = cl.metadata.labels?.["cluster.x-k8s.io/cluster-name"] ?? ("clusterName" in cl.spec ? cl.spec.clusterName : undefined);
-    if (label) names.add(label);
+    for (const cluster of c.tenants.get(uidOf(cl)) ?? (label ? [label] : [])) names.add(cluster);
   }
   return [...names].sort();
 }
@@ -208,7 +223,7 @@ const SEVERITY_ORDER: Record<Severity, number> = { blocker: 0, "left-behind": 1,
 /** Runs every check. */
 export function preflight(input: PreflightInput): PreflightReport {
   const moved = movedSet(input.nodes);
-  const c: Context = { input, moved, known: new Set(input.nodes.map((n) => n.uid)), out: [] };
+  const c: Context = { input, moved, known: new Set(input.nodes.map((n) => n.uid)), tenants: tenancy(input.nodes), out: [] };
   for (const crd of input.unlabelledCrds) {
     c.out.push({
       severity: "blocker",
