@@ -60,7 +60,7 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     const all = await cli("pools", "-A");
     expect(all.code).to.equal(0);
     expect(all.stdout.split("\n")[0]).to.match(/^NAMESPACE\s+NAME\s+CLUSTER/);
-    expect(all.stdout).to.include(`${ns}  pool-v4`);
+    expect(all.stdout).to.match(new RegExp(`^${ns} +pool-v4 `, "m"));
   });
 
   it("free: compact ranges and the next address under the strategy", async () => {
