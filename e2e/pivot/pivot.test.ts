@@ -43,6 +43,7 @@ import {
   type World,
 } from "./harness.js";
 import { consistently, eventually } from "../support/wait.js";
+import { runCli } from "../cli/support.js";
 
 const external = process.env.E2E_EXTERNAL_CONTROLLER === "true";
 const suffix = Math.random().toString(36).slice(2, 7);
@@ -58,6 +59,20 @@ const RELEASES = ["Released IPAddress", "Releasing IPAddress of a claim that is 
 function report(what: string, r: MoveResult): void {
   console.log(`      ${what}: clusterctl exit ${String(r.code)} after ${(r.ms / 1000).toFixed(1)} s`);
 }
+
+/** `kubectl ipam preflight-move` against one side, as JSON. */
+async function preflightOn(side: Side, namespace: string): Promise<{ code: number | null; leftBehind: string[]; findings: { severity: string; kind: string; name: string }[] }> {
+  const r = await runCli(["preflight-move", "-n", namespace, "-o", "json", ...(side.context ? ["--context", side.context] : [])], { KUBECONFIG: side.kubeconfigPath });
+  const report = JSON.parse(r.stdout || "{}") as { leftBehind?: string[]; findings?: { severity: string; kind: string; name: string }[] };
+  return { code: r.code, leftBehind: [...(report.leftBehind ?? [])].sort(), findings: report.findings ?? [] };
+}
+
+/** Our objects in a picture, named as preflight-move names them. */
+const ourObjects = (p: Picture): string[] => [
+  ...Object.keys(p.pools).map((n) => `IPPool/${n}`),
+  ...p.addresses.map((a) => `IPAddress.ipam.metal3.io/${a.split(" ")[0]!}`),
+  ...p.capiAddresses.map((a) => `IPAddress.ipam.cluster.x-k8s.io/${a.split(" ")[0]!}`),
+].sort();
 
 function expectMoved(r: MoveResult): void {
   expect(r.code, `clusterctl move failed:\n${outputTail(r)}\n`).to.equal(0);
@@ -119,6 +134,11 @@ describe("clusterctl move (pivot) between two management clusters", function () 
   });
 
   it("moves everything to the target: same addresses, no new IPAddress, status rebuilt, source emptied", async () => {
+    // preflight-move agrees (read before the recorders start: their watches must not idle): nothing stays; the mid-deletion claims are warnings only.
+    const pre = await preflightOn(source, NS);
+    expect(pre.code).to.equal(0);
+    expect(pre.leftBehind).to.deep.equal([]);
+    expect(pre.findings.filter((f) => f.severity !== "warning")).to.deep.equal([]);
     const watched: Record<string, EventLog> = {};
     for (const [name, client] of Object.entries({ addresses: target.k.addresses, capiAddresses: target.k.capiAddresses, pools: target.k.pools, claims: target.k.claims })) {
       watched[name] = await recordEvents(target, client.collectionPath(NS));
@@ -224,6 +244,8 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     await createTopology(source.k, NS_LOOSE, t);
     const before = await settledPicture(source.k, NS_LOOSE, claimCount(t));
     expect(before.pools.loose!.owners).to.deep.equal([]);
+    const pre = await preflightOn(source, NS_LOOSE);
+    expect(pre.code).to.equal(1);
     const since = Date.now();
     const r = await clusterctlMove(source, target, NS_LOOSE);
     report("move with a pool without clusterName", r);
@@ -247,6 +269,8 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     };
     await eventually("the source to keep the pool and its addresses", stays, 10_000, 250);
     await consistently("the source to keep the pool and its addresses", stays, 3_000, 250);
+    // What preflight-move said would be left behind is exactly what the real move left behind.
+    expect(pre.leftBehind).to.deep.equal(ourObjects(await pictureOf(source.k, NS_LOOSE)));
     if (!external) for (const msg of [ALLOCATED, ...RELEASES]) expect(ctl(source, NS_LOOSE).count(msg, since), `source controller: ${msg}`).to.equal(0);
     // They stay reserved: a new claim of that pool gets none of them.
     await source.k.claims.create(NS_LOOSE, { metadata: { name: "newcomer", namespace: NS_LOOSE }, spec: { pool: { name: "loose" } } });
@@ -259,6 +283,9 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     await createTopology(source.k, NS_PAUSED, t);
     await settledPicture(source.k, NS_PAUSED, claimCount(t));
     await source.k.clusters.patch(NS_PAUSED, "cp", { spec: { paused: true } });
+    const pre = await preflightOn(source, NS_PAUSED);
+    expect(pre.code).to.equal(1);
+    expect(pre.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal(["blocker Cluster/cp"]);
     const versions = await versionsOf(source.k, NS_PAUSED);
     await consistently("the paused namespace to stay quiet", async () => JSON.stringify(await versionsOf(source.k, NS_PAUSED)) === JSON.stringify(versions), 1_000, 250);
     const r = await clusterctlMove(source, target, NS_PAUSED);

@@ -1,0 +1,101 @@
+/** Command-line parsing with node's util.parseArgs, kubectl's flag names. */
+import { parseArgs } from "node:util";
+import { CliError, ExitCode } from "./errors.js";
+import type { Format } from "./output.js";
+
+/** The subcommands. */
+export const COMMANDS = ["pools", "who", "free", "preflight-move"] as const;
+export type Command = (typeof COMMANDS)[number];
+
+/** Parsed invocation. */
+export interface Invocation {
+  command: Command | "help";
+  args: string[];
+  kubeconfig?: string;
+  context?: string;
+  namespace?: string;
+  allNamespaces: boolean;
+  output: Format;
+  watch: boolean;
+}
+
+export const USAGE = `kubectl ipam: read-only views of Metal3 IP pools (ipam.metal3.io) and Cluster API IP claims
+
+Usage:
+  kubectl ipam pools [-A] [--watch]        fill of each pool, pending and failed claims
+  kubectl ipam who ADDRESS|CLAIM           who holds an address, or what a claim holds, with its owners
+  kubectl ipam free POOL                   free ranges and the address the next claim would get
+  kubectl ipam preflight-move [-n NS]      what clusterctl move would leave behind (exit 1 if anything)
+
+Flags:
+  -n, --namespace NS       namespace (default: the context's, else "default")
+  -A, --all-namespaces     pools and who: look in every namespace
+  -o, --output FORMAT      text (default), json or yaml
+  -w, --watch              pools: redraw as allocations happen
+      --kubeconfig FILE    kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)
+      --context NAME       kubeconfig context to use
+  -h, --help               this help
+
+Exit codes: 0 ok; 1 preflight-move found something; 2 usage error; 3 cluster error (unreachable, forbidden,
+CRDs missing, unknown pool or address).`;
+
+function usage(message: string): CliError {
+  return new CliError(`${message}\n\nRun "kubectl ipam --help" for usage.`, ExitCode.usage);
+}
+
+const ARITY: Record<Command, number> = { pools: 0, who: 1, free: 1, "preflight-move": 0 };
+
+function checkCombination(inv: Invocation): void {
+  if (inv.command === "help") return;
+  const arity = ARITY[inv.command];
+  if (inv.args.length !== arity) {
+    throw usage(arity === 0 ? `${inv.command} takes no arguments` : `${inv.command} needs exactly one argument`);
+  }
+  if (inv.watch && inv.command !== "pools") throw usage("--watch only applies to pools");
+  if (inv.watch && inv.output !== "text") throw usage("--watch draws text; it cannot be combined with -o");
+  if (inv.allNamespaces && (inv.command === "free" || inv.command === "preflight-move")) {
+    throw usage(`${inv.command} works on one namespace: use -n instead of -A`);
+  }
+  if (inv.allNamespaces && inv.namespace) throw usage("-A and -n exclude each other");
+}
+
+/** Parses argv (without node and script). @throws CliError (usage) on bad input. */
+export function parseInvocation(argv: readonly string[]): Invocation {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        kubeconfig: { type: "string" },
+        context: { type: "string" },
+        namespace: { type: "string", short: "n" },
+        "all-namespaces": { type: "boolean", short: "A", default: false },
+        output: { type: "string", short: "o", default: "text" },
+        watch: { type: "boolean", short: "w", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (err) {
+    throw usage(err instanceof Error ? err.message : String(err));
+  }
+  const { values, positionals } = parsed;
+  const output = values.output ?? "text";
+  if (output !== "text" && output !== "json" && output !== "yaml") throw usage(`unknown output format "${output}": use text, json or yaml`);
+  const [first, ...rest] = positionals;
+  if (values.help || first === undefined || first === "help") return { command: "help", args: [], allNamespaces: false, output, watch: false };
+  if (!(COMMANDS as readonly string[]).includes(first)) throw usage(`unknown command "${first}"`);
+  const inv: Invocation = {
+    command: first as Command,
+    args: rest,
+    ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
+    ...(values.context ? { context: values.context } : {}),
+    ...(values.namespace ? { namespace: values.namespace } : {}),
+    allNamespaces: values["all-namespaces"] ?? false,
+    output,
+    watch: values.watch ?? false,
+  };
+  checkCombination(inv);
+  return inv;
+}

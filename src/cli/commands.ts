@@ -1,0 +1,119 @@
+/** Runs one invocation: connection flags, the reads, then the pure analysis and rendering of the subcommand. */
+import { parseInvocation, USAGE, type Invocation } from "./args.js";
+import { CliError, ExitCode, explainReadError } from "./errors.js";
+import { freeDocument, freeReport, renderFree } from "./free.js";
+import type { Inventory } from "./inventory.js";
+import { connect } from "./kubeconfig.js";
+import { useServer, type Obj } from "./kube.js";
+import { machine, styleFor, type Format } from "./output.js";
+import { poolRows, poolsDocument, renderPools } from "./pools.js";
+import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
+import { ownerChain, readInventory, readMoveGraph } from "./read.js";
+import { watchPools } from "./watch.js";
+import { isAddressQuery, poolsWithFree, renderWho, targetsForAddress, targetsForClaim, whoDocument, type Target, type WhoEntry, type WhoReport } from "./who.js";
+
+/** Where output goes. */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  isTTY: boolean;
+  env: NodeJS.ProcessEnv;
+}
+
+function emit(io: Io, format: Format, doc: () => object, text: () => string): void {
+  io.out(format === "text" ? `${text()}\n` : machine(format, doc()));
+}
+
+async function pools(inv: Invocation, namespace: string | undefined, io: Io): Promise<number> {
+  if (inv.watch) return await watchPools(namespace, io, inv.allNamespaces);
+  const rows = poolRows(await readInventory(namespace));
+  emit(io, inv.output, () => poolsDocument(rows), () => renderPools(rows, styleFor(io.isTTY, io.env), inv.allNamespaces));
+  return ExitCode.ok;
+}
+
+async function free(inv: Invocation, namespace: string, io: Io): Promise<number> {
+  const name = inv.args[0] ?? "";
+  const inventory = await readInventory(namespace);
+  const pool = inventory.pools.find((p) => p.metadata.name === name);
+  if (!pool) throw unknownPool(name, namespace, inventory);
+  const report = freeReport(pool, inventory);
+  emit(io, inv.output, () => freeDocument(report), () => renderFree(report));
+  return ExitCode.ok;
+}
+
+function unknownPool(name: string, namespace: string, inventory: Inventory): CliError {
+  const known = inventory.pools.map((p) => p.metadata.name ?? "").join(", ");
+  return new CliError(`IPPool "${name}" not found in namespace "${namespace}"${known ? ` (pools there: ${known})` : " (it has no pools)"}`);
+}
+
+function claimObject(t: Target, inventory: Inventory): Obj | undefined {
+  const all: Obj[] = t.claimKind === "IPClaim" ? inventory.claims : inventory.capiClaims;
+  return all.find((c) => c.metadata.namespace === t.namespace && c.metadata.name === t.claimName);
+}
+
+async function who(inv: Invocation, namespace: string | undefined, io: Io): Promise<number> {
+  const query = inv.args[0] ?? "";
+  const inventory = await readInventory(namespace);
+  const byAddress = isAddressQuery(query);
+  const targets = byAddress ? targetsForAddress(query, inventory) : targetsForClaim(query, inventory);
+  const freeIn = byAddress && targets.length === 0 ? poolsWithFree(query, inventory) : [];
+  const scope = namespace ? `namespace "${namespace}"` : "any namespace";
+  if (targets.length === 0 && freeIn.length === 0) {
+    throw new CliError(byAddress ? `no pool in ${scope} holds or contains address ${query}` : `no IPClaim or IPAddressClaim named "${query}" in ${scope}`);
+  }
+  const entries: WhoEntry[] = [];
+  for (const t of targets) {
+    const claim = claimObject(t, inventory);
+    entries.push({ ...t, owners: claim ? await ownerChain(claim, t.namespace) : [] });
+  }
+  const report: WhoReport = { query, by: byAddress ? "address" : "claim", entries, freeIn };
+  emit(io, inv.output, () => whoDocument(report), () => renderWho(report));
+  return ExitCode.ok;
+}
+
+async function preflightMove(inv: Invocation, namespace: string, io: Io): Promise<number> {
+  const inventory = await readInventory(namespace);
+  const graph = await readMoveGraph(namespace);
+  const report = preflight({ namespace, inv: inventory, ...graph });
+  emit(io, inv.output, () => preflightDocument(report), () => renderPreflight(report));
+  return preflightFails(report) ? ExitCode.findings : ExitCode.ok;
+}
+
+async function dispatch(inv: Invocation, io: Io): Promise<number> {
+  const connection = connect({ ...(inv.kubeconfig ? { kubeconfig: inv.kubeconfig } : {}), ...(inv.context ? { context: inv.context } : {}) }, io.env);
+  useServer(connection.server);
+  const namespace = inv.namespace ?? connection.defaultNamespace;
+  try {
+    switch (inv.command) {
+      case "pools":
+        return await pools(inv, inv.allNamespaces ? undefined : namespace, io);
+      case "who":
+        return await who(inv, inv.allNamespaces ? undefined : namespace, io);
+      case "free":
+        return await free(inv, namespace, io);
+      case "preflight-move":
+        return await preflightMove(inv, namespace, io);
+      default:
+        return ExitCode.ok;
+    }
+  } catch (err) {
+    // Anything a read did not classify still deserves one line naming the server.
+    throw explainReadError(err, { verb: "get", resource: "the API" }, connection.server);
+  }
+}
+
+/** Runs `kubectl ipam` with `argv`; resolves to the exit code. Never throws. */
+export async function run(argv: readonly string[], io: Io): Promise<number> {
+  try {
+    const inv = parseInvocation(argv);
+    if (inv.command === "help") {
+      io.out(`${USAGE}\n`);
+      return ExitCode.ok;
+    }
+    return await dispatch(inv, io);
+  } catch (err) {
+    const e = err instanceof CliError ? err : new CliError(err instanceof Error ? err.message : String(err));
+    io.err(`error: ${e.message}\n`);
+    return e.exitCode;
+  }
+}

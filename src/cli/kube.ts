@@ -1,0 +1,146 @@
+/**
+ * The CLI's only door to the API server: read-only calls through kubernetes-fluent-client (the stack the user asked
+ * for; reads avoid its write-path limits). The fluent client loads the kubeconfig itself on every request from
+ * `KUBECONFIG` (see kubeconfig.ts for how --kubeconfig and --context reach it).
+ */
+import { GenericKind, K8s, kind as kinds } from "kubernetes-fluent-client";
+import { WatchPhase } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
+import { CliError, explainReadError, statusOf, type Attempt } from "./errors.js";
+
+/** Enough to address a resource type over REST. `group` is "" for the core group. */
+export interface ResourceKind {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  /** False for cluster-scoped resources. */
+  namespaced: boolean;
+}
+
+/** Minimal object shape every read returns. */
+export interface Obj {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    deletionTimestamp?: string | Date;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
+  };
+}
+
+let server: string | undefined;
+
+/** Records the API server URL, so that "cannot reach" messages can name it. */
+export function useServer(url: string): void {
+  server = url;
+}
+
+/** `plural.group`, the name RBAC and kubectl use. */
+export function resourceName(k: ResourceKind): string {
+  return k.group ? `${k.plural}.${k.group}` : k.plural;
+}
+
+function client(k: ResourceKind) {
+  return K8s(GenericKind, { kindOverride: { group: k.group, version: k.version, kind: k.kind, plural: k.plural } });
+}
+
+function attempt(verb: Attempt["verb"], k: ResourceKind, namespace?: string, name?: string): Attempt {
+  return { verb, resource: resourceName(k), ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) };
+}
+
+/** Lists `k` in `namespace` (all namespaces when undefined). A 404 means the type is not served: `missing` decides. */
+export async function list<T extends Obj>(k: ResourceKind, namespace: string | undefined, opts: { labelKey?: string; missing?: "empty" | "error" } = {}): Promise<T[]> {
+  const c = client(k);
+  try {
+    const filtered = namespace && k.namespaced ? c.InNamespace(namespace) : c;
+    const withLabel = opts.labelKey ? filtered.WithLabel(opts.labelKey) : filtered;
+    const result = await withLabel.Get();
+    return result.items as unknown as T[];
+  } catch (err) {
+    if (statusOf(err) === 404) {
+      if (opts.missing === "empty") return [];
+      throw new CliError(crdMissing(k));
+    }
+    throw explainReadError(err, attempt("list", k, namespace), server);
+  }
+}
+
+/** Gets one object; undefined when it does not exist. */
+export async function get<T extends Obj>(k: ResourceKind, namespace: string, name: string): Promise<T | undefined> {
+  try {
+    const c = client(k);
+    return (await (k.namespaced ? c.InNamespace(namespace) : c).Get(name)) as unknown as T;
+  } catch (err) {
+    if (statusOf(err) === 404) return undefined;
+    throw explainReadError(err, attempt("get", k, k.namespaced ? namespace : undefined, name), server);
+  }
+}
+
+/** The message for a resource type the cluster does not serve. */
+export function crdMissing(k: ResourceKind): string {
+  const hint = k.group === "ipam.metal3.io" ? ': install them with "kubectl apply -k config/crd" or "clusterctl init --ipam metal3-ts"' : "";
+  return `the cluster does not serve ${resourceName(k)} (${k.group}/${k.version}): its CRD is not installed${hint}`;
+}
+
+/** A GET of a raw API path (discovery documents); undefined on 404. */
+export async function raw<T>(path: string): Promise<T | undefined> {
+  try {
+    return (await K8s(GenericKind).Raw(path)) as unknown as T;
+  } catch (err) {
+    if (statusOf(err) === 404) return undefined;
+    throw explainReadError(err, { verb: "get", resource: path }, server);
+  }
+}
+
+/** Labelled CRDs (cluster-scoped list). */
+export async function listCrds(labelKey: string): Promise<CrdObj[]> {
+  try {
+    const result = await K8s(kinds.CustomResourceDefinition).WithLabel(labelKey).Get();
+    return result.items as unknown as CrdObj[];
+  } catch (err) {
+    throw explainReadError(err, { verb: "list", resource: "customresourcedefinitions.apiextensions.k8s.io" }, server);
+  }
+}
+
+/** The parts of a CRD preflight-move reads. */
+export interface CrdObj extends Obj {
+  spec: {
+    group: string;
+    names: { kind: string; plural: string };
+    scope: "Namespaced" | "Cluster";
+    versions: { name: string; storage: boolean; served: boolean }[];
+  };
+}
+
+/** A change seen by a watch. */
+export type Change<T> = { type: "upsert"; object: T } | { type: "delete"; object: T };
+
+/** A running watch; `close` stops it. */
+export interface WatchHandle {
+  close(): void;
+}
+
+/**
+ * Watches `k` (list, then watch, reconnecting as the fluent client does) and reports every change. Failures of the
+ * watch are reported through `onError`; the fluent client keeps retrying.
+ */
+export async function watch<T extends Obj>(k: ResourceKind, namespace: string | undefined, onChange: (c: Change<T>) => void, onError: (message: string) => void): Promise<WatchHandle> {
+  const c = client(k);
+  const target = namespace && k.namespaced ? c.InNamespace(namespace) : c;
+  const watcher = target.Watch((object, phase) => {
+    const obj = object as unknown as T;
+    if (phase === WatchPhase.Deleted) onChange({ type: "delete", object: obj });
+    else if (phase === WatchPhase.Added || phase === WatchPhase.Modified) onChange({ type: "upsert", object: obj });
+  });
+  // The fluent client retries on its own; the user only needs to know that the picture may be stale.
+  const report = (err: unknown): void => onError(`watch of ${resourceName(k)}: ${err instanceof Error ? err.message : String(err)}`);
+  watcher.events.on("list_error", report);
+  watcher.events.on("watch_error", report);
+  await watcher.start();
+  return { close: () => watcher.close() };
+}

@@ -1,0 +1,83 @@
+/**
+ * `kubectl ipam pools --watch`: keeps the inventory current from watches (no polling) and redraws the table when it
+ * changes. On a terminal the screen is redrawn in place; piped, each new state is printed after a blank line, and
+ * only when the text differs from the last one printed.
+ */
+import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
+import type { Io } from "./commands.js";
+import { ExitCode } from "./errors.js";
+import type { Inventory } from "./inventory.js";
+import { watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
+import { styleFor } from "./output.js";
+import { poolRows, renderPools } from "./pools.js";
+import { capiKind, IPADDRESSES, IPCLAIMS, IPPOOLS, readInventory } from "./read.js";
+
+/** Objects of one kind by namespace/name, updated from a watch. */
+class Mirror<T extends Obj> {
+  private readonly items = new Map<string, T>();
+
+  constructor(initial: readonly T[]) {
+    for (const o of initial) this.items.set(this.key(o), o);
+  }
+
+  private key(o: Obj): string {
+    return `${o.metadata.namespace ?? ""}/${o.metadata.name ?? ""}`;
+  }
+
+  apply(change: Change<T>): void {
+    if (change.type === "delete") this.items.delete(this.key(change.object));
+    else this.items.set(this.key(change.object), change.object);
+  }
+
+  get values(): T[] {
+    return [...this.items.values()];
+  }
+}
+
+const CLEAR = "\u001b[H\u001b[2J";
+
+/** Watches until SIGINT/SIGTERM; resolves to the exit code. */
+export async function watchPools(namespace: string | undefined, io: Io, withNamespace: boolean): Promise<number> {
+  const first = await readInventory(namespace);
+  const mirrors = {
+    pools: new Mirror<IPPool & Obj>(first.pools),
+    claims: new Mirror<IPClaim & Obj>(first.claims),
+    addresses: new Mirror<IPAddress & Obj>(first.addresses),
+    capiClaims: new Mirror<IPAddressClaim & Obj>(first.capiClaims),
+    capiAddresses: new Mirror<CapiIPAddress & Obj>(first.capiAddresses),
+  };
+  const style = styleFor(io.isTTY, io.env);
+  let last = "";
+  let timer: NodeJS.Timeout | undefined;
+  const draw = (): void => {
+    timer = undefined;
+    const inv: Inventory = { pools: mirrors.pools.values, claims: mirrors.claims.values, addresses: mirrors.addresses.values, capiClaims: mirrors.capiClaims.values, capiAddresses: mirrors.capiAddresses.values };
+    const text = renderPools(poolRows(inv), style, withNamespace);
+    if (text === last) return;
+    io.out(io.isTTY ? `${CLEAR}${text}\n` : `${last ? "\n" : ""}${text}\n`);
+    last = text;
+  };
+  // A burst of events (a claim, its address, the pool status) draws once.
+  const changed = (): void => {
+    timer ??= setTimeout(draw, 150);
+  };
+  draw();
+  const handles: WatchHandle[] = [];
+  const start = async <T extends Obj>(kind: ResourceKind | undefined, mirror: Mirror<T>): Promise<void> => {
+    if (!kind) return;
+    handles.push(await watch<T>(kind, namespace, (c) => { mirror.apply(c); changed(); }, (message) => io.err(`warning: ${message}\n`)));
+  };
+  await start(IPPOOLS, mirrors.pools);
+  await start(IPCLAIMS, mirrors.claims);
+  await start(IPADDRESSES, mirrors.addresses);
+  await start(await capiKind("IPAddressClaim", "ipaddressclaims"), mirrors.capiClaims);
+  await start(await capiKind("IPAddress", "ipaddresses"), mirrors.capiAddresses);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  for (const h of handles) h.close();
+  if (timer) clearTimeout(timer);
+  return ExitCode.ok;
+}

@@ -1,0 +1,171 @@
+/**
+ * `kubectl ipam who ADDRESS|CLAIM`: who holds an address, or what a claim holds, with the claim's owners up to its
+ * Cluster and the host CAPM3 recorded. Pure: finding targets in an inventory and rendering; the owner chain is read
+ * elsewhere (read.ts) and handed in.
+ */
+import { CLUSTER_NAME_LABEL } from "../../api/v1alpha1/types.js";
+import { canonicalAddress, parseAddress } from "../ipam/index.js";
+import { allocatorOf, holdingsOfAddress, ipAddressClaimState, ipClaimState, type ClaimKind, type ClaimState, type Holding, type Inventory } from "./inventory.js";
+import { table } from "./output.js";
+
+/** CAPM3's annotation on a Metal3Machine naming its BareMetalHost (`namespace/name`). */
+export const BAREMETALHOST_ANNOTATION = "metal3.io/BareMetalHost";
+
+/** One object of an owner chain. */
+export interface ChainLink {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  /** The owner reference names an object that does not exist (or has another uid). */
+  missing?: boolean;
+  /** CAPM3's host annotation, when the object carries it. */
+  host?: string;
+  /** A Machine's `status.nodeRef.name`. */
+  node?: string;
+}
+
+/** A claim (of either kind) found for the query, with its record when it has one. */
+export interface Target {
+  namespace: string;
+  pool: string;
+  claimKind: ClaimKind;
+  claimName: string;
+  /** Undefined when the claim object does not exist (a dangling record or a person-made reservation). */
+  claimState?: ClaimState;
+  holding?: Holding;
+  /** Cluster named by the claim's label or spec (used when the chain does not reach one). */
+  clusterByName?: string;
+}
+
+/** A target with its owners resolved. */
+export interface WhoEntry extends Target {
+  owners: ChainLink[];
+}
+
+/** The answer. `freeIn` lists pools whose ranges contain an address nobody holds. */
+export interface WhoReport {
+  query: string;
+  by: "address" | "claim";
+  entries: WhoEntry[];
+  freeIn: { namespace: string; pool: string }[];
+}
+
+function claimTarget(inv: Inventory, kind: ClaimKind, namespace: string, name: string, holding?: Holding): Target {
+  const base = { namespace, claimKind: kind, claimName: name, ...(holding ? { holding } : {}) };
+  if (kind === "IPClaim") {
+    const c = inv.claims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+    if (!c) return { ...base, pool: holding?.pool ?? "" };
+    const cluster = c.metadata.labels?.[CLUSTER_NAME_LABEL];
+    return { ...base, pool: c.spec.pool.name, claimState: ipClaimState(c), ...(cluster ? { clusterByName: cluster } : {}) };
+  }
+  const c = inv.capiClaims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+  if (!c) return { ...base, pool: holding?.pool ?? "" };
+  const cluster = c.spec.clusterName || c.metadata.labels?.[CLUSTER_NAME_LABEL];
+  return { ...base, pool: c.spec.poolRef.name, claimState: ipAddressClaimState(c), ...(cluster ? { clusterByName: cluster } : {}) };
+}
+
+/** Targets for an address: every record holding it (both kinds). */
+export function targetsForAddress(address: string, inv: Inventory): Target[] {
+  return holdingsOfAddress(address, inv).map((h) => claimTarget(inv, h.claimKind, h.namespace, h.claimName, h));
+}
+
+/** Pools whose ranges contain `address` although no record holds it. */
+export function poolsWithFree(address: string, inv: Inventory): { namespace: string; pool: string }[] {
+  return inv.pools
+    .filter((p) => allocatorOf(p, inv).contains(address))
+    .map((p) => ({ namespace: p.metadata.namespace ?? "", pool: p.metadata.name ?? "" }));
+}
+
+/** Parses `ipclaim/NAME`, `ipaddressclaim/NAME` (kubectl's short forms too) or a bare NAME. */
+export function parseClaimQuery(query: string): { kind?: ClaimKind; name: string } {
+  const slash = query.indexOf("/");
+  if (slash < 0) return { name: query };
+  const kind = query.slice(0, slash).toLowerCase();
+  const name = query.slice(slash + 1);
+  if (["ipclaim", "ipclaims", "ipc", "ipclaim.ipam.metal3.io"].includes(kind)) return { kind: "IPClaim", name };
+  if (["ipaddressclaim", "ipaddressclaims", "ipaddressclaim.ipam.cluster.x-k8s.io"].includes(kind)) return { kind: "IPAddressClaim", name };
+  return { name: query };
+}
+
+/** Targets for a claim name: IPClaims and IPAddressClaims of that name, with their records. */
+export function targetsForClaim(query: string, inv: Inventory): Target[] {
+  const { kind, name } = parseClaimQuery(query);
+  const out: Target[] = [];
+  const record = (k: ClaimKind, namespace: string): Holding | undefined => holdingFor(inv, k, namespace, name);
+  if (kind !== "IPAddressClaim") {
+    for (const c of inv.claims.filter((x) => x.metadata.name === name)) out.push(claimTarget(inv, "IPClaim", c.metadata.namespace ?? "", name, record("IPClaim", c.metadata.namespace ?? "")));
+  }
+  if (kind !== "IPClaim") {
+    for (const c of inv.capiClaims.filter((x) => x.metadata.name === name)) out.push(claimTarget(inv, "IPAddressClaim", c.metadata.namespace ?? "", name, record("IPAddressClaim", c.metadata.namespace ?? "")));
+  }
+  return out;
+}
+
+/** The record a claim's status points at. */
+function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: string): Holding | undefined {
+  if (kind === "IPClaim") {
+    const c = inv.claims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+    const a = inv.addresses.find((x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.address?.name);
+    return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: "ipam.metal3.io", namespace, pool: a.spec.pool.name, claimKind: kind, claimName: name } : undefined;
+  }
+  const c = inv.capiClaims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+  const a = inv.capiAddresses.find((x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.addressRef?.name);
+  return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: "ipam.cluster.x-k8s.io", namespace, pool: a.spec.poolRef.name, claimKind: kind, claimName: name } : undefined;
+}
+
+/** Whether the query is an address (any spelling). */
+export function isAddressQuery(query: string): boolean {
+  return parseAddress(query) !== undefined;
+}
+
+function chainText(e: WhoEntry): string {
+  if (e.owners.length === 0) return e.clusterByName ? `none (Cluster ${e.clusterByName} by label)` : "none";
+  const links = e.owners.map((o) => `${o.kind} ${o.name}${o.missing ? " (missing)" : ""}`);
+  const reachesCluster = e.owners.some((o) => o.kind === "Cluster" && !o.missing);
+  if (!reachesCluster && e.clusterByName) links.push(`(Cluster ${e.clusterByName} by label)`);
+  return links.join(" → ");
+}
+
+function entryRows(e: WhoEntry): string[][] {
+  const rows: string[][] = [];
+  const claimLine = `${e.claimKind} ${e.claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
+  rows.push(["address", e.holding ? e.holding.address : "-"]);
+  rows.push(["pool", `${e.namespace}/${e.pool || "-"}`]);
+  rows.push(["IPAddress", e.holding ? `${e.holding.object} (${e.holding.api})` : "-"]);
+  rows.push(["claim", claimLine]);
+  rows.push(["owners", chainText(e)]);
+  const host = e.owners.find((o) => o.host)?.host;
+  const node = e.owners.find((o) => o.node)?.node;
+  if (host) rows.push(["host", host]);
+  if (node) rows.push(["node", node]);
+  return rows;
+}
+
+/** The text form: one block per entry. */
+export function renderWho(report: WhoReport): string {
+  if (report.entries.length === 0 && report.freeIn.length > 0) {
+    const where = report.freeIn.map((p) => `${p.namespace}/${p.pool}`).join(", ");
+    return `${canonicalAddress(report.query) ?? report.query} is free: nobody holds it (in the ranges of ${where})`;
+  }
+  return report.entries.map((e) => table(entryRows(e))).join("\n\n");
+}
+
+/** The machine form. */
+export function whoDocument(report: WhoReport): object {
+  return {
+    query: report.query,
+    by: report.by,
+    holders: report.entries.map((e) => ({
+      address: e.holding?.address ?? null,
+      namespace: e.namespace,
+      pool: e.pool || null,
+      ipAddress: e.holding ? { name: e.holding.object, apiGroup: e.holding.api } : null,
+      claim: { kind: e.claimKind, name: e.claimName, state: e.claimState ?? "missing" },
+      owners: e.owners.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, ...(o.missing ? { missing: true } : {}) })),
+      cluster: e.owners.find((o) => o.kind === "Cluster" && !o.missing)?.name ?? e.clusterByName ?? null,
+      host: e.owners.find((o) => o.host)?.host ?? null,
+      node: e.owners.find((o) => o.node)?.node ?? null,
+    })),
+    freeIn: report.freeIn,
+  };
+}
