@@ -7,6 +7,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { Manager } from "./controllers/manager.js";
 import { parseFlags, USAGE, type Flags } from "./flags.js";
+import { shareConnections } from "./kube/connections.js";
 import { LeaderElector } from "./runtime/leader.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
 import { PrometheusMetrics } from "./runtime/metrics.js";
@@ -17,7 +18,8 @@ function loadKubeConfig(flags: Flags): KubeConfig {
   const kc = new KubeConfig();
   if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
   else kc.loadFromDefault();
-  return kc;
+  // Every client of the process (informers' lists, writes, Events, the Lease) reuses keep-alive connections.
+  return shareConnections(kc);
 }
 
 function readFlags(): Flags {

@@ -135,6 +135,20 @@ describe("Informer (fake API server)", function () {
     expect(inf.synced).to.equal(true);
   });
 
+  it("caches objects without managedFields, from lists, watch events and our own writes alike", async () => {
+    const managed = (name: string, rv: number): KubeObject => ({ metadata: { ...thing(name, rv).metadata, managedFields: [{ manager: "kubectl", operation: "Update" }] } as KubeObject["metadata"] });
+    api.listing = { items: [managed("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    api.send("ADDED", managed("b", 11));
+    await until("b cached", () => inf.get("ns", "b") !== undefined);
+    const written = managed("c", 12);
+    inf.upsert(written);
+    for (const name of ["a", "b", "c"]) expect(inf.get("ns", name)?.metadata, name).to.not.have.property("managedFields");
+    expect(written.metadata, "the caller's object is left as it was").to.have.property("managedFields");
+  });
+
   it("aborts a silent watch through its watchdog and resumes it without relisting", async () => {
     api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
     const inf = makeInformer({ watchdogMs: 300 });

@@ -240,7 +240,8 @@ export class Informer<T extends KubeObject> {
     return tomb !== undefined && Number.isFinite(rv) && rv <= tomb.rv;
   }
 
-  private put(key: string, obj: T, old: T | undefined): void {
+  private put(key: string, received: T, old: T | undefined): void {
+    const obj = withoutManagedFields(received);
     this.tombstones.delete(key);
     if (old) this.unindex(key, old);
     this.store.set(key, obj);
@@ -505,4 +506,16 @@ export class Informer<T extends KubeObject> {
       this.put(key, obj, old);
     }
   }
+}
+
+/**
+ * `obj` without `metadata.managedFields`: the server-side-apply bookkeeping is often the larger part of a small object
+ * and nothing here reads it, so the cache does not keep it (controller-runtime strips it by default for the same
+ * reason). The object itself is not changed: a caller may still hold it.
+ */
+function withoutManagedFields<T extends KubeObject>(obj: T): T {
+  if (!("managedFields" in obj.metadata)) return obj;
+  const metadata = { ...obj.metadata } as T["metadata"] & { managedFields?: unknown };
+  delete metadata.managedFields;
+  return { ...obj, metadata };
 }

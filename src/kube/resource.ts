@@ -13,6 +13,7 @@ import {
   type RequestContext,
   type ResponseContext,
 } from "@kubernetes/client-node";
+import { shareConnections } from "./connections.js";
 import { statusCodeOf } from "./errors.js";
 import type { ObjectMeta } from "../../api/v1alpha1/types.js";
 
@@ -99,7 +100,7 @@ export class ResourceClient<T extends KubeObject> {
     readonly type: ResourceType,
     private readonly clientOptions: ResourceClientOptions = {},
   ) {
-    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.api = shareConnections(kubeConfig).makeApiClient(CustomObjectsApi);
   }
 
   /** Runs one request with a deadline; an abort becomes a RequestTimeoutError naming the request. */
