@@ -148,7 +148,8 @@ export interface IPClaimSpec {
 }
 
 export interface IPClaimStatus {
-  address?: ObjectRef;
+  /** `name` optional as in the CRD (and Metal3's): a client may write a reference without one. */
+  address?: ObjectReference;
   errorMessage?: string;
   conditions?: Condition[];
 }
