@@ -133,7 +133,7 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
         if (capiBound.length < 300 || m3.length < 300) return undefined;
         const capiAddrs = (await capi.addresses.list(ns)).items.map((a) => a.spec.address);
         const m3ByName = new Map((await c.addresses.list(ns)).items.map((a) => [a.metadata.name ?? "", a.spec.address]));
-        return [...capiAddrs, ...m3.map((x) => m3ByName.get(x.status!.address!.name)!)];
+        return [...capiAddrs, ...m3.map((x) => m3ByName.get(x.status!.address!.name ?? "")!)];
       }, 240_000, 1_000);
       expect(addresses).to.have.length(600);
       expect(new Set(addresses).size).to.equal(600);

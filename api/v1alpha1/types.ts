@@ -62,12 +62,25 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean;
 }
 
-/** Reference to another object by name; `namespace` empty means "the referrer's namespace". */
-export interface ObjectRef {
-  name: string;
-  namespace?: string;
+/**
+ * Kubernetes `corev1.ObjectReference`, which Metal3 uses for every reference: all fields optional. The CRDs keep them
+ * all so objects written by Metal3 clients round-trip without pruning; only `name` and `namespace` carry meaning here.
+ */
+export interface ObjectReference {
+  apiVersion?: string;
+  fieldPath?: string;
   /** As written by the client (Metal3 clients may set it); only compared for immutability, never interpreted. */
   kind?: string;
+  name?: string;
+  /** Empty means "the referrer's namespace". */
+  namespace?: string;
+  resourceVersion?: string;
+  uid?: string;
+}
+
+/** An `ObjectReference` whose `name` the schema requires (the references in a spec). */
+export interface ObjectRef extends ObjectReference {
+  name: string;
 }
 
 /** Kubernetes `metav1.Condition`. */
@@ -135,7 +148,8 @@ export interface IPClaimSpec {
 }
 
 export interface IPClaimStatus {
-  address?: ObjectRef;
+  /** `name` optional as in the CRD (and Metal3's): a client may write a reference without one. */
+  address?: ObjectReference;
   errorMessage?: string;
   conditions?: Condition[];
 }

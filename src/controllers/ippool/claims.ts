@@ -8,6 +8,7 @@ import {
   Reasons,
   type IPAddress,
   type IPClaim,
+  type ObjectReference,
   type Reason,
 } from "../../../api/v1alpha1/types.js";
 import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
@@ -147,7 +148,7 @@ export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reaso
 async function writeClaimStatus(
   ctx: ApplyContext,
   claim: IPClaim,
-  address: { name: string; namespace?: string } | undefined,
+  address: ObjectReference | undefined,
   errorMessage: string | undefined,
   ready: { reason: Reason; message: string },
 ): Promise<void> {
