@@ -4,23 +4,16 @@
  * successor takes over at once; a lost Lease ends the process at once (a restart begins from the API server's state,
  * which the allocation path is designed for).
  */
-import { KubeConfig } from "@kubernetes/client-node";
 import { Manager } from "./controllers/manager.js";
 import { parseFlags, USAGE, type Flags } from "./flags.js";
-import { shareConnections } from "./kube/connections.js";
+import type { ClusterAccess } from "./kube/access.js";
+import { loadClusterAccess } from "./kube/kubeconfig.js";
 import { LeaderElector } from "./runtime/leader.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
 import { PrometheusMetrics } from "./runtime/metrics.js";
 import { startProbeServer } from "./runtime/probes.js";
 import { startWebhookServer, type WebhookServer } from "./webhooks/server.js";
 
-function loadKubeConfig(flags: Flags): KubeConfig {
-  const kc = new KubeConfig();
-  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-  else kc.loadFromDefault();
-  // Every client of the process (informers' lists, writes, Events, the Lease) reuses keep-alive connections.
-  return shareConnections(kc);
-}
 
 function readFlags(): Flags {
   try {
@@ -32,7 +25,7 @@ function readFlags(): Flags {
   }
 }
 
-async function startWebhooks(flags: Flags, kc: KubeConfig, logger: Logger, metrics: PrometheusMetrics): Promise<WebhookServer | undefined> {
+async function startWebhooks(flags: Flags, kc: ClusterAccess, logger: Logger, metrics: PrometheusMetrics): Promise<WebhookServer | undefined> {
   if (flags.webhookPort === 0) return undefined;
   const selfManaged = flags.webhookSelfManaged
     ? {
@@ -56,7 +49,8 @@ async function startWebhooks(flags: Flags, kc: KubeConfig, logger: Logger, metri
 async function main(): Promise<void> {
   const flags = readFlags();
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat });
-  const kc = loadKubeConfig(flags);
+  // Every client of the process (informers, writes, Events, the Lease) shares its keep-alive connections.
+  const kc = await loadClusterAccess(flags.kubeconfig || undefined);
   const metrics = new PrometheusMetrics();
   const manager = new Manager(kc, { namespace: flags.namespace, poolConcurrency: flags.poolConcurrency, logger, metrics });
   const webhook = await startWebhooks(flags, kc, logger, metrics);

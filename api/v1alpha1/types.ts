@@ -41,6 +41,8 @@ export const CLUSTERCTL_LABEL = "clusterctl.cluster.x-k8s.io";
 
 export interface ObjectMeta {
   name?: string;
+  /** Prefix of a name the API server completes (creates only). */
+  generateName?: string;
   namespace?: string;
   uid?: string;
   resourceVersion?: string;

@@ -3,10 +3,9 @@
  * (v1beta2 preferred, v1beta1 for older management clusters); without Cluster API's CRDs the cache stays empty and
  * keeps retrying, so Clusters installed later are noticed.
  */
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { PAUSED_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
-import { isNotFound } from "../kube/errors.js";
-import type { KubeObject, ResourceType } from "../kube/resource.js";
+import type { Kube } from "../kube/access.js";
+import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
 
 export interface Cluster extends KubeObject {
   spec?: { paused?: boolean };
@@ -22,15 +21,9 @@ export function clusterType(version: string): ResourceType {
 }
 
 /** The newest Cluster version the API server serves, or v1beta2 when none is (yet). */
-export async function discoverClusterVersion(kc: KubeConfig): Promise<{ version: string; served: boolean }> {
-  const api = kc.makeApiClient(CustomObjectsApi);
+export async function discoverClusterVersion(kube: Kube): Promise<{ version: string; served: boolean }> {
   for (const version of ["v1beta2", "v1beta1"]) {
-    try {
-      await api.listClusterCustomObject({ group: CLUSTER_GROUP, version, plural: "clusters", limit: 1 });
-      return { version, served: true };
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    if (await new ResourceClient(kube, clusterType(version)).served()) return { version, served: true };
   }
   return { version: "v1beta2", served: false };
 }

@@ -7,8 +7,8 @@
  * waiting on an exhausted pool does not flood the namespace. The recorder remembers the Events it wrote in a bounded
  * map; an Event that is gone (its TTL expired, someone deleted it) is simply written anew.
  */
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import type { KubeObject } from "../kube/resource.js";
+import type { Kube } from "../kube/access.js";
+import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import { describeError, isNotFound } from "../kube/errors.js";
 import type { Logger } from "../runtime/logger.js";
 
@@ -38,8 +38,25 @@ interface Tracked {
   lastSeenMs: number;
 }
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 const MAX_MESSAGE = 1024;
+
+/** The core/v1 Event fields we write. */
+interface CoreEvent extends KubeObject {
+  involvedObject: { apiVersion?: string; kind?: string; name?: string; namespace: string; uid?: string; resourceVersion?: string };
+  reason: string;
+  message: string;
+  type: string;
+  count: number;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  source: { component: string };
+  reportingComponent: string;
+}
+
+const EVENT_TYPE = { group: "", version: "v1", plural: "events", kind: "Event", namespaced: true };
+
+/** RFC 3339 in whole seconds, as Kubernetes writes times. */
+const timestamp = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, "Z");
 
 /** What makes two occurrences "the same Event": the object (this incarnation of it), type, reason and message. */
 export function aggregationKey(obj: KubeObject, type: string, reason: string, message: string): string {
@@ -48,7 +65,7 @@ export function aggregationKey(obj: KubeObject, type: string, reason: string, me
 }
 
 export class EventRecorder implements EventSink {
-  private readonly api: CoreV1Api;
+  private readonly events: ResourceClient<CoreEvent>;
   private readonly tracked = new Map<string, Tracked>();
   /** Per key, the write in flight: occurrences of one Event are written one after the other, never raced. */
   private readonly chains = new Map<string, Promise<void>>();
@@ -56,8 +73,8 @@ export class EventRecorder implements EventSink {
   private readonly maxTracked: number;
   private readonly clock: () => Date;
 
-  constructor(kc: KubeConfig, private readonly logger: Logger, options: EventRecorderOptions = {}) {
-    this.api = kc.makeApiClient(CoreV1Api);
+  constructor(kube: Kube, private readonly logger: Logger, options: EventRecorderOptions = {}) {
+    this.events = new ResourceClient<CoreEvent>(kube, EVENT_TYPE);
     this.windowMs = options.aggregateWindowMs ?? 600_000;
     this.maxTracked = options.maxTracked ?? 4096;
     this.clock = options.clock ?? (() => new Date());
@@ -91,14 +108,14 @@ export class EventRecorder implements EventSink {
       this.remember(key, { ...seen, count: seen.count + 1, lastSeenMs: now.getTime() });
       return;
     }
-    const created = await this.api.createNamespacedEvent({ namespace: namespaceOf(obj), body: newEvent(obj, type, reason, message, now) });
+    const created = await this.events.create(namespaceOf(obj), newEvent(obj, type, reason, message, now));
     this.remember(key, { namespace: namespaceOf(obj), name: created.metadata?.name ?? "", count: 1, lastSeenMs: now.getTime() });
   }
 
   /** Adds one occurrence to an Event already written; false when it no longer exists. */
   private async bump(seen: Tracked, now: Date): Promise<boolean> {
     try {
-      await this.api.patchNamespacedEvent({ name: seen.name, namespace: seen.namespace, body: { count: seen.count + 1, lastTimestamp: now.toISOString() } }, mergePatch);
+      await this.events.patch(seen.namespace, seen.name, { count: seen.count + 1, lastTimestamp: timestamp(now) });
       return true;
     } catch (err) {
       if (isNotFound(err)) return false;
@@ -122,7 +139,7 @@ function namespaceOf(obj: KubeObject): string {
   return obj.metadata.namespace ?? "default";
 }
 
-function newEvent(obj: KubeObject, type: string, reason: string, message: string, now: Date): CoreV1Event {
+function newEvent(obj: KubeObject, type: string, reason: string, message: string, now: Date): CoreEvent {
   const namespace = namespaceOf(obj);
   return {
     metadata: { generateName: `${obj.metadata.name ?? "object"}.` },
@@ -138,8 +155,8 @@ function newEvent(obj: KubeObject, type: string, reason: string, message: string
     message: message.slice(0, MAX_MESSAGE),
     type,
     count: 1,
-    firstTimestamp: now,
-    lastTimestamp: now,
+    firstTimestamp: timestamp(now),
+    lastTimestamp: timestamp(now),
     source: { component: COMPONENT },
     reportingComponent: COMPONENT,
   };

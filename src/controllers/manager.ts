@@ -2,7 +2,7 @@
  * Wires informers to the pool-keyed work queue and the reconciler. Watch mappers are one-liners: every event of a
  * pool, claim, IPAddress or Cluster becomes the key of the pool(s) it affects.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Logger } from "../runtime/logger.js";
 import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
@@ -36,7 +36,7 @@ export class Manager {
   private bridge?: CapiBridge;
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly kubeConfig: Kube,
     private readonly options: ManagerOptions,
   ) {}
 

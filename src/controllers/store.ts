@@ -3,7 +3,7 @@
  * response into the cache at once (read-your-writes, spec §3.4), so the next decision never relies on a watch event
  * that has not arrived yet.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import {
   DELETE_FOR_MOVE_ANNOTATION,
   GROUP,
@@ -62,7 +62,7 @@ export class Store {
 
   private readonly informerOptions: ConstructorParameters<typeof Informer>[2];
 
-  constructor(readonly kubeConfig: KubeConfig, options: StoreOptions) {
+  constructor(readonly kubeConfig: Kube, options: StoreOptions) {
     const informerOptions = {
       namespace: options.namespace,
       resyncMs: options.resyncMs,

@@ -17,7 +17,7 @@
  * a write's answer that arrives after the watch reported the deletion (the patch that removed the last finalizer)
  * cannot bring the object back into the cache, where nothing would ever remove it again.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "./access.js";
 import type { Logger } from "../runtime/logger.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
 import type { KubeObject, ListResult, ResourceClient } from "./resource.js";
@@ -123,7 +123,7 @@ export class Informer<T extends KubeObject> {
   private lastWatchEvents = 0;
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly kube: Kube,
     readonly client: ResourceClient<T>,
     private readonly options: InformerOptions,
   ) {}
@@ -440,7 +440,7 @@ export class Informer<T extends KubeObject> {
     this.lastWatchEvents = 0;
     this.counters.watches++;
     try {
-      await streamWatch(this.kubeConfig, {
+      await streamWatch(this.kube, {
         path: this.client.collectionPath(this.options.namespace),
         query: {
           resourceVersion: this.resourceVersion || undefined,

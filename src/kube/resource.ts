@@ -2,20 +2,12 @@
  * A typed client for one custom resource, through the generic CustomObjectsApi (which sends objects verbatim; the
  * typed APIs of client-node re-serialize through models and drop unknown keys).
  */
-import {
-  CustomObjectsApi,
-  Observable,
-  PatchStrategy,
-  setHeaderOptions,
-  type ConfigurationOptions,
-  type KubeConfig,
-  type ObservableMiddleware,
-  type RequestContext,
-  type ResponseContext,
-} from "@kubernetes/client-node";
-import { shareConnections } from "./connections.js";
+import type { Kube } from "./access.js";
 import { statusCodeOf } from "./errors.js";
+import { apiRequest, RequestTimeoutError, type ApiRequest, type Query } from "./transport.js";
 import type { ObjectMeta } from "../../api/v1alpha1/types.js";
+
+export { RequestTimeoutError };
 
 /** The minimum every object we cache has. */
 export interface KubeObject {
@@ -37,8 +29,6 @@ export interface ListResult<T> {
   resourceVersion: string;
 }
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-
 /**
  * Default deadline of every request. The API server ends ordinary requests after 60 s itself (`--request-timeout`),
  * so this only bites when the server cannot answer at all (stopped, or a connection that died without a reset); then
@@ -46,32 +36,8 @@ const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
  */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 70_000;
 
-/** Thrown when a request got no answer within its deadline. Whether a write took effect is then unknown. */
-export class RequestTimeoutError extends Error {
-  override name = "RequestTimeoutError";
-}
-
-/**
- * Per-request options adding an abort deadline to `base`; the timer starts when the request is sent. `clear` cancels
- * it once the call settled, so no timer (and no signal) outlives its request.
- */
-function withDeadline(ms: number, base?: ConfigurationOptions): { options: ConfigurationOptions; clear: () => void } {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline: ObservableMiddleware = {
-    pre: (ctx: RequestContext) => {
-      const abort = new AbortController();
-      timer = setTimeout(() => abort.abort(), ms);
-      timer.unref();
-      ctx.setSignal(abort.signal);
-      return new Observable(Promise.resolve(ctx));
-    },
-    post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-  };
-  const options: ConfigurationOptions = { ...base, middleware: [...(base?.middleware ?? []), deadline], middlewareMergeStrategy: "append" };
-  return { options, clear: () => clearTimeout(timer) };
-}
-
-const isAbort = (err: unknown): boolean => typeof err === "object" && err !== null && (err as { name?: unknown }).name === "AbortError";
+const MERGE_PATCH = "application/merge-patch+json";
+const JSON_PATCH = "application/json-patch+json";
 
 /** Options of {@link ResourceClient.list}. */
 export interface ListOptions {
@@ -80,6 +46,8 @@ export interface ListOptions {
   fieldSelector?: string;
   /** A resourceVersion the answer must be at least as new as. */
   notOlderThan?: string;
+  /** Stop after the first page of at most this many objects (a probe). */
+  limit?: number;
 }
 
 export interface ResourceClientOptions {
@@ -88,44 +56,33 @@ export interface ResourceClientOptions {
 }
 
 /**
- * CRUD for one resource type. Methods reject with client-node's ApiException (classify with ./errors.ts), with a
- * network error, or with {@link RequestTimeoutError} when the deadline passed.
+ * CRUD for one resource type (custom or built-in, namespaced or cluster-scoped; `namespace` is ignored for
+ * cluster-scoped types). Methods reject with an ApiError (classify with ./errors.ts), a network error, or a
+ * {@link RequestTimeoutError} when the deadline passed.
  */
 export class ResourceClient<T extends KubeObject> {
-  private readonly api: CustomObjectsApi;
   private fieldSelectorsWork = true;
 
   constructor(
-    readonly kubeConfig: KubeConfig,
+    readonly kube: Kube,
     readonly type: ResourceType,
     private readonly clientOptions: ResourceClientOptions = {},
-  ) {
-    this.api = shareConnections(kubeConfig).makeApiClient(CustomObjectsApi);
-  }
+  ) {}
 
-  /** Runs one request with a deadline; an abort becomes a RequestTimeoutError naming the request. */
-  private async call<R>(what: string, send: (options: ConfigurationOptions) => Promise<unknown>, timeoutMs?: number, base?: ConfigurationOptions): Promise<R> {
+  private async send<R>(what: string, req: Omit<ApiRequest, "what" | "timeoutMs">, timeoutMs?: number): Promise<R> {
     const ms = timeoutMs ?? this.clientOptions.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    const deadline = withDeadline(ms, base);
-    try {
-      return (await send(deadline.options)) as R;
-    } catch (err) {
-      if (isAbort(err)) throw new RequestTimeoutError(`${what} ${this.type.plural} got no answer within ${ms} ms`);
-      throw err;
-    } finally {
-      deadline.clear();
-    }
+    return await apiRequest<R>(this.kube, { ...req, what: `${what} ${this.type.plural}`, timeoutMs: ms });
   }
 
-  private base(): { group: string; version: string; plural: string } {
-    return { group: this.type.group, version: this.type.version, plural: this.type.plural };
-  }
-
-  /** URL path of the collection, for watches. */
+  /** URL path of the collection (all namespaces without `namespace`), for lists and watches. */
   collectionPath(namespace?: string): string {
     const { group, version, plural } = this.type;
     const prefix = group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
-    return namespace ? `${prefix}/namespaces/${namespace}/${plural}` : `${prefix}/${plural}`;
+    return namespace && this.type.namespaced ? `${prefix}/namespaces/${namespace}/${plural}` : `${prefix}/${plural}`;
+  }
+
+  private objectPath(namespace: string, name: string, subresource?: string): string {
+    return `${this.collectionPath(namespace)}/${encodeURIComponent(name)}${subresource ? `/${subresource}` : ""}`;
   }
 
   /**
@@ -140,21 +97,16 @@ export class ResourceClient<T extends KubeObject> {
     let resourceVersion = "";
     do {
       // The first page pins the snapshot; later pages carry it in the continue token and must not repeat it.
-      const query = {
-        ...this.base(),
-        limit: 500,
-        _continue: continueToken,
-        ...(options.fieldSelector ? { fieldSelector: options.fieldSelector } : {}),
+      const query: Query = {
+        limit: options.limit ?? 500,
+        continue: continueToken,
+        fieldSelector: options.fieldSelector,
         ...(!continueToken && options.notOlderThan ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" } : {}),
       };
-      const page = await this.call<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
-        "list",
-        (o) => (namespace ? this.api.listNamespacedCustomObject({ ...query, namespace }, o) : this.api.listClusterCustomObject(query, o)),
-        options.timeoutMs,
-      );
+      const page = await this.send<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>("list", { method: "GET", path: this.collectionPath(namespace), query }, options.timeoutMs);
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      continueToken = page.metadata?.continue || undefined;
+      continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
     } while (continueToken);
     return { items, resourceVersion };
   }
@@ -176,13 +128,30 @@ export class ResourceClient<T extends KubeObject> {
     return (await this.list(namespace, options)).items.filter((obj) => read(obj) === value);
   }
 
+  /** Whether the API server serves this resource at all (a one-object list; 404 means not served). */
+  async served(): Promise<boolean> {
+    try {
+      await this.list(undefined, { limit: 1 });
+      return true;
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return false;
+      throw err;
+    }
+  }
+
   async get(namespace: string, name: string): Promise<T> {
-    return await this.call<T>("get", (o) => this.api.getNamespacedCustomObject({ ...this.base(), namespace, name }, o));
+    return await this.send<T>("get", { method: "GET", path: this.objectPath(namespace, name) });
   }
 
   async create(namespace: string, body: T): Promise<T> {
     const full = { apiVersion: this.apiVersion(), kind: this.type.kind, ...body };
-    return await this.call<T>("create", (o) => this.api.createNamespacedCustomObject({ ...this.base(), namespace, body: full }, o));
+    return await this.send<T>("create", { method: "POST", path: this.collectionPath(namespace), body: full });
+  }
+
+  /** Full update (PUT); carries the body's resourceVersion, so a stale one answers 409. */
+  async replace(namespace: string, name: string, body: T): Promise<T> {
+    const full = { apiVersion: this.apiVersion(), kind: this.type.kind, ...body };
+    return await this.send<T>("update", { method: "PUT", path: this.objectPath(namespace, name), body: full });
   }
 
   /**
@@ -190,18 +159,23 @@ export class ResourceClient<T extends KubeObject> {
    * answers 409 Conflict when the object changed since (optimistic locking).
    */
   async patch(namespace: string, name: string, patch: object): Promise<T> {
-    return await this.call<T>("patch", (o) => this.api.patchNamespacedCustomObject({ ...this.base(), namespace, name, body: patch }, o), undefined, mergePatch);
+    return await this.send<T>("patch", { method: "PATCH", path: this.objectPath(namespace, name), body: patch, contentType: MERGE_PATCH });
+  }
+
+  /** JSON patch (RFC 6902): for edits a merge patch cannot express (one element of a list). */
+  async patchJson(namespace: string, name: string, operations: readonly object[]): Promise<T> {
+    return await this.send<T>("patch", { method: "PATCH", path: this.objectPath(namespace, name), body: operations, contentType: JSON_PATCH });
   }
 
   /** Merge patch of the status subresource; conditional like patch(). */
   async patchStatus(namespace: string, name: string, patch: object): Promise<T> {
-    return await this.call<T>("patch status of", (o) => this.api.patchNamespacedCustomObjectStatus({ ...this.base(), namespace, name, body: patch }, o), undefined, mergePatch);
+    return await this.send<T>("patch status of", { method: "PATCH", path: this.objectPath(namespace, name, "status"), body: patch, contentType: MERGE_PATCH });
   }
 
   /** Deletes; with `uid`, only that incarnation of the object (a same-named successor is left alone). */
   async delete(namespace: string, name: string, uid?: string): Promise<void> {
-    const body = uid ? { preconditions: { uid } } : undefined;
-    await this.call("delete", (o) => this.api.deleteNamespacedCustomObject({ ...this.base(), namespace, name, body }, o));
+    const body = uid ? { kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid } } : undefined;
+    await this.send("delete", { method: "DELETE", path: this.objectPath(namespace, name), ...(body ? { body } : {}) });
   }
 
   apiVersion(): string {

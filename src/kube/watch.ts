@@ -5,8 +5,9 @@
  * error status as `statusCode`, not as the `code` that ./errors.ts classifies.
  */
 import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest, type RequestOptions } from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { request as httpsRequest } from "node:https";
+import { accessOf, type Kube } from "./access.js";
+import { requestOptionsFor, urlOf } from "./transport.js";
 
 /** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with its object. */
 export interface WatchEvent {
@@ -36,18 +37,14 @@ const MAX_ERROR_BODY = 64 * 1024;
  * abort, on a stream cut short, and on a non-200 answer with an Error whose `code` is the HTTP status and whose
  * message is the Status message the server sent.
  */
-export async function streamWatch(kc: KubeConfig, req: WatchRequest): Promise<void> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("the kubeconfig has no current cluster");
-  const url = new URL(cluster.server.replace(/\/+$/, "") + req.path);
-  url.searchParams.set("watch", "true");
-  for (const [key, value] of Object.entries(req.query)) if (value !== undefined) url.searchParams.set(key, String(value));
-  const options: RequestOptions = {};
-  // Client certificates, CA, bearer tokens (exec and auth providers included) and the agent, as for any API call.
-  await kc.applyToHTTPSOptions(options);
+export async function streamWatch(kube: Kube, req: WatchRequest): Promise<void> {
+  const access = accessOf(kube);
+  const url = urlOf(access, req.path, { ...req.query, watch: true });
+  // Credentials and the keep-alive pool of every other request; the watch holds its connection until it ends.
+  const options = await requestOptionsFor(access, "GET", {}, req.signal);
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return await new Promise<void>((resolve, reject) => {
-    const request = send(url, { ...options, method: "GET", signal: req.signal, headers: { ...options.headers, Accept: "application/json" } }, (res) => {
+    const request = send(url, options, (res) => {
       if (res.statusCode !== 200) {
         readErrorBody(res).then(reject, reject);
         return;

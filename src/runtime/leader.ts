@@ -7,7 +7,7 @@
  */
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import { describeError, isConflict, isNotFound } from "../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "./logger.js";
@@ -52,7 +52,7 @@ export class LeaderElector {
   /** The last lease record we saw and when we saw it change (local clock). */
   private observed?: { record: string; at: number };
 
-  constructor(kc: KubeConfig, private readonly options: LeaderElectionOptions) {
+  constructor(kc: Kube, private readonly options: LeaderElectionOptions) {
     this.identity = options.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
     this.client = new ResourceClient<Lease>(kc, { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease", namespaced: true });
   }

@@ -5,9 +5,9 @@
  * Run it periodically: whoever resets a bundle (a re-applied manifest, `kubectl apply` of config/webhook) gets it
  * repaired on the next sync.
  */
-import { AdmissionregistrationV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import { describeError, isNotFound } from "../kube/errors.js";
+import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
 
 /** A webhook configuration to keep current. */
@@ -27,7 +27,12 @@ interface WebhookLike {
   clientConfig?: { caBundle?: string };
 }
 
-const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+interface WebhookConfiguration extends KubeObject {
+  webhooks?: WebhookLike[];
+}
+
+const configurations = (kube: Kube, plural: string, kind: string): ResourceClient<WebhookConfiguration> =>
+  new ResourceClient<WebhookConfiguration>(kube, { group: "admissionregistration.k8s.io", version: "v1", plural, kind, namespaced: false });
 
 /** The patch that puts `bundle` (base64) into every webhook that lacks it; empty when all carry it. */
 export function bundlePatch(webhooks: readonly WebhookLike[], bundle: string): PatchOp[] {
@@ -42,16 +47,19 @@ export function bundlePatch(webhooks: readonly WebhookLike[], bundle: string): P
 
 /** See the file header. */
 export class CaBundleInjector {
-  private readonly api: AdmissionregistrationV1Api;
+  private readonly clients: Record<BundleTarget["kind"], ResourceClient<WebhookConfiguration>>;
   /** Last problem logged per configuration, so a lasting one is logged once. */
   private readonly problems = new Map<string, string>();
 
   constructor(
-    kubeConfig: KubeConfig,
+    kube: Kube,
     private readonly targets: readonly BundleTarget[],
     private readonly logger: Logger,
   ) {
-    this.api = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+    this.clients = {
+      mutating: configurations(kube, "mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+      validating: configurations(kube, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+    };
   }
 
   /**
@@ -67,18 +75,14 @@ export class CaBundleInjector {
   private async syncOne(target: BundleTarget, bundle: string): Promise<boolean> {
     const key = `${target.kind}/${target.name}`;
     try {
-      const config =
-        target.kind === "mutating"
-          ? await this.api.readMutatingWebhookConfiguration({ name: target.name })
-          : await this.api.readValidatingWebhookConfiguration({ name: target.name });
+      const client = this.clients[target.kind];
+      const config = await client.get("", target.name);
       const ops = bundlePatch(config.webhooks ?? [], bundle);
       if (ops.length === 0) {
         this.problems.delete(key);
         return true;
       }
-      const request = { name: target.name, body: ops };
-      if (target.kind === "mutating") await this.api.patchMutatingWebhookConfiguration(request, jsonPatch);
-      else await this.api.patchValidatingWebhookConfiguration(request, jsonPatch);
+      await client.patchJson("", target.name, ops);
       this.problems.delete(key);
       this.logger.info("Injected CA bundle", { configuration: key, webhooks: ops.length / 2 });
       return true;

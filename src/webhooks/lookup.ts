@@ -2,7 +2,7 @@
  * What the webhooks read from the cluster: the pools of a namespace (for the warnings of spec §6) and the addresses
  * in use in a pool (to refuse ranges that would drop them). An interface, so handler tests inject plain data.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import {
   GROUP,
   IPADDRESS_KIND,
@@ -26,7 +26,7 @@ export interface ClusterLookup {
  * The lookup through the API server (quorum reads, all pages; a pool's addresses through the `spec.pool.name` field
  * selector where the server supports it). Needs list on `ippools` and `ipaddresses`, which the controller has anyway.
  */
-export function kubeLookup(kubeConfig: KubeConfig): ClusterLookup {
+export function kubeLookup(kubeConfig: Kube): ClusterLookup {
   const type = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
   const pools = new ResourceClient<IPPool>(kubeConfig, type(IPPOOL_KIND, IPPOOL_PLURAL));
   const addresses = new ResourceClient<IPAddress>(kubeConfig, type(IPADDRESS_KIND, IPADDRESS_PLURAL));

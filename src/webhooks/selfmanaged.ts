@@ -9,9 +9,9 @@
  * renewals use optimistic locking and every replica picks the new pair up on its next resync. Without `secretName`
  * they live in memory: fine for one replica (a restart makes a new CA and re-patches the bundle).
  */
-import { CoreV1Api } from "@kubernetes/client-node";
-import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import { isConflict, isNotFound } from "../kube/errors.js";
+import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
 import { CaBundleInjector } from "./cabundle.js";
 import type { CertificateSource } from "./certdir.js";
@@ -27,7 +27,7 @@ import type { CertificatePair } from "./pki.js";
 /** Options of the self-managed mode. */
 export interface SelfManagedOptions {
   /** Client for the webhook configurations (get, patch) and the Secret (get, create, update). */
-  kubeConfig: KubeConfig;
+  kubeConfig: Kube;
   /** Name of the MutatingWebhookConfiguration to keep current. */
   mutatingName: string;
   /** Name of the ValidatingWebhookConfiguration to keep current. */
@@ -69,7 +69,13 @@ function renewed(current: Bundle | undefined, hosts: readonly string[]): Bundle 
   return { ca, serving: issueServingCertificate(ca, hosts) };
 }
 
-function fromSecret(secret: V1Secret): Bundle {
+/** The core/v1 Secret fields we read and write. */
+interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+
+function fromSecret(secret: Secret): Bundle {
   const d = secret.data ?? {};
   return {
     ca: { certPem: unb64(d["ca.crt"]), keyPem: unb64(d["ca.key"]) },
@@ -77,7 +83,7 @@ function fromSecret(secret: V1Secret): Bundle {
   };
 }
 
-function toSecret(name: string, namespace: string, bundle: Bundle, base?: V1Secret): V1Secret {
+function toSecret(name: string, namespace: string, bundle: Bundle, base?: Secret): Secret {
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -93,11 +99,11 @@ function toSecret(name: string, namespace: string, bundle: Bundle, base?: V1Secr
 }
 
 /** Reads the shared Secret, renewing (or creating) it when needed; retries a lost race by adopting the winner's. */
-async function obtainFromSecret(core: CoreV1Api, namespace: string, name: string, hosts: readonly string[]): Promise<Bundle> {
+async function obtainFromSecret(secrets: ResourceClient<Secret>, namespace: string, name: string, hosts: readonly string[]): Promise<Bundle> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    let secret: V1Secret | undefined;
+    let secret: Secret | undefined;
     try {
-      secret = await core.readNamespacedSecret({ name, namespace });
+      secret = await secrets.get(namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -105,8 +111,8 @@ async function obtainFromSecret(core: CoreV1Api, namespace: string, name: string
     const next = renewed(current, hosts);
     if (next === current) return current;
     try {
-      if (secret) await core.replaceNamespacedSecret({ name, namespace, body: toSecret(name, namespace, next, secret) });
-      else await core.createNamespacedSecret({ namespace, body: toSecret(name, namespace, next) });
+      if (secret) await secrets.replace(namespace, name, toSecret(name, namespace, next, secret));
+      else await secrets.create(namespace, toSecret(name, namespace, next));
       return next;
     } catch (err) {
       if (!isConflict(err)) throw err;
@@ -146,7 +152,8 @@ export class SelfManagedSource implements CertificateSource {
 
   private static async obtain(options: SelfManagedOptions, hosts: readonly string[], current: Bundle | undefined): Promise<Bundle> {
     if (!options.secretName) return renewed(current, hosts);
-    return await obtainFromSecret(options.kubeConfig.makeApiClient(CoreV1Api), options.namespace, options.secretName, hosts);
+    const secrets = new ResourceClient<Secret>(options.kubeConfig, { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true });
+    return await obtainFromSecret(secrets, options.namespace, options.secretName, hosts);
   }
 
   current(): CertificatePair {

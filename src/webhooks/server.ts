@@ -7,7 +7,7 @@ import { X509Certificate } from "node:crypto";
 import { createServer } from "node:https";
 import type { Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../kube/access.js";
 import type { Logger } from "../runtime/logger.js";
 import type { WebhookMetrics } from "../runtime/metrics.js";
 import { CertDirSource } from "./certdir.js";
@@ -39,7 +39,7 @@ export interface WebhookServerOptions {
   /** Self-managed mode: make a CA and certificate and keep the configurations' `caBundle` current. */
   selfManaged?: SelfManagedOptions;
   /** Client for the lookups the handlers make (pools of a namespace, addresses in use); default `selfManaged.kubeConfig`. */
-  kubeConfig?: KubeConfig;
+  kubeConfig?: Kube;
   /** Replaces the lookups through `kubeConfig` (tests). One of the two (or `selfManaged`) is required. */
   lookup?: ClusterLookup;
   logger: Logger;

@@ -5,7 +5,6 @@
  * the log; discovery is retried every 30 s, so CRDs installed later are picked up without a restart. Readiness does
  * not depend on the bridge.
  */
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import {
   CAPI_IPADDRESS_KIND,
   CAPI_IPADDRESS_PLURAL,
@@ -16,8 +15,8 @@ import {
   type CapiIPAddress,
   type IPAddressClaim,
 } from "../../../api/capi/types.js";
-import { isNotFound } from "../../kube/errors.js";
-import type { ResourceType } from "../../kube/resource.js";
+import type { Kube } from "../../kube/access.js";
+import { ResourceClient, type ResourceType } from "../../kube/resource.js";
 import type { Logger } from "../../runtime/logger.js";
 import { BY_CLAIM, BY_CLUSTER, BY_POOL } from "../ippool/indexes.js";
 import type { Store } from "../store.js";
@@ -35,15 +34,9 @@ export const BRIDGE_RULES = [
 ];
 
 /** The newest IPAM version served, or undefined when Cluster API's IPAM CRDs are not installed. */
-export async function discoverCapiIpamVersion(kc: KubeConfig): Promise<string | undefined> {
-  const api = kc.makeApiClient(CustomObjectsApi);
+export async function discoverCapiIpamVersion(kube: Kube): Promise<string | undefined> {
   for (const version of CAPI_IPAM_VERSIONS) {
-    try {
-      await api.listClusterCustomObject({ group: CAPI_IPAM_GROUP, version, plural: IPADDRESSCLAIM_PLURAL, limit: 1 });
-      return version;
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    if (await new ResourceClient(kube, type(version, IPADDRESSCLAIM_KIND, IPADDRESSCLAIM_PLURAL)).served()) return version;
   }
   return undefined;
 }

@@ -1,0 +1,60 @@
+/**
+ * How to reach the API server: its URL, and per request the TLS material and headers. Everything in src/ that talks to
+ * the API server takes a {@link Kube}: either a {@link ClusterAccess} (what the controller loads itself, see
+ * kubeconfig.ts) or a client-node KubeConfig (what tests and tools hold), used through its public surface only, so
+ * that src/ never loads client-node at run time unless a kubeconfig needs it (exec and auth-provider credentials).
+ */
+import type { RequestOptions } from "node:https";
+
+/** Options of one request: TLS material (ca, cert, key, rejectUnauthorized, servername) and headers (credentials). */
+export type AccessOptions = Pick<RequestOptions, "ca" | "cert" | "key" | "rejectUnauthorized" | "servername"> & { headers: Record<string, string> };
+
+/** The API server and the credentials of one identity. */
+export interface ClusterAccess {
+  /** `https://host:port` (or `http://` for test servers), no trailing slash. */
+  readonly server: string;
+  /** TLS material and headers for the next request; called per request, so rotated tokens are picked up. */
+  requestOptions(): Promise<AccessOptions>;
+}
+
+/** The part of client-node's KubeConfig this project uses (structural, so no run-time import is needed). */
+export interface KubeConfigLike {
+  getCurrentCluster(): { server: string } | null;
+  applyToHTTPSOptions(opts: RequestOptions): Promise<void>;
+}
+
+/** Anything that says how to reach the API server. */
+export type Kube = ClusterAccess | KubeConfigLike;
+
+const fromKubeConfigs = new WeakMap<KubeConfigLike, ClusterAccess>();
+
+function isKubeConfig(kube: Kube): kube is KubeConfigLike {
+  return typeof (kube as Partial<KubeConfigLike>).applyToHTTPSOptions === "function";
+}
+
+/** The {@link ClusterAccess} of `kube` (the same object for the same KubeConfig, so connections are shared). */
+export function accessOf(kube: Kube): ClusterAccess {
+  if (!isKubeConfig(kube)) return kube;
+  let access = fromKubeConfigs.get(kube);
+  if (!access) {
+    access = accessFromKubeConfig(kube);
+    fromKubeConfigs.set(kube, access);
+  }
+  return access;
+}
+
+function accessFromKubeConfig(kc: KubeConfigLike): ClusterAccess {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error("the kubeconfig has no current cluster");
+  return {
+    server: server.replace(/\/+$/, ""),
+    async requestOptions(): Promise<AccessOptions> {
+      const opts: RequestOptions = {};
+      // Client certificates, CA and bearer tokens (exec and auth providers included), as for any client-node call.
+      await kc.applyToHTTPSOptions(opts);
+      const headers: Record<string, string> = {};
+      for (const [key, value] of Object.entries(opts.headers ?? {})) if (value !== undefined) headers[key] = String(value);
+      return { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized, servername: opts.servername, headers };
+    },
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * The one HTTP door to the API server: JSON requests with a deadline over keep-alive connections, one connection pool
+ * per {@link ClusterAccess}. (client-node opens a new connection, with a TLS handshake on both sides, for every
+ * request; on two cores that cost the API server much of its CPU, issue 13.)
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
+import { accessOf, type ClusterAccess, type Kube } from "./access.js";
+
+/** Thrown when a request got no answer within its deadline. Whether a write took effect is then unknown. */
+export class RequestTimeoutError extends Error {
+  override name = "RequestTimeoutError";
+}
+
+/**
+ * A non-2xx answer. `code` is the HTTP status and `body` the parsed Kubernetes Status (or the raw text), the shape
+ * errors.ts classifies.
+ */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    message: string,
+    readonly code: number,
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+/** One API request. */
+export interface ApiRequest {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** Path below the server, e.g. `/apis/ipam.metal3.io/v1alpha1/namespaces/ns/ippools`. */
+  path: string;
+  query?: Query;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Default `application/json`; patches name their kind (`application/merge-patch+json`, `application/json-patch+json`). */
+  contentType?: string;
+  /** Deadline from sending to the last byte of the answer. */
+  timeoutMs: number;
+  /** What the request does, for error messages ("create ippools"). */
+  what: string;
+}
+
+/**
+ * A request that receives nothing for this long sits on a connection that went silent (a frozen server, a dead path
+ * that never sent a reset): it fails, and the whole pool is replaced, since its other connections are suspect too.
+ * Ordinary answers take milliseconds; even a large list starts streaming at once.
+ */
+export const SILENT_CONNECTION_MS = 15_000;
+
+const agents = new WeakMap<ClusterAccess, HttpAgent>();
+
+/** Drops the pool of `access` (its connections close); the next request opens a fresh one. */
+function resetPool(access: ClusterAccess, agent: HttpAgent): void {
+  if (agents.get(access) === agent) agents.delete(access);
+  agent.destroy();
+}
+
+/** The keep-alive connection pool of `access`. */
+function agentOf(access: ClusterAccess): HttpAgent {
+  let agent = agents.get(access);
+  if (!agent) {
+    const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, scheduling: "lifo" as const };
+    agent = access.server.startsWith("http:") ? new HttpAgent(options) : new HttpsAgent(options);
+    agents.set(access, agent);
+  }
+  return agent;
+}
+
+/** URL of `path` with `query` on the server of `access`. */
+export function urlOf(access: ClusterAccess, path: string, query: Query = {}): URL {
+  const url = new URL(access.server + path);
+  for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== "") url.searchParams.set(key, String(value));
+  return url;
+}
+
+/** Node request options for `url` with the credentials of `access` and its connection pool. */
+export async function requestOptionsFor(access: ClusterAccess, method: string, headers: Record<string, string>, signal?: AbortSignal): Promise<RequestOptions> {
+  const { headers: credentials, ...tls } = await access.requestOptions();
+  return { ...tls, method, agent: agentOf(access), headers: { ...credentials, Accept: "application/json", ...headers }, ...(signal ? { signal } : {}) };
+}
+
+/** Sends `req`; resolves with the parsed JSON answer (undefined when empty), rejects with ApiError or RequestTimeoutError. */
+export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
+  const access = accessOf(kube);
+  const url = urlOf(access, req.path, req.query);
+  const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
+  const headers: Record<string, string> = payload === undefined ? {} : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
+  const options = await requestOptionsFor(access, req.method, headers);
+  const send = url.protocol === "http:" ? httpRequest : httpsRequest;
+  return await new Promise<T>((resolve, reject) => {
+    const request = send(url, options, (res) => {
+      readBody(res).then((text) => settle(res.statusCode ?? 0, text, req.what, resolve, reject), reject);
+    });
+    const timer = setTimeout(() => request.destroy(new RequestTimeoutError(`${req.what} got no answer within ${req.timeoutMs} ms`)), req.timeoutMs);
+    timer.unref();
+    request.setTimeout(Math.min(SILENT_CONNECTION_MS, req.timeoutMs), () => {
+      request.destroy(new RequestTimeoutError(`${req.what}: the connection went silent for ${SILENT_CONNECTION_MS} ms`));
+      resetPool(access, options.agent as HttpAgent);
+    });
+    request.on("close", () => clearTimeout(timer));
+    request.on("error", reject);
+    request.end(payload);
+  });
+}
+
+function readBody(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on("data", (chunk: Buffer) => chunks.push(chunk));
+    res.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    res.on("error", reject);
+  });
+}
+
+function settle<T>(status: number, text: string, what: string, resolve: (value: T) => void, reject: (err: Error) => void): void {
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // Not JSON (a proxy's error page, say): keep the text.
+  }
+  if (status >= 200 && status < 300) {
+    resolve(parsed as T);
+    return;
+  }
+  const message = typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : text.slice(0, 200);
+  reject(new ApiError(`${what}: HTTP ${status}: ${message}`, status, parsed));
+}
