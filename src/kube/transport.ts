@@ -78,10 +78,20 @@ export function urlOf(access: ClusterAccess, path: string, query: Query = {}): U
   return url;
 }
 
-/** Node request options for `url` with the credentials of `access` and its connection pool. */
-export async function requestOptionsFor(access: ClusterAccess, method: string, headers: Record<string, string>, signal?: AbortSignal): Promise<RequestOptions> {
+/**
+ * Watches hold their connection for minutes: they get connections of their own, outside the pool, so that however
+ * many watches run they never take a slot an ordinary request waits for (one handshake per watch is negligible).
+ */
+const watchAgents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
+
+/**
+ * Node request options with the credentials of `access`: on its keep-alive pool, or (`longLived`, for watches) on a
+ * connection of its own.
+ */
+export async function requestOptionsFor(access: ClusterAccess, method: string, headers: Record<string, string>, signal?: AbortSignal, longLived = false): Promise<RequestOptions> {
   const { headers: credentials, ...tls } = await access.requestOptions();
-  return { ...tls, method, agent: agentOf(access), headers: { ...credentials, Accept: "application/json", ...headers }, ...(signal ? { signal } : {}) };
+  const agent = longLived ? (access.server.startsWith("http:") ? watchAgents.http : watchAgents.https) : agentOf(access);
+  return { ...tls, method, agent, headers: { ...credentials, Accept: "application/json", ...headers }, ...(signal ? { signal } : {}) };
 }
 
 /** Sends `req`; resolves with the parsed JSON answer (undefined when empty), rejects with ApiError or RequestTimeoutError. */

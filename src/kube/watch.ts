@@ -40,8 +40,8 @@ const MAX_ERROR_BODY = 64 * 1024;
 export async function streamWatch(kube: Kube, req: WatchRequest): Promise<void> {
   const access = accessOf(kube);
   const url = urlOf(access, req.path, { ...req.query, watch: true });
-  // Credentials and the keep-alive pool of every other request; the watch holds its connection until it ends.
-  const options = await requestOptionsFor(access, "GET", {}, req.signal);
+  // The credentials of every other request, on a connection of its own: the watch holds it until it ends.
+  const options = await requestOptionsFor(access, "GET", {}, req.signal, true);
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return await new Promise<void>((resolve, reject) => {
     const request = send(url, options, (res) => {
