@@ -30,6 +30,8 @@ import { loadAll } from "js-yaml";
 import { CRDS } from "../api/v1alpha1/schema.js";
 import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPADDRESS_PLURAL, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
 import type { IPAddress, IPPool } from "../api/v1alpha1/types.js";
+import type { IPAddressClaim } from "../api/capi/types.js";
+import { ResourceClient } from "../src/kube/resource.js";
 import { describeError } from "../src/kube/errors.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
@@ -405,6 +407,15 @@ describe("admission webhooks (real API server)", function () {
       expect(message).to.contain('IPPool.ipam.metal3.io "inuse" is invalid: spec.pools: Invalid value: "10.61.0.10": the address is in use and would be out of bounds of the pools');
       const moved = await c.pools.patch(ctlNs, "inuse", { spec: { pools: [{ start: "10.61.0.10", end: "10.61.0.10" }, { start: "10.61.1.1", end: "10.61.1.9" }] } });
       expect(moved.spec.pools).to.have.length(2);
+    });
+
+    it("refuses a pool update that would drop an address a Cluster API claim holds", async () => {
+      const capiClaims = new ResourceClient<IPAddressClaim>(kc, { group: "ipam.cluster.x-k8s.io", version: "v1beta2", plural: "ipaddressclaims", kind: "IPAddressClaim", namespaced: true });
+      await c.pools.create(ctlNs, pool(ctlNs, "capiuse", { pools: [{ start: "10.62.0.10", end: "10.62.0.20" }] }));
+      await capiClaims.create(ctlNs, { metadata: { name: "capi-holder", namespace: ctlNs }, spec: { poolRef: { apiGroup: GROUP, kind: "IPPool", name: "capiuse" } } });
+      await eventually("the Cluster API claim bound", async () => (await capiClaims.get(ctlNs, "capi-holder")).status?.addressRef?.name, 30_000, 200);
+      const { message } = await rejection(c.pools.patch(ctlNs, "capiuse", { spec: { pools: [{ start: "10.62.0.11", end: "10.62.0.20" }] } }));
+      expect(message).to.contain('spec.pools: Invalid value: "10.62.0.10": the address is in use and would be out of bounds of the pools');
     });
 
     it("never blocks deleting a pool: in use (the finalizer holds it) or marked delete-for-move", async () => {

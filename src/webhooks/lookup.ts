@@ -12,31 +12,60 @@ import {
   VERSION,
 } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
+import { CAPI_IPADDRESS_KIND, CAPI_IPADDRESS_PLURAL, CAPI_IPAM_GROUP, CAPI_IPAM_VERSIONS, type CapiIPAddress } from "../../api/capi/types.js";
+import { isNotFound } from "../kube/errors.js";
 import { ResourceClient } from "../kube/resource.js";
 
 /** Reads the webhooks need. Implementations reject on API failures; handlers decide what a failure means. */
 export interface ClusterLookup {
   /** Every IPPool of `namespace`. */
   poolsInNamespace(namespace: string): Promise<IPPool[]>;
-  /** `spec.address` of every IPAddress of `namespace` whose `spec.pool` names pool `poolName` of that namespace. */
+  /**
+   * The addresses held in pool `poolName` of `namespace`: `spec.address` of every IPAddress whose `spec.pool` names
+   * it, and of every Cluster API IPAddress whose `poolRef` names it (the only record of a Cluster API claim).
+   */
   addressesOfPool(namespace: string, poolName: string): Promise<string[]>;
 }
 
 /**
+ * `spec.address` of the Cluster API IPAddresses of `namespace` on our pool `poolName`, through the newest served
+ * version; none when Cluster API's IPAM is not installed.
+ */
+async function capiAddressesOfPool(clients: readonly ResourceClient<CapiIPAddress>[], namespace: string, poolName: string): Promise<string[]> {
+  for (const client of clients) {
+    try {
+      const items = await client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name);
+      return items.filter((a) => a.spec.poolRef.apiGroup === GROUP && a.spec.poolRef.kind === IPPOOL_KIND).map((a) => a.spec.address);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+  return [];
+}
+
+/**
  * The lookup through the API server (quorum reads, all pages; a pool's addresses through the `spec.pool.name` field
- * selector where the server supports it). Needs list on `ippools` and `ipaddresses`, which the controller has anyway.
+ * selector where the server supports it). Needs list on `ippools` and on both kinds of `ipaddresses`, which the
+ * controller has anyway.
  */
 export function kubeLookup(kubeConfig: Kube): ClusterLookup {
   const type = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
   const pools = new ResourceClient<IPPool>(kubeConfig, type(IPPOOL_KIND, IPPOOL_PLURAL));
   const addresses = new ResourceClient<IPAddress>(kubeConfig, type(IPADDRESS_KIND, IPADDRESS_PLURAL));
+  const capiAddresses = CAPI_IPAM_VERSIONS.map(
+    (version) => new ResourceClient<CapiIPAddress>(kubeConfig, { group: CAPI_IPAM_GROUP, version, plural: CAPI_IPADDRESS_PLURAL, kind: CAPI_IPADDRESS_KIND, namespaced: true }),
+  );
+  const metal3AddressesOfPool = async (namespace: string, poolName: string): Promise<string[]> =>
+    (await addresses.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name))
+      .filter((a) => !a.spec.pool.namespace || a.spec.pool.namespace === namespace)
+      .map((a) => a.spec.address)
+      .filter((text): text is string => typeof text === "string");
   return {
     poolsInNamespace: async (namespace) => (await pools.list(namespace)).items,
-    addressesOfPool: async (namespace, poolName) =>
-      (await addresses.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name))
-        .filter((a) => !a.spec.pool.namespace || a.spec.pool.namespace === namespace)
-        .map((a) => a.spec.address)
-        .filter((text): text is string => typeof text === "string"),
+    addressesOfPool: async (namespace, poolName) => {
+      const [metal3, capi] = await Promise.all([metal3AddressesOfPool(namespace, poolName), capiAddressesOfPool(capiAddresses, namespace, poolName)]);
+      return [...metal3, ...capi];
+    },
   };
 }
 

@@ -62,6 +62,8 @@ function summary(a: CapiClaimAction): string {
   }
 }
 
+const preallocated: IPPool = { ...pool, spec: { ...pool.spec, preAllocations: { c: "10.0.0.2" } } };
+
 describe("planCapiClaim (spec §5, pure)", () => {
   const paused: PauseState = { paused: true, why: "Cluster wl is paused" };
   const mine = record("p-10-0-0-2", "10.0.0.2", "uid-c");
@@ -83,6 +85,7 @@ describe("planCapiClaim (spec §5, pure)", () => {
     ["no pool", { pool: undefined, allocator: undefined }, "fail PoolNotReady: IPPool p not found"],
     ["a Cluster that does not exist blocks allocation", { pause: { paused: false, clusterMissing: "wl" } }, "fail PoolNotReady: Cluster wl not found"],
     ["a deleting pool allocates nothing new", { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "fail PoolNotReady: IPPool p is being deleted"],
+    ["a deleting pool still honours a preallocation", { pool: preallocated, allocator: new PoolAllocator(preallocated.spec), allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "create p-10-0-0-2 10.0.0.2"],
     ["allocates the first free address, named as Metal3 names it", {}, "create p-10-0-0-1 10.0.0.1"],
     ["the ipAddress annotation asks for an address", { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) }, "create p-10-0-0-3 10.0.0.3"],
     ["an empty ipAddress annotation is no request (Metal3 reads it so)", { claim: claim({ annotations: { ipAddress: "" } }) }, "create p-10-0-0-1 10.0.0.1"],

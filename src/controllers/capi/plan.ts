@@ -8,7 +8,7 @@ import { Reasons, type IPPool, type Reason } from "../../../api/v1alpha1/types.j
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
 import { isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
-import { chooseAddress, requestedAddressOf } from "../ippool/plan.js";
+import { allocationRefusal, chooseAddress, requestedAddressOf } from "../ippool/plan.js";
 import { belongsToCapiClaim, desiredCapiAddress, madeForCapiClaim } from "./translate.js";
 
 export type CapiClaimAction =
@@ -25,7 +25,7 @@ export interface CapiClaimPlanInput {
   claimAddresses: CapiIPAddress[];
   pause: PauseState;
   allocator: PoolAllocator | undefined;
-  /** Set when the pool may not hand out new addresses (deleting). */
+  /** Set when the pool may not hand out new addresses (deleting); preallocated claims are still served. */
   allocationBlocked?: { reason: Reason; message: string };
   /** The claim left this cluster with `clusterctl move` (its deletion carried delete-for-move). */
   movedAway: boolean;
@@ -54,7 +54,8 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   if (kept) return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeForCapiClaim(a, claim)) };
   if (!pool || !input.allocator) return fail(claim, Reasons.PoolNotReady, `IPPool ${claim.spec.poolRef.name} not found`);
   if (pause.clusterMissing) return fail(claim, Reasons.PoolNotReady, `Cluster ${pause.clusterMissing} not found`);
-  if (input.allocationBlocked) return fail(claim, input.allocationBlocked.reason, input.allocationBlocked.message);
+  const refusal = allocationRefusal(input.allocationBlocked, pool, claim.metadata.name ?? "");
+  if (refusal) return fail(claim, refusal.reason, refusal.message);
   return allocate(input, claim, pool, input.allocator);
 }
 

@@ -48,10 +48,19 @@ export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): 
   }
 }
 
-/** Spec §3.5 order: IPAddress finalizer off, IPAddress deleted, then the claim's finalizer off. */
+/** Spec §3.5 order: IPAddress finalizer off, IPAddress deleted, `status.address` cleared, the claim's finalizer off. */
 async function release(ctx: ApplyContext, claim: IPClaim, addresses: IPAddress[]): Promise<void> {
   for (const address of addresses) await releaseAddress(ctx, address);
-  await ctx.store.removeFinalizer(ctx.store.claims, claim, IPCLAIM_FINALIZER);
+  let current: IPClaim | undefined = claim;
+  if (claim.status?.address) {
+    try {
+      current = await ctx.store.patchStatus(ctx.store.claims, claim, { address: null });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return;
+    }
+  }
+  await ctx.store.removeFinalizer(ctx.store.claims, current, IPCLAIM_FINALIZER);
   if (addresses.length > 0) ctx.log.info("Released IPAddress", { claim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
 }
 

@@ -68,6 +68,7 @@ describe("planClaim (spec §3, pure)", () => {
     ["no pool", { pool: undefined }, "fail PoolNotFound: IPPool p not found"],
     ["a missing Cluster blocks allocation", { pause: { paused: false, clusterMissing: "wl" } }, "fail ClusterNotFound: Cluster wl not found"],
     ["a deleting pool allocates nothing", { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "fail PoolNotReady: IPPool p is being deleted"],
+    ["a deleting pool still honours a preallocation", { pool: pool({ preAllocations: { c: "10.0.0.3" } }), allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "create p-10-0-0-3 10.0.0.3"],
     ["allocates the first free address", {}, "create p-10-0-0-1 10.0.0.1"],
     ["an empty ipAddress annotation is no request", { claim: claim({ annotations: { ipAddress: "" } }) }, "create p-10-0-0-1 10.0.0.1"],
     ["the ipAddress annotation asks for one", { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) }, "create p-10-0-0-3 10.0.0.3"],

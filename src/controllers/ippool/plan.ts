@@ -36,7 +36,7 @@ export interface ClaimPlanInput {
   claimAddresses: IPAddress[];
   pause: PauseState;
   allocator: PoolAllocator | undefined;
-  /** Set when the pool may not hand out new addresses (deleting, invalid). */
+  /** Set when the pool may not hand out new addresses (deleting); preallocated claims are still served. */
   allocationBlocked?: { reason: Reason; message: string };
   /** Name lookup of IPAddresses in the claim's namespace (name collisions, spec §3.6). */
   addressNamed: (name: string) => IPAddress | undefined;
@@ -80,8 +80,17 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
   if (kept) return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeFor(a, claim)) };
   if (!pool || !input.allocator) return fail(claim, Reasons.PoolNotFound, `IPPool ${claim.spec?.pool?.name ?? ""} not found`);
   if (!pause.paused && pause.clusterMissing) return fail(claim, Reasons.ClusterNotFound, `Cluster ${pause.clusterMissing} not found`);
-  if (input.allocationBlocked) return fail(claim, input.allocationBlocked.reason, input.allocationBlocked.message);
+  const refusal = allocationRefusal(input.allocationBlocked, pool, claim.metadata.name ?? "");
+  if (refusal) return fail(claim, refusal.reason, refusal.message);
   return allocate(input, claim, pool, input.allocator);
+}
+
+/**
+ * Why claim `claimName` may not get a new address in this pass, if it may not: a deleting pool hands out nothing new
+ * but keeps honouring preallocations (spec §3.5; Metal3 drops them). Shared by both claim kinds.
+ */
+export function allocationRefusal(blocked: { reason: Reason; message: string } | undefined, pool: IPPool, claimName: string): { reason: Reason; message: string } | undefined {
+  return blocked && pool.spec.preAllocations?.[claimName] === undefined ? blocked : undefined;
 }
 
 function fail(claim: IPClaim, reason: Reason, message: string): ClaimAction {
