@@ -3,7 +3,7 @@
  * memory readings from /proc. Every process started here is registered so the benchmark can stop them all on error
  * or Ctrl-C, and localplane's exit hook kills any that survive.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +12,16 @@ import { startProcess, TSX_LOADER, type Supervised } from "../localplane/process
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 /** The compiled controller, as the image runs it (`npm run bench` builds it first with tsconfig.build.json). */
 const COMPILED_MAIN = join(repoRoot, "dist", "src", "main.js");
+const MANAGER_MANIFEST = join(repoRoot, "config", "manager", "manager.yaml");
+
+/**
+ * The Node flags the Deployment gives the controller (`NODE_OPTIONS` in config/manager/manager.yaml), so the bench
+ * measures the heap settings that ship, not Node's defaults.
+ */
+export function deploymentNodeFlags(manifest = readFileSync(MANAGER_MANIFEST, "utf8")): string[] {
+  const value = /- name: NODE_OPTIONS\s+value: "?([^"\n]+)"?/.exec(manifest)?.[1];
+  return value ? value.trim().split(/\s+/) : [];
+}
 /** The tsx loader as a file URL, so the child finds it whatever its working directory. */
 
 const running = new Set<Supervised>();
@@ -83,7 +93,7 @@ export function startControllerProcess(kubeconfigPath: string, logDir: string, n
   // Probe and metrics ports off: two runs (or a run beside a deployed controller) must not collide on :8080/:8081.
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each controller there when it stops (`node --cpu-prof`).
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const args = [...profile, COMPILED_MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", ...(namespace ? ["--namespace", namespace] : [])];
+  const args = [...deploymentNodeFlags(), ...profile, COMPILED_MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", ...(namespace ? ["--namespace", namespace] : [])];
   const proc = startProcess("controller", process.execPath, args, logFile);
   return track(proc, logFile);
 }
