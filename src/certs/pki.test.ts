@@ -10,7 +10,7 @@ import {
   usableCertificateAuthority,
 } from "./pki.js";
 
-describe("webhook certificates", function () {
+describe("certificates", function () {
   this.timeout(20_000);
   const ca = createCertificateAuthority("test-ca");
   const hosts = [...serviceHosts("webhook-service", "ipam-system"), "127.0.0.1"];
