@@ -89,6 +89,11 @@ describe("conditionUnchanged and getCondition (pure)", () => {
   ];
   for (const [what, conditions, input, expected] of rows) it(what, () => expect(conditionUnchanged(conditions, input)).to.equal(expected));
 
+  it("agrees with setCondition on an empty reason: what was set is unchanged", () => {
+    const input: ConditionInput = { type: "Ready", status: "False", reason: "", message: "m" };
+    expect(conditionUnchanged(setCondition(undefined, input, NOW), input)).to.equal(true);
+  });
+
   it("finds a condition by type", () => {
     expect(getCondition(list, "Ready")).to.equal(list[1]);
     expect(getCondition(list, "Missing")).to.equal(undefined);
