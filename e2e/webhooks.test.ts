@@ -35,7 +35,7 @@ import { ResourceClient } from "../src/kube/resource.js";
 import { describeError } from "../src/kube/errors.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
-import { createCertificateAuthority, issueServingCertificate, servingCertificateProblem } from "../src/webhooks/pki.js";
+import { createCertificateAuthority, issueServingCertificate, servingCertificateProblem } from "../src/certs/pki.js";
 import { startWebhookServer } from "../src/webhooks/server.js";
 import type { WebhookServer } from "../src/webhooks/server.js";
 import { freshNamespace, repoRoot, sharedCluster } from "./support/cluster.js";

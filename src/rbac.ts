@@ -8,7 +8,7 @@ import { CLUSTER_RULES } from "./controllers/clusters.js";
 import { EVENT_RULES } from "./controllers/events.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
-import { WEBHOOK_RULES } from "./webhooks/rbac.js";
+import { CA_BUNDLE_RULES } from "./certs/rbac.js";
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -17,7 +17,7 @@ export interface PolicyRule {
 }
 
 /** Rules granted cluster-wide (the controller may watch all namespaces). */
-export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [...STORE_RULES, ...CLUSTER_RULES, ...EVENT_RULES, ...BRIDGE_RULES, ...WEBHOOK_RULES];
+export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [...STORE_RULES, ...CLUSTER_RULES, ...EVENT_RULES, ...BRIDGE_RULES, ...CA_BUNDLE_RULES];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES];
 

@@ -3,6 +3,9 @@ import type { Condition } from "../../api/v1alpha1/types.js";
 
 export type ConditionInput = Pick<Condition, "type" | "status" | "reason" | "message">;
 
+/** The reason as stored: the CRDs require a non-empty one, so an empty reason is stored as "Unknown". */
+const storedReason = (reason: string): string => reason || "Unknown";
+
 /**
  * Returns `conditions` with `input` set. `lastTransitionTime` moves only when the status flips, so a repeated pass
  * writes nothing new. Reasons must be non-empty (the CRDs require it): an empty one becomes "Unknown".
@@ -14,7 +17,7 @@ export function setCondition(conditions: readonly Condition[] | undefined, input
   const next: Condition = {
     type: input.type,
     status: input.status,
-    reason: input.reason || "Unknown",
+    reason: storedReason(input.reason),
     message: input.message,
     lastTransitionTime: previous && previous.status === input.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   };
@@ -23,12 +26,16 @@ export function setCondition(conditions: readonly Condition[] | undefined, input
   return list;
 }
 
+/** The condition of `type`, or undefined. */
 export function getCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
 
-/** True when setting `input` would change nothing visible (status, reason, message). */
+/**
+ * True when setting `input` would change nothing visible (status, reason, message). The reason is compared as
+ * {@link setCondition} stores it, so an empty one matches the "Unknown" it became.
+ */
 export function conditionUnchanged(conditions: readonly Condition[] | undefined, input: ConditionInput): boolean {
   const c = getCondition(conditions, input.type);
-  return c !== undefined && c.status === input.status && c.reason === input.reason && c.message === input.message;
+  return c !== undefined && c.status === input.status && c.reason === storedReason(input.reason) && c.message === input.message;
 }

@@ -7,8 +7,8 @@ import { request } from "node:https";
 import type { IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCertificateAuthority, issueServingCertificate } from "./pki.js";
-import type { CertificatePair } from "./pki.js";
+import { createCertificateAuthority, issueServingCertificate } from "../certs/pki.js";
+import type { CertificatePair } from "../certs/pki.js";
 
 /** A fresh CA and a serving certificate for 127.0.0.1 and localhost. */
 export function loopbackPki(): { ca: CertificatePair; serving: CertificatePair } {

@@ -10,20 +10,20 @@ import type { AddressInfo } from "node:net";
 import type { Kube } from "../kube/access.js";
 import type { Logger } from "../runtime/logger.js";
 import type { WebhookMetrics } from "../runtime/metrics.js";
-import { CertDirSource } from "./certdir.js";
-import type { CertificateSource } from "./certdir.js";
+import { CertDirSource } from "../certs/certdir.js";
+import type { CertificateSource } from "../certs/certdir.js";
 import { ROUTES } from "./handlers.js";
 import { admissionListener } from "./http.js";
 import { kubeLookup } from "./lookup.js";
 import type { ClusterLookup } from "./lookup.js";
-import type { CertificatePair } from "./pki.js";
-import { SelfManagedSource } from "./selfmanaged.js";
-import type { SelfManagedOptions } from "./selfmanaged.js";
+import type { CertificatePair } from "../certs/pki.js";
+import { SelfManagedSource } from "../certs/selfmanaged.js";
+import type { SelfManagedOptions } from "../certs/selfmanaged.js";
 
 export { WEBHOOK_PATHS } from "./handlers.js";
 export { DEFAULT_MAX_BODY_BYTES } from "./http.js";
 export type { ClusterLookup } from "./lookup.js";
-export type { SelfManagedOptions } from "./selfmanaged.js";
+export type { SelfManagedOptions } from "../certs/selfmanaged.js";
 
 /** Options of {@link startWebhookServer}. Exactly one of `certDir` and `selfManaged` must be given. */
 export interface WebhookServerOptions {

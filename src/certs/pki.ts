@@ -1,7 +1,8 @@
 /**
- * Certificates for the webhook server's self-managed mode: a CA and a serving certificate it signs. Keys are RSA
- * 2048 from node:crypto (native and fast); node-forge only builds and signs the X.509 structures; node:crypto's
- * X509Certificate checks them.
+ * The one certificate issuer of the project: a CA, serving certificates it signs (the webhook server's self-managed
+ * mode, the local control plane's kube-apiserver) and client certificates (the local plane's admin kubeconfig). Keys
+ * are RSA 2048 from node:crypto (native and fast); node-forge only builds and signs the X.509 structures;
+ * node:crypto's X509Certificate checks them.
  */
 import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
@@ -17,7 +18,14 @@ const DAY_MS = 86_400_000;
 /** Backdating covers clock skew between this process and the API server. */
 const BACKDATE_MS = 3_600_000;
 
-function rsaKeys(): { privateKeyPem: string; publicKeyPem: string } {
+/** An RSA key pair, both PEM: the private key PKCS#1, the public key SPKI. */
+export interface RsaKeyPair {
+  privateKeyPem: string;
+  publicKeyPem: string;
+}
+
+/** A fresh RSA 2048 key pair (also what the local plane signs service-account tokens with). */
+export function generateRsaKeyPair(): RsaKeyPair {
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   return {
     privateKeyPem: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
@@ -31,7 +39,7 @@ function sign(
   days: number,
   issuer: CertificatePair | undefined,
 ): CertificatePair {
-  const keys = rsaKeys();
+  const keys = generateRsaKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem);
   // A positive serial (leading 0x01 byte) of 128 random bits, as RFC 5280 asks.
@@ -76,6 +84,29 @@ export function issueServingCertificate(ca: CertificatePair, hosts: readonly str
       { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
       { name: "extKeyUsage", serverAuth: true },
       { name: "subjectAltName", altNames },
+    ],
+    days,
+    ca,
+  );
+}
+
+/**
+ * A TLS client certificate signed by `ca` for `commonName`, with one organisation per entry of `organizations`
+ * (Kubernetes reads the common name as the user and the organisations as its groups, e.g. `system:masters`), valid
+ * for `days` days (default one year).
+ */
+export function issueClientCertificate(
+  ca: CertificatePair,
+  commonName: string,
+  organizations: readonly string[] = [],
+  days = 365,
+): CertificatePair {
+  return sign(
+    [{ name: "commonName", value: commonName }, ...organizations.map((value) => ({ name: "organizationName", value }))],
+    [
+      { name: "basicConstraints", cA: false },
+      { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
+      { name: "extKeyUsage", clientAuth: true },
     ],
     days,
     ca,

@@ -1,16 +1,18 @@
 import { expect } from "chai";
-import { X509Certificate } from "node:crypto";
+import { X509Certificate, createPublicKey } from "node:crypto";
 import { bundlePatch } from "./cabundle.js";
 import { pairProblem } from "./certdir.js";
 import {
   createCertificateAuthority,
+  generateRsaKeyPair,
+  issueClientCertificate,
   issueServingCertificate,
   serviceHosts,
   servingCertificateProblem,
   usableCertificateAuthority,
 } from "./pki.js";
 
-describe("webhook certificates", function () {
+describe("certificates", function () {
   this.timeout(20_000);
   const ca = createCertificateAuthority("test-ca");
   const hosts = [...serviceHosts("webhook-service", "ipam-system"), "127.0.0.1"];
@@ -45,6 +47,25 @@ describe("webhook certificates", function () {
     expect(usableCertificateAuthority(serving, 0)).to.equal(false);
     expect(usableCertificateAuthority(ca, 4000 * 86_400_000)).to.equal(false);
     expect(usableCertificateAuthority({ certPem: "x", keyPem: "y" }, 0)).to.equal(false);
+  });
+
+  it("issues a client certificate whose organisations are Kubernetes groups", () => {
+    const admin = issueClientCertificate(ca, "admin", ["system:masters", "ops"]);
+    const cert = new X509Certificate(admin.certPem);
+    expect(cert.verify(new X509Certificate(ca.certPem).publicKey)).to.equal(true);
+    expect(cert.ca).to.equal(false);
+    expect(cert.subject.split("\n")).to.deep.equal(["CN=admin", "O=system:masters", "O=ops"]);
+    expect(cert.keyUsage).to.deep.equal(["1.3.6.1.5.5.7.3.2"]);
+    expect(cert.subjectAltName).to.equal(undefined);
+    expect(pairProblem(admin)).to.equal(undefined);
+    expect(new X509Certificate(issueClientCertificate(ca, "bob").certPem).subject).to.equal("CN=bob");
+  });
+
+  it("generates RSA key pairs whose halves match", () => {
+    const keys = generateRsaKeyPair();
+    expect(keys.privateKeyPem).to.match(/^-----BEGIN RSA PRIVATE KEY-----/);
+    expect(keys.publicKeyPem).to.match(/^-----BEGIN PUBLIC KEY-----/);
+    expect(createPublicKey(keys.privateKeyPem).export({ type: "spki", format: "pem" }).toString()).to.equal(keys.publicKeyPem);
   });
 
   it("refuses to issue a certificate without hosts", () => {
