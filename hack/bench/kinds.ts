@@ -28,7 +28,8 @@ import {
 } from "../../api/v1alpha1/types.js";
 import { clients, claim } from "../../e2e/support/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
-import { ResourceClient, type ResourceType } from "../../src/kube/resource.js";
+import { isNotFound } from "../../src/kube/errors.js";
+import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
 
 /** What a scenario needs to know about one kind of claim. */
 export interface ClaimKind {
@@ -53,6 +54,18 @@ export interface ClaimKind {
    * under (the pool status, shared by many claims, aside).
    */
   bareWrites(kc: KubeConfig, namespace: string, name: string, poolName: string, address: string): Promise<void>;
+  /** Removes what {@link bareWrites} made for claim `name` (finalizers off, objects deleted). */
+  removeBare(kc: KubeConfig, namespace: string, name: string, poolName: string, address: string): Promise<void>;
+}
+
+/** Drops the finalizers of `name` and deletes it; already gone counts as done. */
+async function forceDelete<T extends KubeObject>(client: ResourceClient<T>, namespace: string, name: string): Promise<void> {
+  try {
+    await client.patch(namespace, name, { metadata: { finalizers: null } });
+    await client.delete(namespace, name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
 }
 
 /** One set of clients per KubeConfig, so a burst does not build clients per request. */
@@ -99,6 +112,11 @@ export const METAL3_IPCLAIM: ClaimKind = {
       spec: { address, prefix: 16, pool: { name: poolName, namespace }, claim: { name, namespace } },
     });
     await c.claims.patchStatus(namespace, name, { status: { address: { name: record.metadata.name, namespace }, conditions: readyCondition(address) } });
+  },
+  async removeBare(kc, namespace, name, poolName, address) {
+    const c = metal3Clients(kc);
+    await forceDelete(c.addresses, namespace, ipAddressName(poolName, address));
+    await forceDelete(c.claims, namespace, name);
   },
   isBound(obj) {
     const status = (obj as Partial<IPClaim> | null)?.status;
@@ -150,6 +168,10 @@ export const CAPI_IPADDRESSCLAIM: ClaimKind = {
       spec: { address, prefix: 16, poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName }, claimRef: { name } },
     });
     await capiClaims(kc).patchStatus(namespace, name, { status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) } });
+  },
+  async removeBare(kc, namespace, name, poolName, address) {
+    await forceDelete(capiAddresses(kc), namespace, ipAddressName(poolName, address));
+    await forceDelete(capiClaims(kc), namespace, name);
   },
   isBound(obj) {
     const status = (obj as Partial<IPAddressClaim> | null)?.status;

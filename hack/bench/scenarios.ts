@@ -189,7 +189,12 @@ export async function bareClientCeiling(ctx: BenchContext, kind: ClaimKind, coun
   await runLimited(names, concurrency, async (name, i) => {
     await kind.bareWrites(ctx.kc, namespace, name, "bare", nthAddress(i + 1));
   });
-  return { kind: kind.label, count, concurrency, ms: nowMs() - start };
+  const ms = nowMs() - start;
+  // Gone before a controller starts: otherwise its first passes over them would be counted in the first burst.
+  await runLimited(names, concurrency, async (name, i) => {
+    await kind.removeBare(ctx.kc, namespace, name, "bare", nthAddress(i + 1));
+  });
+  return { kind: kind.label, count, concurrency, ms };
 }
 
 /** Options of {@link singleClaimLatency}. */
