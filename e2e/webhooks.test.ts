@@ -28,7 +28,8 @@ import {
 import type { KubeConfig, V1MutatingWebhookConfiguration, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
 import { loadAll } from "js-yaml";
 import { CRDS } from "../api/v1alpha1/schema.js";
-import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPADDRESS_PLURAL, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
+import { IPADDRESS, IPPOOL } from "../api/registry.js";
+import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
 import type { IPAddress, IPPool } from "../api/v1alpha1/types.js";
 import { describeError } from "../src/kube/errors.js";
 import { silentLogger } from "../src/runtime/logger.js";
@@ -116,7 +117,7 @@ async function webhooksEffective(kc: KubeConfig, ns: string): Promise<void> {
   const probe = pool(ns, "probe", { pools: [{ start: "10.0.0.9", end: "10.0.0.1" }] });
   await eventually(`webhooks to serve namespace ${ns}`, async () => {
     try {
-      await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: "ippools", body: probe, dryRun: "All" });
+      await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPPOOL.plural, body: probe, dryRun: "All" });
       return false;
     } catch (err) {
       return describeError(err).includes("denied the request");
@@ -355,7 +356,7 @@ describe("admission webhooks (real API server)", function () {
         spec: { address: "10.1.0.14", pool: { name: "valid-v4" }, claim: { name: "someone" } },
       };
       const api = kc.makeApiClient(CustomObjectsApi);
-      const replaced = (await api.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPADDRESS_PLURAL, name: "zeroes", body: fromGo })) as IPAddress;
+      const replaced = (await api.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPADDRESS.plural, name: "zeroes", body: fromGo })) as IPAddress;
       expect(replaced.metadata.labels).to.deep.equal({ touched: "by-go" });
       expect(replaced.spec).to.deep.equal(fromGo.spec);
     });

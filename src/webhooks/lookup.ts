@@ -3,14 +3,7 @@
  * in use in a pool (to refuse ranges that would drop them). An interface, so handler tests inject plain data.
  */
 import type { Kube } from "../kube/access.js";
-import {
-  GROUP,
-  IPADDRESS_KIND,
-  IPADDRESS_PLURAL,
-  IPPOOL_KIND,
-  IPPOOL_PLURAL,
-  VERSION,
-} from "../../api/v1alpha1/types.js";
+import { IPADDRESS, IPPOOL, resourceType } from "../../api/registry.js";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
 import { ResourceClient } from "../kube/resource.js";
 
@@ -27,9 +20,8 @@ export interface ClusterLookup {
  * selector where the server supports it). Needs list on `ippools` and `ipaddresses`, which the controller has anyway.
  */
 export function kubeLookup(kubeConfig: Kube): ClusterLookup {
-  const type = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
-  const pools = new ResourceClient<IPPool>(kubeConfig, type(IPPOOL_KIND, IPPOOL_PLURAL));
-  const addresses = new ResourceClient<IPAddress>(kubeConfig, type(IPADDRESS_KIND, IPADDRESS_PLURAL));
+  const pools = new ResourceClient<IPPool>(kubeConfig, resourceType(IPPOOL));
+  const addresses = new ResourceClient<IPAddress>(kubeConfig, resourceType(IPADDRESS));
   return {
     poolsInNamespace: async (namespace) => (await pools.list(namespace)).items,
     addressesOfPool: async (namespace, poolName) =>
