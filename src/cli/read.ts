@@ -3,7 +3,7 @@
  * clusterctl's view of a namespace for preflight-move.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, qualifiedName, resourceType, type ResourceDescriptor } from "../../api/registry.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, CLUSTER_API_VERSIONS, IPADDRESS, IPCLAIM, IPPOOL, qualifiedName, resourceType, type ResourceDescriptor } from "../../api/registry.js";
 import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { get, list, listCrds, raw, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
 import type { Inventory } from "./inventory.js";
@@ -102,8 +102,10 @@ const MOVE_LABEL = "clusterctl.cluster.x-k8s.io/move";
 const MOVE_HIERARCHY_LABEL = "clusterctl.cluster.x-k8s.io/move-hierarchy";
 const ROOT_KINDS = new Set([`${CLUSTER.group}/${CLUSTER.kind}`, "cluster.x-k8s.io/ClusterClass", "addons.cluster.x-k8s.io/ClusterResourceSet"]);
 
-/** The CRDs that matter to a move of addresses; installed ones missing the label are reported. */
-const MOVE_CRDS = [IPPOOL, IPCLAIM, IPADDRESS, CLUSTER, CAPI_IPADDRESSCLAIM, CAPI_IPADDRESS].map(qualifiedName);
+/** The kinds whose CRDs matter to a move of addresses; installed ones missing the label are reported. */
+const MOVE_KINDS = [IPPOOL, IPCLAIM, IPADDRESS, CLUSTER, CAPI_IPADDRESSCLAIM, CAPI_IPADDRESS];
+/** Every version any of them is spoken at: a CRD served under any of these counts as installed. */
+const PROBE_VERSIONS = [...new Set(MOVE_KINDS.flatMap((d) => [...CLUSTER_API_VERSIONS, ...d.versions]))];
 
 interface ClusterObj extends Obj {
   spec?: { paused?: boolean };
@@ -140,16 +142,15 @@ export async function readMoveGraph(namespace: string): Promise<{ nodes: MoveNod
     }
   }));
   const unlabelledCrds: string[] = [];
-  for (const name of MOVE_CRDS.filter((n) => !labelled.has(n))) {
-    const [plural = "", ...group] = name.split(".");
-    if (await crdInstalled(group.join("."), plural)) unlabelledCrds.push(name);
+  for (const d of MOVE_KINDS.filter((k) => !labelled.has(qualifiedName(k)))) {
+    if (await crdInstalled(d.group, d.plural)) unlabelledCrds.push(qualifiedName(d));
   }
   clusters.sort((a, b) => a.name.localeCompare(b.name));
   return { nodes, clusters, unlabelledCrds };
 }
 
 async function crdInstalled(group: string, plural: string): Promise<boolean> {
-  for (const version of ["v1beta2", "v1beta1", "v1alpha1"]) {
+  for (const version of PROBE_VERSIONS) {
     const doc = await raw<ApiResourceList>(`/apis/${group}/${version}`);
     if (doc?.resources.some((r) => r.name === plural)) return true;
   }
