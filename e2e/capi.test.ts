@@ -8,6 +8,7 @@ import { expect } from "chai";
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import { dump, load } from "js-yaml";
 import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
+import { apiVersionOf, CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, resourceType, type ClusterApiVersion } from "../api/registry.js";
 import type { Condition } from "../api/v1alpha1/types.js";
 import { isNotFound } from "../src/kube/errors.js";
 import { ResourceClient } from "../src/kube/resource.js";
@@ -21,11 +22,10 @@ import { consistently, eventually } from "./support/wait.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
 
-function capiClients(kc: KubeConfig, version: string): { claims: ResourceClient<IPAddressClaim>; addresses: ResourceClient<CapiIPAddress> } {
-  const t = (kind: string, plural: string) => ({ group: "ipam.cluster.x-k8s.io", version, kind, plural, namespaced: true });
+function capiClients(kc: KubeConfig, version: ClusterApiVersion): { claims: ResourceClient<IPAddressClaim>; addresses: ResourceClient<CapiIPAddress> } {
   return {
-    claims: new ResourceClient<IPAddressClaim>(kc, t("IPAddressClaim", "ipaddressclaims")),
-    addresses: new ResourceClient<CapiIPAddress>(kc, t("IPAddress", "ipaddresses")),
+    claims: new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM, version)),
+    addresses: new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS, version)),
   };
 }
 
@@ -281,9 +281,10 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
     before(async function () {
       if (usingExistingCluster()) this.skip();
       crdDir = mkdtempSync(join(tmpdir(), "capi-v1beta1-"));
-      for (const file of readdirSync(CAPI_CRDS).filter((f) => f.startsWith("ipam.cluster.x-k8s.io_") || f.startsWith("cluster.x-k8s.io_clusters"))) {
+      // Cluster API's CRD files are named `<group>_<plural>.yaml`.
+      for (const file of readdirSync(CAPI_CRDS).filter((f) => f.startsWith(`${CAPI_IPADDRESSCLAIM.group}_`) || f.startsWith(`${CLUSTER.group}_${CLUSTER.plural}`))) {
         const crd = load(readFileSync(join(CAPI_CRDS, file), "utf8")) as { spec: { versions: { name: string; served: boolean; storage: boolean }[] } };
-        if (file.startsWith("ipam.")) {
+        if (file.startsWith(`${CAPI_IPADDRESSCLAIM.group}_`)) {
           crd.spec.versions = crd.spec.versions.filter((v) => v.name !== "v1beta2").map((v) => ({ ...v, storage: v.name === "v1beta1" }));
         }
         writeFileSync(join(crdDir, file), dump(crd));
@@ -304,7 +305,7 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
         const c1 = clients(kc1);
         const capi1 = capiClients(kc1, "v1beta1");
         await c1.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.39.0.1", end: "10.39.0.9" }] }));
-        await capi1.claims.create(ns, { apiVersion: "ipam.cluster.x-k8s.io/v1beta1", ...capiClaim(ns, "old-api", "p") });
+        await capi1.claims.create(ns, { apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM, "v1beta1"), ...capiClaim(ns, "old-api", "p") });
         expect(await eventually("v1beta1 claim bound", () => capiAddressOf(capi1, ns, "old-api"))).to.equal("10.39.0.1");
         const cl = await capi1.claims.get(ns, "old-api");
         const legacy = (cl.status?.conditions ?? []).find((x) => x.type === "Ready");

@@ -7,7 +7,8 @@
  */
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { CAPI_IPAM_GROUP, type CapiIPAddress, type IPAddressClaim } from "../api/capi/types.js";
+import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
+import { apiVersionOf, CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, resourceType } from "../api/registry.js";
 import { GROUP, IPPOOL_KIND, type IPAddress, type IPClaim, type IPPool, type ObjectMeta, type OwnerReference } from "../api/v1alpha1/types.js";
 import { ipAddressName } from "../src/ipam/naming.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
@@ -36,11 +37,10 @@ interface Kinds {
 }
 
 function kinds(kc: KubeConfig): Kinds {
-  const t = (kind: string, plural: string) => ({ group: CAPI_IPAM_GROUP, version: "v1beta2", kind, plural, namespaced: true });
   return {
     c: clients(kc),
-    capiClaims: new ResourceClient<IPAddressClaim>(kc, t("IPAddressClaim", "ipaddressclaims")),
-    capiAddresses: new ResourceClient<CapiIPAddress>(kc, t("IPAddress", "ipaddresses")),
+    capiClaims: new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM)),
+    capiAddresses: new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
   };
 }
 
@@ -73,7 +73,7 @@ async function metal3IPClaim(k: Kinds, ns: string, p: IPPool, name: string, addr
 async function metal3CapiClaim(k: Kinds, ns: string, p: IPPool, name: string, address: string): Promise<void> {
   const recordName = ipAddressName(PREFIX, address);
   const c = await createWithStatus(k.capiClaims, ns, {
-    apiVersion: `${CAPI_IPAM_GROUP}/v1beta2`,
+    apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM),
     metadata: { name, namespace: ns, labels: CLUSTER_LABELS, finalizers: ["ipam.metal3.io/ipaddressclaim"] },
     spec: { poolRef: POOL_REF },
   }, { addressRef: { name: recordName } });

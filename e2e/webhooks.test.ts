@@ -28,7 +28,8 @@ import {
 import type { KubeConfig, V1MutatingWebhookConfiguration, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
 import { loadAll } from "js-yaml";
 import { CRDS } from "../api/v1alpha1/schema.js";
-import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPADDRESS_PLURAL, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
+import { CAPI_IPADDRESSCLAIM, IPADDRESS, IPPOOL, resourceType } from "../api/registry.js";
+import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
 import type { IPAddress, IPPool } from "../api/v1alpha1/types.js";
 import type { IPAddressClaim } from "../api/capi/types.js";
 import { ResourceClient } from "../src/kube/resource.js";
@@ -118,7 +119,7 @@ async function webhooksEffective(kc: KubeConfig, ns: string): Promise<void> {
   const probe = pool(ns, "probe", { pools: [{ start: "10.0.0.9", end: "10.0.0.1" }] });
   await eventually(`webhooks to serve namespace ${ns}`, async () => {
     try {
-      await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: "ippools", body: probe, dryRun: "All" });
+      await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPPOOL.plural, body: probe, dryRun: "All" });
       return false;
     } catch (err) {
       return describeError(err).includes("denied the request");
@@ -357,7 +358,7 @@ describe("admission webhooks (real API server)", function () {
         spec: { address: "10.1.0.14", pool: { name: "valid-v4" }, claim: { name: "someone" } },
       };
       const api = kc.makeApiClient(CustomObjectsApi);
-      const replaced = (await api.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPADDRESS_PLURAL, name: "zeroes", body: fromGo })) as IPAddress;
+      const replaced = (await api.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: IPADDRESS.plural, name: "zeroes", body: fromGo })) as IPAddress;
       expect(replaced.metadata.labels).to.deep.equal({ touched: "by-go" });
       expect(replaced.spec).to.deep.equal(fromGo.spec);
     });
@@ -410,7 +411,7 @@ describe("admission webhooks (real API server)", function () {
     });
 
     it("refuses a pool update that would drop an address a Cluster API claim holds", async () => {
-      const capiClaims = new ResourceClient<IPAddressClaim>(kc, { group: "ipam.cluster.x-k8s.io", version: "v1beta2", plural: "ipaddressclaims", kind: "IPAddressClaim", namespaced: true });
+      const capiClaims = new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM));
       await c.pools.create(ctlNs, pool(ctlNs, "capiuse", { pools: [{ start: "10.62.0.10", end: "10.62.0.20" }] }));
       await capiClaims.create(ctlNs, { metadata: { name: "capi-holder", namespace: ctlNs }, spec: { poolRef: { apiGroup: GROUP, kind: "IPPool", name: "capiuse" } } });
       await eventually("the Cluster API claim bound", async () => (await capiClaims.get(ctlNs, "capi-holder")).status?.addressRef?.name, 30_000, 200);

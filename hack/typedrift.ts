@@ -1,7 +1,7 @@
 /**
  * Type drift: the field names and required-ness declared by TypeScript sources, read with the compiler's parser (no
  * type checker, no imports resolved), and the differences between two such readings. Used by
- * `api/v1alpha1/drift.test.ts` to hold the hand-written types against the types kubernetes-fluent-client generates
+ * `hack/drift.test.ts` to hold the hand-written types against the types kubernetes-fluent-client generates
  * from our CRDs.
  *
  * Only syntax is read, one file at a time: interfaces (with `extends` of interfaces of the same file), classes, type

@@ -1,18 +1,19 @@
 /**
  * The parts of Cluster API's `ipam.cluster.x-k8s.io` (v1beta2, and v1beta1 for management clusters on CAPI 1.10 and
- * older) that the bridge reads and writes (spec §5). Types only.
+ * older) that the bridge reads and writes (spec §5), and the names of `cluster.x-k8s.io` we refer to. Types only; the
+ * versions we speak are in api/registry.ts.
  */
 import type { Condition, ObjectMeta } from "../v1alpha1/types.js";
 
+/** Cluster API's IPAM group. Its kinds, plurals and versions are in api/registry.ts. */
 export const CAPI_IPAM_GROUP = "ipam.cluster.x-k8s.io";
-/** Versions we can speak, preferred first. */
-export const CAPI_IPAM_VERSIONS = ["v1beta2", "v1beta1"] as const;
-export type CapiIpamVersion = (typeof CAPI_IPAM_VERSIONS)[number];
-
 export const IPADDRESSCLAIM_KIND = "IPAddressClaim";
-export const IPADDRESSCLAIM_PLURAL = "ipaddressclaims";
 export const CAPI_IPADDRESS_KIND = "IPAddress";
-export const CAPI_IPADDRESS_PLURAL = "ipaddresses";
+
+/** Cluster API's core group (Cluster, Machine). */
+export const CLUSTER_GROUP = "cluster.x-k8s.io";
+export const CLUSTER_KIND = "Cluster";
+export const MACHINE_KIND = "Machine";
 
 /** On IPAddressClaims we serve, until the address is released (spec §5.3). */
 export const IPADDRESSCLAIM_FINALIZER = "ipam.metal3.io/ipaddressclaim";

@@ -9,14 +9,12 @@
  * no backreferences. Plain data, no runtime dependencies.
  */
 
+import { IPADDRESS, IPCLAIM, IPPOOL } from "../registry.js";
 import {
   GROUP,
   IPADDRESS_KIND,
-  IPADDRESS_PLURAL,
   IPCLAIM_KIND,
-  IPCLAIM_PLURAL,
   IPPOOL_KIND,
-  IPPOOL_PLURAL,
   READY_CONDITION,
   VERSION,
 } from "./types.js";
@@ -356,7 +354,7 @@ export const IPPOOL_CRD: CrdDefinition = {
   version: VERSION,
   kind: IPPOOL_KIND,
   listKind: `${IPPOOL_KIND}List`,
-  plural: IPPOOL_PLURAL,
+  plural: IPPOOL.plural,
   singular: "ippool",
   shortNames: ["ipp", "ippool", "m3ipp", "m3ippool", "m3ippools", "metal3ipp", "metal3ippool", "metal3ippools"],
   categories: ["cluster-api"],
@@ -406,7 +404,7 @@ export const IPCLAIM_CRD: CrdDefinition = {
   version: VERSION,
   kind: IPCLAIM_KIND,
   listKind: `${IPCLAIM_KIND}List`,
-  plural: IPCLAIM_PLURAL,
+  plural: IPCLAIM.plural,
   singular: "ipclaim",
   shortNames: ["ipc", "ipclaim", "m3ipc", "m3ipclaim", "m3ipclaims", "metal3ipc", "metal3ipclaim", "metal3ipclaims"],
   categories: ["cluster-api"],
@@ -470,7 +468,7 @@ export const IPADDRESS_CRD: CrdDefinition = {
   version: VERSION,
   kind: IPADDRESS_KIND,
   listKind: `${IPADDRESS_KIND}List`,
-  plural: IPADDRESS_PLURAL,
+  plural: IPADDRESS.plural,
   singular: "ipaddress",
   shortNames: [
     "ipa",

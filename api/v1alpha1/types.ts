@@ -9,13 +9,11 @@
 export const GROUP = "ipam.metal3.io";
 export const VERSION = "v1alpha1";
 export const API_VERSION = `${GROUP}/${VERSION}`;
+// Plurals and scope of these kinds: api/registry.ts.
 
 export const IPPOOL_KIND = "IPPool";
 export const IPCLAIM_KIND = "IPClaim";
 export const IPADDRESS_KIND = "IPAddress";
-export const IPPOOL_PLURAL = "ippools";
-export const IPCLAIM_PLURAL = "ipclaims";
-export const IPADDRESS_PLURAL = "ipaddresses";
 
 /** Held on an IPPool until no IPAddress references it (spec §3.5). */
 export const IPPOOL_FINALIZER = "ippool.ipam.metal3.io";

@@ -9,18 +9,13 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, MACHINE, resourceType } from "../../api/registry.js";
 import {
   API_VERSION,
   CLUSTER_NAME_LABEL,
   GROUP,
   IP_ADDRESS_ANNOTATION,
-  IPADDRESS_KIND,
-  IPADDRESS_PLURAL,
-  IPCLAIM_KIND,
-  IPCLAIM_PLURAL,
   IPPOOL_KIND,
-  IPPOOL_PLURAL,
-  VERSION,
   type Condition,
   type IPAddress,
   type IPClaim,
@@ -62,15 +57,15 @@ const type = (group: string, version: string, kind: string, plural: string): Res
 /** Clients for every kind of the scenario on the cluster of `kc`. */
 export function kinds(kc: KubeConfig): Kinds {
   return {
-    clusters: new ResourceClient<Thing>(kc, type("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters")),
-    machines: new ResourceClient<Thing>(kc, type("cluster.x-k8s.io", "v1beta2", "Machine", "machines")),
+    clusters: new ResourceClient<Thing>(kc, resourceType(CLUSTER)),
+    machines: new ResourceClient<Thing>(kc, resourceType(MACHINE)),
     infraMachines: new ResourceClient<Thing>(kc, type(PIVOT_GROUP, "v1alpha1", "PivotMachine", "pivotmachines")),
     data: new ResourceClient<Thing>(kc, type(PIVOT_GROUP, "v1alpha1", "PivotData", "pivotdatas")),
-    pools: new ResourceClient<IPPool>(kc, type(GROUP, VERSION, IPPOOL_KIND, IPPOOL_PLURAL)),
-    claims: new ResourceClient<IPClaim>(kc, type(GROUP, VERSION, IPCLAIM_KIND, IPCLAIM_PLURAL)),
-    addresses: new ResourceClient<IPAddress>(kc, type(GROUP, VERSION, IPADDRESS_KIND, IPADDRESS_PLURAL)),
-    capiClaims: new ResourceClient<IPAddressClaim>(kc, type("ipam.cluster.x-k8s.io", "v1beta2", "IPAddressClaim", "ipaddressclaims")),
-    capiAddresses: new ResourceClient<CapiIPAddress>(kc, type("ipam.cluster.x-k8s.io", "v1beta2", "IPAddress", "ipaddresses")),
+    pools: new ResourceClient<IPPool>(kc, resourceType(IPPOOL)),
+    claims: new ResourceClient<IPClaim>(kc, resourceType(IPCLAIM)),
+    addresses: new ResourceClient<IPAddress>(kc, resourceType(IPADDRESS)),
+    capiClaims: new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM)),
+    capiAddresses: new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
   };
 }
 

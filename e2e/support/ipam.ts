@@ -3,20 +3,9 @@
  * (set E2E_EXTERNAL_CONTROLLER=true when a deployed controller serves the cluster, e.g. on kind).
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import {
-  GROUP,
-  IPADDRESS_KIND,
-  IPADDRESS_PLURAL,
-  IPCLAIM_KIND,
-  IPCLAIM_PLURAL,
-  IPPOOL_KIND,
-  IPPOOL_PLURAL,
-  VERSION,
-  type IPAddress,
-  type IPClaim,
-  type IPPool,
-} from "../../api/v1alpha1/types.js";
-import { clusterType, type Cluster } from "../../src/controllers/clusters.js";
+import { apiVersionOf, CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, resourceType } from "../../api/registry.js";
+import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
+import type { Cluster } from "../../src/controllers/clusters.js";
 import { Manager } from "../../src/controllers/manager.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient } from "../../src/kube/resource.js";
@@ -33,12 +22,11 @@ export interface Clients {
 }
 
 export function clients(kc: KubeConfig): Clients {
-  const t = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
   return {
-    pools: new ResourceClient<IPPool>(kc, t(IPPOOL_KIND, IPPOOL_PLURAL)),
-    claims: new ResourceClient<IPClaim>(kc, t(IPCLAIM_KIND, IPCLAIM_PLURAL)),
-    addresses: new ResourceClient<IPAddress>(kc, t(IPADDRESS_KIND, IPADDRESS_PLURAL)),
-    clusters: new ResourceClient<Cluster>(kc, clusterType("v1beta2")),
+    pools: new ResourceClient<IPPool>(kc, resourceType(IPPOOL)),
+    claims: new ResourceClient<IPClaim>(kc, resourceType(IPCLAIM)),
+    addresses: new ResourceClient<IPAddress>(kc, resourceType(IPADDRESS)),
+    clusters: new ResourceClient<Cluster>(kc, resourceType(CLUSTER)),
     core: kc.makeApiClient(CoreV1Api),
   };
 }
@@ -69,11 +57,11 @@ export async function withController<T>(kc: KubeConfig, prefix: string, body: (n
 }
 
 export function pool(namespace: string, name: string, spec: Partial<IPPool["spec"]> & { pools: IPPool["spec"]["pools"] }): IPPool {
-  return { apiVersion: `${GROUP}/${VERSION}`, kind: IPPOOL_KIND, metadata: { name, namespace }, spec: { namePrefix: name, ...spec } };
+  return { apiVersion: apiVersionOf(IPPOOL), kind: IPPOOL.kind, metadata: { name, namespace }, spec: { namePrefix: name, ...spec } };
 }
 
 export function claim(namespace: string, name: string, poolName: string, meta: Partial<IPClaim["metadata"]> = {}): IPClaim {
-  return { apiVersion: `${GROUP}/${VERSION}`, kind: IPCLAIM_KIND, metadata: { name, namespace, ...meta }, spec: { pool: { name: poolName } } };
+  return { apiVersion: apiVersionOf(IPCLAIM), kind: IPCLAIM.kind, metadata: { name, namespace, ...meta }, spec: { pool: { name: poolName } } };
 }
 
 /** The address a claim holds (through status.address → IPAddress), or undefined. */
@@ -108,8 +96,8 @@ export async function eventReasons(c: Clients, namespace: string, name: string):
 /** A v1beta2 Cluster with the smallest spec the schema accepts. */
 export function cluster(namespace: string, name: string, paused = false): Cluster {
   return {
-    apiVersion: "cluster.x-k8s.io/v1beta2",
-    kind: "Cluster",
+    apiVersion: apiVersionOf(CLUSTER),
+    kind: CLUSTER.kind,
     metadata: { name, namespace },
     spec: { paused, controlPlaneEndpoint: { host: "192.0.2.1", port: 6443 } } as Cluster["spec"],
   };

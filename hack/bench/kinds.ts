@@ -5,13 +5,8 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
-  CAPI_IPADDRESS_KIND,
-  CAPI_IPADDRESS_PLURAL,
   CAPI_IPADDRESS_FINALIZER,
-  CAPI_IPAM_GROUP,
   IPADDRESSCLAIM_FINALIZER,
-  IPADDRESSCLAIM_KIND,
-  IPADDRESSCLAIM_PLURAL,
   type CapiIPAddress,
   type IPAddressClaim,
 } from "../../api/capi/types.js";
@@ -20,16 +15,15 @@ import {
   IPPOOL_KIND,
   IPADDRESS_FINALIZER,
   IPCLAIM_FINALIZER,
-  IPCLAIM_KIND,
-  IPCLAIM_PLURAL,
   READY_CONDITION,
-  VERSION,
   type IPClaim,
 } from "../../api/v1alpha1/types.js";
 import { clients, claim } from "../../e2e/support/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
+// Aliased: this module exports its own CAPI_IPADDRESSCLAIM (a ClaimKind).
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM as CAPI_CLAIM, IPCLAIM, resourceType } from "../../api/registry.js";
 
 /** What a scenario needs to know about one kind of claim. */
 export interface ClaimKind {
@@ -98,8 +92,8 @@ function readyTrue(conditions: unknown): boolean {
 /** Metal3's IPClaim (`ipam.metal3.io/v1alpha1`): bound when `status.address.name` is set and Ready=True. */
 export const METAL3_IPCLAIM: ClaimKind = {
   label: "IPClaim",
-  claimType: { group: GROUP, version: VERSION, plural: IPCLAIM_PLURAL, kind: IPCLAIM_KIND, namespaced: true },
-  createRequest: `POST ${GROUP}/${IPCLAIM_PLURAL}`,
+  claimType: resourceType(IPCLAIM),
+  createRequest: `POST ${IPCLAIM.group}/${IPCLAIM.plural}`,
   async create(kc, namespace, name, poolName) {
     await metal3Clients(kc).claims.create(namespace, claim(namespace, name, poolName));
   },
@@ -139,13 +133,13 @@ export const METAL3_IPCLAIM: ClaimKind = {
 const capiClaims = cached((kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE));
 const capiAddresses = cached(
   (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
-    new ResourceClient<CapiIPAddress>(kc, { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: CAPI_IPADDRESS_PLURAL, kind: CAPI_IPADDRESS_KIND, namespaced: true }),
+    new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
 );
 const capiClaim = (namespace: string, name: string, poolName: string): IPAddressClaim => ({
   metadata: { name, namespace },
   spec: { poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName } },
 });
-const CAPI_CLAIM_TYPE: ResourceType = { group: CAPI_IPAM_GROUP, version: "v1beta2", plural: IPADDRESSCLAIM_PLURAL, kind: IPADDRESSCLAIM_KIND, namespaced: true };
+const CAPI_CLAIM_TYPE: ResourceType = resourceType(CAPI_CLAIM);
 
 /**
  * Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io/v1beta2`) on one of our pools: bound when `status.addressRef`
@@ -156,7 +150,7 @@ const CAPI_CLAIM_TYPE: ResourceType = { group: CAPI_IPAM_GROUP, version: "v1beta
 export const CAPI_IPADDRESSCLAIM: ClaimKind = {
   label: "IPAddressClaim",
   claimType: CAPI_CLAIM_TYPE,
-  createRequest: `POST ${CAPI_IPAM_GROUP}/${IPADDRESSCLAIM_PLURAL}`,
+  createRequest: `POST ${CAPI_CLAIM.group}/${CAPI_CLAIM.plural}`,
   async create(kc, namespace, name, poolName) {
     await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
   },

@@ -5,7 +5,7 @@
  * (`spec.pool.name`), the Cluster API IPAddresses whose `poolRef` names it (apiGroup ipam.metal3.io, kind IPPool),
  * and its preallocations. A Cluster API claim's only record is its Cluster API IPAddress.
  */
-import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import { CAPI_IPAM_GROUP, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
 import { GROUP, IPPOOL_KIND, READY_CONDITION, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { PoolAllocator, parseAddress, sameAddress } from "../ipam/index.js";
 
@@ -27,7 +27,7 @@ export interface Holding {
   /** `IPAddress` object name. */
   object: string;
   /** Which API the IPAddress object belongs to. */
-  api: "ipam.metal3.io" | "ipam.cluster.x-k8s.io";
+  api: typeof GROUP | typeof CAPI_IPAM_GROUP;
   namespace: string;
   pool: string;
   claimKind: ClaimKind;
@@ -45,10 +45,10 @@ export function isOurPoolRef(ref: { apiGroup?: string; kind: string } | undefine
 /** Every allocation record of the inventory, both kinds. */
 export function holdings(inv: Inventory): Holding[] {
   const m3 = inv.addresses.map((a): Holding => ({
-    address: a.spec.address, object: name(a), api: "ipam.metal3.io", namespace: ns(a), pool: a.spec.pool?.name ?? "", claimKind: "IPClaim", claimName: a.spec.claim?.name ?? "",
+    address: a.spec.address, object: name(a), api: GROUP, namespace: ns(a), pool: a.spec.pool?.name ?? "", claimKind: "IPClaim", claimName: a.spec.claim?.name ?? "",
   }));
   const capi = inv.capiAddresses.filter((a) => isOurPoolRef(a.spec.poolRef)).map((a): Holding => ({
-    address: a.spec.address, object: name(a), api: "ipam.cluster.x-k8s.io", namespace: ns(a), pool: a.spec.poolRef.name, claimKind: "IPAddressClaim", claimName: a.spec.claimRef?.name ?? "",
+    address: a.spec.address, object: name(a), api: CAPI_IPAM_GROUP, namespace: ns(a), pool: a.spec.poolRef.name, claimKind: "IPAddressClaim", claimName: a.spec.claimRef?.name ?? "",
   }));
   return [...m3, ...capi];
 }

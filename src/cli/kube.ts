@@ -5,17 +5,12 @@
  */
 import { GenericKind, K8s, kind as kinds } from "kubernetes-fluent-client";
 import { WatchPhase } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
+import { qualifiedName, type ResourceType } from "../../api/registry.js";
+import { GROUP } from "../../api/v1alpha1/types.js";
 import { CliError, explainReadError, statusOf, type Attempt } from "./errors.js";
 
-/** Enough to address a resource type over REST. `group` is "" for the core group. */
-export interface ResourceKind {
-  group: string;
-  version: string;
-  kind: string;
-  plural: string;
-  /** False for cluster-scoped resources. */
-  namespaced: boolean;
-}
+/** Enough to address a resource type over REST (api/registry.ts's shape). `group` is "" for the core group. */
+export type ResourceKind = ResourceType;
 
 /** Minimal object shape every read returns. */
 export interface Obj {
@@ -42,7 +37,7 @@ export function useServer(url: string): void {
 
 /** `plural.group`, the name RBAC and kubectl use. */
 export function resourceName(k: ResourceKind): string {
-  return k.group ? `${k.plural}.${k.group}` : k.plural;
+  return qualifiedName(k);
 }
 
 function client(k: ResourceKind) {
@@ -83,7 +78,7 @@ export async function get<T extends Obj>(k: ResourceKind, namespace: string, nam
 
 /** The message for a resource type the cluster does not serve. */
 export function crdMissing(k: ResourceKind): string {
-  const hint = k.group === "ipam.metal3.io" ? ': install them with "kubectl apply -k config/crd" or "clusterctl init --ipam metal3-ts"' : "";
+  const hint = k.group === GROUP ? ': install them with "kubectl apply -k config/crd" or "clusterctl init --ipam metal3-ts"' : "";
   return `the cluster does not serve ${resourceName(k)} (${k.group}/${k.version}): its CRD is not installed${hint}`;
 }
 

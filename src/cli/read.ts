@@ -3,29 +3,29 @@
  * clusterctl's view of a namespace for preflight-move.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
-import { CLUSTERCTL_LABEL, GROUP, IPADDRESS_KIND, IPADDRESS_PLURAL, IPCLAIM_KIND, IPCLAIM_PLURAL, IPPOOL_KIND, IPPOOL_PLURAL, VERSION, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, CLUSTER_API_VERSIONS, IPADDRESS, IPCLAIM, IPPOOL, qualifiedName, resourceType, type ResourceDescriptor } from "../../api/registry.js";
+import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { get, list, listCrds, raw, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
 import type { Inventory } from "./inventory.js";
 import type { ClusterInfo, MoveNode } from "./preflight.js";
 import { BAREMETALHOST_ANNOTATION, type ChainLink } from "./who.js";
 
-const ours = (kind: string, plural: string): ResourceKind => ({ group: GROUP, version: VERSION, kind, plural, namespaced: true });
-export const IPPOOLS = ours(IPPOOL_KIND, IPPOOL_PLURAL);
-export const IPCLAIMS = ours(IPCLAIM_KIND, IPCLAIM_PLURAL);
-export const IPADDRESSES = ours(IPADDRESS_KIND, IPADDRESS_PLURAL);
+export const IPPOOLS: ResourceKind = resourceType(IPPOOL);
+export const IPCLAIMS: ResourceKind = resourceType(IPCLAIM);
+export const IPADDRESSES: ResourceKind = resourceType(IPADDRESS);
 
-const CAPI_IPAM = "ipam.cluster.x-k8s.io";
-const capi = (version: string, kind: string, plural: string): ResourceKind => ({ group: CAPI_IPAM, version, kind, plural, namespaced: true });
-
-/** The Cluster API IPAM kind at v1beta2, else v1beta1 (CAPI 1.10 and older); undefined when neither is served. */
-export async function capiKind(kind: string, plural: string): Promise<ResourceKind | undefined> {
-  for (const version of ["v1beta2", "v1beta1"]) if (await served(CAPI_IPAM, version)) return capi(version, kind, plural);
+/**
+ * A Cluster API kind at the first of its versions (api/registry.ts, preferred first) whose group/version the cluster
+ * serves; undefined when none is.
+ */
+export async function capiKind(descriptor: ResourceDescriptor): Promise<ResourceKind | undefined> {
+  for (const version of descriptor.versions) if (await served(descriptor.group, version)) return resourceType(descriptor, version);
   return undefined;
 }
 
 /** Lists a Cluster API IPAM kind at the version the cluster serves; none at all is an empty list. */
-async function listCapi<T extends Obj>(kind: string, plural: string, namespace: string | undefined): Promise<T[]> {
-  const k = await capiKind(kind, plural);
+async function listCapi<T extends Obj>(descriptor: ResourceDescriptor, namespace: string | undefined): Promise<T[]> {
+  const k = await capiKind(descriptor);
   return k ? await list<T>(k, namespace, { missing: "empty" }) : [];
 }
 
@@ -44,8 +44,8 @@ export async function readInventory(namespace: string | undefined): Promise<Inve
   const [claims, addresses, capiClaims, capiAddresses] = await Promise.all([
     list<IPClaim & Obj>(IPCLAIMS, namespace),
     list<IPAddress & Obj>(IPADDRESSES, namespace),
-    listCapi<IPAddressClaim & Obj>("IPAddressClaim", "ipaddressclaims", namespace),
-    listCapi<CapiIPAddress & Obj>("IPAddress", "ipaddresses", namespace),
+    listCapi<IPAddressClaim & Obj>(CAPI_IPADDRESSCLAIM, namespace),
+    listCapi<CapiIPAddress & Obj>(CAPI_IPADDRESS, namespace),
   ]);
   return { pools, claims, addresses, capiClaims, capiAddresses };
 }
@@ -91,7 +91,7 @@ export async function ownerChain(obj: Obj, namespace: string): Promise<ChainLink
     const host = owner.metadata.annotations?.[BAREMETALHOST_ANNOTATION];
     const node = ref.kind === "Machine" ? owner.status?.nodeRef?.name : undefined;
     links.push({ apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, ...(host ? { host } : {}), ...(node ? { node } : {}) });
-    if (ref.kind === "Cluster" && ref.apiVersion.startsWith("cluster.x-k8s.io/")) break;
+    if (ref.kind === CLUSTER.kind && ref.apiVersion.startsWith(`${CLUSTER.group}/`)) break;
     current = owner;
   }
   return links;
@@ -100,10 +100,12 @@ export async function ownerChain(obj: Obj, namespace: string): Promise<ChainLink
 /** Kinds whose CRD labels make clusterctl treat them as move roots or force-moved (see clusterctl's objectgraph). */
 const MOVE_LABEL = "clusterctl.cluster.x-k8s.io/move";
 const MOVE_HIERARCHY_LABEL = "clusterctl.cluster.x-k8s.io/move-hierarchy";
-const ROOT_KINDS = new Set(["cluster.x-k8s.io/Cluster", "cluster.x-k8s.io/ClusterClass", "addons.cluster.x-k8s.io/ClusterResourceSet"]);
+const ROOT_KINDS = new Set([`${CLUSTER.group}/${CLUSTER.kind}`, "cluster.x-k8s.io/ClusterClass", "addons.cluster.x-k8s.io/ClusterResourceSet"]);
 
-/** The CRDs that matter to a move of addresses; installed ones missing the label are reported. */
-const MOVE_CRDS = ["ippools.ipam.metal3.io", "ipclaims.ipam.metal3.io", "ipaddresses.ipam.metal3.io", "clusters.cluster.x-k8s.io", "ipaddressclaims.ipam.cluster.x-k8s.io", "ipaddresses.ipam.cluster.x-k8s.io"];
+/** The kinds whose CRDs matter to a move of addresses; installed ones missing the label are reported. */
+const MOVE_KINDS = [IPPOOL, IPCLAIM, IPADDRESS, CLUSTER, CAPI_IPADDRESSCLAIM, CAPI_IPADDRESS];
+/** Every version any of them is spoken at: a CRD served under any of these counts as installed. */
+const PROBE_VERSIONS = [...new Set(MOVE_KINDS.flatMap((d) => [...CLUSTER_API_VERSIONS, ...d.versions]))];
 
 interface ClusterObj extends Obj {
   spec?: { paused?: boolean };
@@ -135,21 +137,20 @@ export async function readMoveGraph(namespace: string): Promise<{ nodes: MoveNod
     const kind: ResourceKind = { group: crd.spec.group, version, kind: crd.spec.names.kind, plural: crd.spec.names.plural, namespaced: true };
     const items = await list<ClusterObj>(kind, namespace, { missing: "empty" });
     for (const o of items) nodes.push(toNode(o, crd, version));
-    if (crd.spec.group === "cluster.x-k8s.io" && crd.spec.names.kind === "Cluster") {
+    if (crd.spec.group === CLUSTER.group && crd.spec.names.kind === CLUSTER.kind) {
       for (const o of items) clusters.push({ name: o.metadata.name ?? "", uid: o.metadata.uid ?? "", paused: o.spec?.paused === true });
     }
   }));
   const unlabelledCrds: string[] = [];
-  for (const name of MOVE_CRDS.filter((n) => !labelled.has(n))) {
-    const [plural = "", ...group] = name.split(".");
-    if (await crdInstalled(group.join("."), plural)) unlabelledCrds.push(name);
+  for (const d of MOVE_KINDS.filter((k) => !labelled.has(qualifiedName(k)))) {
+    if (await crdInstalled(d.group, d.plural)) unlabelledCrds.push(qualifiedName(d));
   }
   clusters.sort((a, b) => a.name.localeCompare(b.name));
   return { nodes, clusters, unlabelledCrds };
 }
 
 async function crdInstalled(group: string, plural: string): Promise<boolean> {
-  for (const version of ["v1beta2", "v1beta1", "v1alpha1"]) {
+  for (const version of PROBE_VERSIONS) {
     const doc = await raw<ApiResourceList>(`/apis/${group}/${version}`);
     if (doc?.resources.some((r) => r.name === plural)) return true;
   }

@@ -4,6 +4,7 @@
  * only when the text differs from the last one printed.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Io } from "./commands.js";
 import { ExitCode } from "./errors.js";
@@ -71,8 +72,8 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   await start(IPPOOLS, mirrors.pools);
   await start(IPCLAIMS, mirrors.claims);
   await start(IPADDRESSES, mirrors.addresses);
-  await start(await capiKind("IPAddressClaim", "ipaddressclaims"), mirrors.capiClaims);
-  await start(await capiKind("IPAddress", "ipaddresses"), mirrors.capiAddresses);
+  await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.capiClaims);
+  await start(await capiKind(CAPI_IPADDRESS), mirrors.capiAddresses);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);

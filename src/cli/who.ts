@@ -3,7 +3,8 @@
  * Cluster and the host CAPM3 recorded. Pure: finding targets in an inventory and rendering; the owner chain is read
  * elsewhere (read.ts) and handed in.
  */
-import { CLUSTER_NAME_LABEL } from "../../api/v1alpha1/types.js";
+import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
+import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
 import { canonicalAddress, parseAddress } from "../ipam/index.js";
 import { allocatorOf, holdingsOfAddress, ipAddressClaimState, ipClaimState, type ClaimKind, type ClaimState, type Holding, type Inventory } from "./inventory.js";
 import { table } from "./output.js";
@@ -106,11 +107,11 @@ function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: st
   if (kind === "IPClaim") {
     const c = inv.claims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
     const a = inv.addresses.find((x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.address?.name);
-    return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: "ipam.metal3.io", namespace, pool: a.spec.pool.name, claimKind: kind, claimName: name } : undefined;
+    return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: GROUP, namespace, pool: a.spec.pool.name, claimKind: kind, claimName: name } : undefined;
   }
   const c = inv.capiClaims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
   const a = inv.capiAddresses.find((x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.addressRef?.name);
-  return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: "ipam.cluster.x-k8s.io", namespace, pool: a.spec.poolRef.name, claimKind: kind, claimName: name } : undefined;
+  return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: CAPI_IPAM_GROUP, namespace, pool: a.spec.poolRef.name, claimKind: kind, claimName: name } : undefined;
 }
 
 /** Whether the query is an address (any spelling). */

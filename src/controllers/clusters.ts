@@ -1,32 +1,18 @@
 /**
  * Cluster API Clusters, read-only: pause (spec §4) and owner references. The served version is discovered at start
- * (v1beta2 preferred, v1beta1 for older management clusters); without Cluster API's CRDs the cache stays empty and
- * keeps retrying, so Clusters installed later are noticed.
+ * (api/registry.ts's CLUSTER, preferred first); without Cluster API's CRDs the cache stays empty and keeps retrying,
+ * so Clusters installed later are noticed.
  */
+import { CLUSTER } from "../../api/registry.js";
 import { PAUSED_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
-import type { Kube } from "../kube/access.js";
-import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
+import type { KubeObject } from "../kube/resource.js";
 
 export interface Cluster extends KubeObject {
   spec?: { paused?: boolean };
 }
 
 /** RBAC for reading Clusters (pause, owner references). */
-export const CLUSTER_RULES = [{ apiGroups: ["cluster.x-k8s.io"], resources: ["clusters"], verbs: ["get", "list", "watch"] }];
-
-export const CLUSTER_GROUP = "cluster.x-k8s.io";
-
-export function clusterType(version: string): ResourceType {
-  return { group: CLUSTER_GROUP, version, plural: "clusters", kind: "Cluster", namespaced: true };
-}
-
-/** The newest Cluster version the API server serves, or v1beta2 when none is (yet). */
-export async function discoverClusterVersion(kube: Kube): Promise<{ version: string; served: boolean }> {
-  for (const version of ["v1beta2", "v1beta1"]) {
-    if (await new ResourceClient(kube, clusterType(version)).served()) return { version, served: true };
-  }
-  return { version: "v1beta2", served: false };
-}
+export const CLUSTER_RULES = [{ apiGroups: [CLUSTER.group], resources: [CLUSTER.plural], verbs: ["get", "list", "watch"] }];
 
 export const clusterPaused = (cluster: Cluster): boolean =>
   cluster.spec?.paused === true || PAUSED_ANNOTATION in (cluster.metadata.annotations ?? {});

@@ -2,12 +2,14 @@
  * Wires informers to the pool-keyed work queue and the reconciler. Watch mappers are one-liners: every event of a
  * pool, claim, IPAddress or Cluster becomes the key of the pool(s) it affects.
  */
+import { CLUSTER } from "../../api/registry.js";
 import type { Kube } from "../kube/access.js";
+import { servedVersion } from "../kube/discovery.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Logger } from "../runtime/logger.js";
 import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
-import { discoverClusterVersion, type Cluster } from "./clusters.js";
+import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
 import { addressToPool, BY_CLUSTER, claimToPool, poolKey } from "./ippool/indexes.js";
 import { PoolReconciler } from "./ippool/reconciler.js";
@@ -43,11 +45,13 @@ export class Manager {
   /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */
   async start(): Promise<void> {
     const log = this.options.logger;
-    const clusters = await discoverClusterVersion(this.kubeConfig);
-    if (!clusters.served) log.warn("Cluster API Clusters are not served; pools and claims naming a Cluster wait until they are");
+    const served = await servedVersion(this.kubeConfig, CLUSTER);
+    if (!served) log.warn("Cluster API Clusters are not served; pools and claims naming a Cluster wait until they are");
+    // Unserved, the Clusters informer watches the preferred version and keeps retrying until it appears.
+    const clusterVersion = served ?? CLUSTER.versions[0];
     const store = new Store(this.kubeConfig, {
       namespace: this.options.namespace || undefined,
-      clusterVersion: clusters.version,
+      clusterVersion,
       resyncMs: this.options.resyncMs,
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
       logger: log.child({ component: "informer" }),
@@ -74,7 +78,7 @@ export class Manager {
     this.bridge = new CapiBridge(store, { logger: log, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
     await this.bridge.start();
     queue.start();
-    log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion: clusters.version });
+    log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
   }
 
   /** Pools affected by a Cluster: those naming it, and the pools of claims (both kinds) that name it themselves. */

@@ -4,16 +4,10 @@
  * that has not arrived yet.
  */
 import type { Kube } from "../kube/access.js";
+import { CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, resourceType, type VersionOf } from "../../api/registry.js";
 import {
   DELETE_FOR_MOVE_ANNOTATION,
   GROUP,
-  IPADDRESS_KIND,
-  IPADDRESS_PLURAL,
-  IPCLAIM_KIND,
-  IPCLAIM_PLURAL,
-  IPPOOL_KIND,
-  IPPOOL_PLURAL,
-  VERSION,
   type IPAddress,
   type IPClaim,
   type IPPool,
@@ -24,22 +18,21 @@ import { Informer } from "../kube/informer.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
 import type { CapiInformers } from "./capi/claims.js";
-import { clusterType, type Cluster } from "./clusters.js";
+import type { Cluster } from "./clusters.js";
 import { addressToClaim, addressToPool, BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, claimToCluster, claimToPool, poolToCluster } from "./ippool/indexes.js";
-
-const metal3 = (kind: string, plural: string): ResourceType => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
 
 /** RBAC the store's reads and writes need (rendered into config/rbac by `npm run generate`). */
 export const STORE_RULES = [
-  { apiGroups: [GROUP], resources: ["ippools"], verbs: ["get", "list", "watch", "patch"] },
-  { apiGroups: [GROUP], resources: ["ippools/status", "ipclaims/status"], verbs: ["patch"] },
-  { apiGroups: [GROUP], resources: ["ipclaims"], verbs: ["get", "list", "watch", "patch"] },
-  { apiGroups: [GROUP], resources: ["ipaddresses"], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  { apiGroups: [GROUP], resources: [IPPOOL.plural], verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [GROUP], resources: [`${IPPOOL.plural}/status`, `${IPCLAIM.plural}/status`], verbs: ["patch"] },
+  { apiGroups: [GROUP], resources: [IPCLAIM.plural], verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [GROUP], resources: [IPADDRESS.plural], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
 ];
 
 export interface StoreOptions {
   namespace?: string;
-  clusterVersion: string;
+  /** The Cluster version to watch (the served one, see src/kube/discovery.ts). */
+  clusterVersion: VersionOf<typeof CLUSTER>;
   resyncMs?: number;
   watchTimeoutSeconds?: number;
   logger: Logger;
@@ -72,10 +65,10 @@ export class Store {
     this.informerOptions = informerOptions;
     const make = <T extends KubeObject>(type: ResourceType): Informer<T> =>
       new Informer<T>(kubeConfig, new ResourceClient<T>(kubeConfig, type), informerOptions);
-    this.pools = make<IPPool>(metal3(IPPOOL_KIND, IPPOOL_PLURAL));
-    this.claims = make<IPClaim>(metal3(IPCLAIM_KIND, IPCLAIM_PLURAL));
-    this.addresses = make<IPAddress>(metal3(IPADDRESS_KIND, IPADDRESS_PLURAL));
-    this.clusters = make<Cluster>(clusterType(options.clusterVersion));
+    this.pools = make<IPPool>(resourceType(IPPOOL));
+    this.claims = make<IPClaim>(resourceType(IPCLAIM));
+    this.addresses = make<IPAddress>(resourceType(IPADDRESS));
+    this.clusters = make<Cluster>(resourceType(CLUSTER, options.clusterVersion));
     this.pools.addIndex(BY_CLUSTER, poolToCluster);
     this.claims.addIndex(BY_POOL, (c) => [claimToPool(c)]);
     this.claims.addIndex(BY_CLUSTER, claimToCluster);

@@ -6,9 +6,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { KubeConfig } from "@kubernetes/client-node";
-import { silentLogger } from "../runtime/logger.js";
-import { Informer, type InformerOptions } from "./informer.js";
+import { Informer, type InformerLogger, type InformerOptions } from "./informer.js";
 import { RequestTimeoutError, ResourceClient, type KubeObject } from "./resource.js";
+
+/** Drops every message (src/runtime's silentLogger would make src/kube depend on the layer above it). */
+const SILENT: InformerLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
 const TYPE = { group: "test.io", version: "v1", plural: "things", kind: "Thing", namespaced: true };
 
@@ -107,7 +109,7 @@ describe("Informer (fake API server)", function () {
 
   function makeInformer(options: Partial<InformerOptions> = {}): Informer<KubeObject> {
     const kc = api.kubeConfig();
-    informer = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, TYPE), { namespace: "ns", resyncMs: 0, logger: silentLogger(), ...options });
+    informer = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, TYPE), { namespace: "ns", resyncMs: 0, logger: SILENT, ...options });
     return informer;
   }
 

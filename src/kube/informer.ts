@@ -18,10 +18,20 @@
  * cannot bring the object back into the cache, where nothing would ever remove it again.
  */
 import type { Kube } from "./access.js";
-import type { Logger } from "../runtime/logger.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
 import type { KubeObject, ListResult, ResourceClient } from "./resource.js";
 import { streamWatch, type WatchEvent } from "./watch.js";
+
+/**
+ * The log calls an informer makes. Declared here, not imported from src/runtime/logger.ts, so src/kube depends on
+ * nothing above it (src/runtime's leader election is built on src/kube); runtime's winston Logger satisfies it.
+ */
+export interface InformerLogger {
+  debug(message: string, meta?: Record<string, unknown>): unknown;
+  info(message: string, meta?: Record<string, unknown>): unknown;
+  warn(message: string, meta?: Record<string, unknown>): unknown;
+  error(message: string, meta?: Record<string, unknown>): unknown;
+}
 
 export type EventKind = "add" | "update" | "delete" | "resync";
 export type Handler<T> = (kind: EventKind, obj: T, old?: T) => void;
@@ -43,7 +53,7 @@ export interface InformerOptions {
   watchdogMs?: number;
   /** Cap of the retry backoff after failures. Default 10 s. */
   maxBackoffMs?: number;
-  logger: Logger;
+  logger: InformerLogger;
 }
 
 /** What an informer went through since it started: for tests, logs and metrics. */

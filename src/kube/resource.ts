@@ -5,23 +5,18 @@
 import type { Kube } from "./access.js";
 import { statusCodeOf } from "./errors.js";
 import { apiRequest, RequestTimeoutError, type ApiRequest, type Query } from "./transport.js";
+import type { ResourceType } from "../../api/registry.js";
 import type { ObjectMeta } from "../../api/v1alpha1/types.js";
 
 export { RequestTimeoutError };
+/** The REST address of one served version of a kind; build it from api/registry.ts with `resourceType()`. */
+export type { ResourceType };
 
 /** The minimum every object we cache has. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
-}
-
-export interface ResourceType {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-  namespaced: boolean;
 }
 
 export interface ListResult<T> {

@@ -3,16 +3,9 @@
  * in use in a pool (to refuse ranges that would drop them). An interface, so handler tests inject plain data.
  */
 import type { Kube } from "../kube/access.js";
-import {
-  GROUP,
-  IPADDRESS_KIND,
-  IPADDRESS_PLURAL,
-  IPPOOL_KIND,
-  IPPOOL_PLURAL,
-  VERSION,
-} from "../../api/v1alpha1/types.js";
+import { CAPI_IPADDRESS, IPADDRESS, IPPOOL, resourceType } from "../../api/registry.js";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
-import { CAPI_IPADDRESS_KIND, CAPI_IPADDRESS_PLURAL, CAPI_IPAM_GROUP, CAPI_IPAM_VERSIONS, type CapiIPAddress } from "../../api/capi/types.js";
+import type { CapiIPAddress } from "../../api/capi/types.js";
 import { isNotFound } from "../kube/errors.js";
 import { ResourceClient } from "../kube/resource.js";
 
@@ -35,7 +28,7 @@ async function capiAddressesOfPool(clients: readonly ResourceClient<CapiIPAddres
   for (const client of clients) {
     try {
       const items = await client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name);
-      return items.filter((a) => a.spec.poolRef.apiGroup === GROUP && a.spec.poolRef.kind === IPPOOL_KIND).map((a) => a.spec.address);
+      return items.filter((a) => a.spec.poolRef.apiGroup === IPPOOL.group && a.spec.poolRef.kind === IPPOOL.kind).map((a) => a.spec.address);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -49,12 +42,9 @@ async function capiAddressesOfPool(clients: readonly ResourceClient<CapiIPAddres
  * controller has anyway.
  */
 export function kubeLookup(kubeConfig: Kube): ClusterLookup {
-  const type = (kind: string, plural: string) => ({ group: GROUP, version: VERSION, plural, kind, namespaced: true });
-  const pools = new ResourceClient<IPPool>(kubeConfig, type(IPPOOL_KIND, IPPOOL_PLURAL));
-  const addresses = new ResourceClient<IPAddress>(kubeConfig, type(IPADDRESS_KIND, IPADDRESS_PLURAL));
-  const capiAddresses = CAPI_IPAM_VERSIONS.map(
-    (version) => new ResourceClient<CapiIPAddress>(kubeConfig, { group: CAPI_IPAM_GROUP, version, plural: CAPI_IPADDRESS_PLURAL, kind: CAPI_IPADDRESS_KIND, namespaced: true }),
-  );
+  const pools = new ResourceClient<IPPool>(kubeConfig, resourceType(IPPOOL));
+  const addresses = new ResourceClient<IPAddress>(kubeConfig, resourceType(IPADDRESS));
+  const capiAddresses = CAPI_IPADDRESS.versions.map((version) => new ResourceClient<CapiIPAddress>(kubeConfig, resourceType(CAPI_IPADDRESS, version)));
   const metal3AddressesOfPool = async (namespace: string, poolName: string): Promise<string[]> =>
     (await addresses.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name))
       .filter((a) => !a.spec.pool.namespace || a.spec.pool.namespace === namespace)

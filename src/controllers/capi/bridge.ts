@@ -5,18 +5,9 @@
  * the log; discovery is retried every 30 s, so CRDs installed later are picked up without a restart. Readiness does
  * not depend on the bridge.
  */
-import {
-  CAPI_IPADDRESS_KIND,
-  CAPI_IPADDRESS_PLURAL,
-  CAPI_IPAM_GROUP,
-  CAPI_IPAM_VERSIONS,
-  IPADDRESSCLAIM_KIND,
-  IPADDRESSCLAIM_PLURAL,
-  type CapiIPAddress,
-  type IPAddressClaim,
-} from "../../../api/capi/types.js";
-import type { Kube } from "../../kube/access.js";
-import { ResourceClient, type ResourceType } from "../../kube/resource.js";
+import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, IPPOOL, resourceType, type ClusterApiVersion } from "../../../api/registry.js";
+import { servedVersion } from "../../kube/discovery.js";
 import type { Logger } from "../../runtime/logger.js";
 import { BY_CLAIM, BY_CLUSTER, BY_POOL } from "../ippool/indexes.js";
 import type { Store } from "../store.js";
@@ -24,24 +15,22 @@ import { capiAddressToClaim, capiAddressToPool, capiClaimToCluster, capiClaimToP
 
 /** RBAC of the Cluster API side: claims (and their status) and the IPAddresses made for them. */
 export const BRIDGE_RULES = [
-  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddressclaims"], verbs: ["get", "list", "watch", "patch"] },
-  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddressclaims/status"], verbs: ["patch"] },
-  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddresses"], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [CAPI_IPADDRESSCLAIM.plural], verbs: ["get", "list", "watch", "patch"] },
+  { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [`${CAPI_IPADDRESSCLAIM.plural}/status`], verbs: ["patch"] },
+  { apiGroups: [CAPI_IPADDRESS.group], resources: [CAPI_IPADDRESS.plural], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
   // blockOwnerDeletion on the owner references we set needs update on the owners' finalizers subresource where the
   // OwnerReferencesPermissionEnforcement admission plugin runs.
-  { apiGroups: [CAPI_IPAM_GROUP], resources: ["ipaddressclaims/finalizers"], verbs: ["update"] },
-  { apiGroups: ["ipam.metal3.io"], resources: ["ippools/finalizers"], verbs: ["update"] },
+  { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [`${CAPI_IPADDRESSCLAIM.plural}/finalizers`], verbs: ["update"] },
+  { apiGroups: [IPPOOL.group], resources: [`${IPPOOL.plural}/finalizers`], verbs: ["update"] },
 ];
 
-/** The newest IPAM version served, or undefined when Cluster API's IPAM CRDs are not installed. */
-export async function discoverCapiIpamVersion(kube: Kube): Promise<string | undefined> {
-  for (const version of CAPI_IPAM_VERSIONS) {
-    if (await new ResourceClient(kube, type(version, IPADDRESSCLAIM_KIND, IPADDRESSCLAIM_PLURAL)).served()) return version;
-  }
-  return undefined;
-}
-
-const type = (version: string, kind: string, plural: string): ResourceType => ({ group: CAPI_IPAM_GROUP, version, kind, plural, namespaced: true });
+/**
+ * The newest IPAM version served, or undefined when Cluster API's IPAM CRDs are not installed or discovery failed
+ * (the bridge then retries). Claims decide: IPAddresses are spoken at the same version, which Cluster API serves
+ * together with it.
+ */
+const discoverCapiIpamVersion = (store: Store): Promise<ClusterApiVersion | undefined> =>
+  servedVersion(store.kubeConfig, CAPI_IPADDRESSCLAIM).catch(() => undefined);
 
 export interface BridgeOptions {
   logger: Logger;
@@ -62,7 +51,7 @@ export class CapiBridge {
   private retry?: NodeJS.Timeout;
   private stopped = false;
   private started = false;
-  version?: string;
+  version?: ClusterApiVersion;
 
   constructor(
     private readonly store: Store,
@@ -71,24 +60,24 @@ export class CapiBridge {
 
   /** Starts now if Cluster API's IPAM is served, else keeps looking (every 30 s by default). Never rejects for a missing API. */
   async start(): Promise<void> {
-    const version = await discoverCapiIpamVersion(this.store.kubeConfig).catch(() => undefined);
+    const version = await discoverCapiIpamVersion(this.store);
     if (version) return await this.startWith(version);
     this.options.logger.info("Cluster API IPAM (ipam.cluster.x-k8s.io) is not served; the IPAddressClaim bridge is off until it is");
     this.retry = setInterval(() => void this.tryLater(), this.options.discoveryRetryMs ?? 30_000);
   }
 
   private async tryLater(): Promise<void> {
-    const version = await discoverCapiIpamVersion(this.store.kubeConfig).catch(() => undefined);
+    const version = await discoverCapiIpamVersion(this.store);
     if (!version || this.stopped || this.started) return;
     clearInterval(this.retry);
     await this.startWith(version);
   }
 
-  private async startWith(version: string): Promise<void> {
+  private async startWith(version: ClusterApiVersion): Promise<void> {
     this.started = true;
     const store = this.store;
-    const claims = store.informerFor<IPAddressClaim>(type(version, IPADDRESSCLAIM_KIND, IPADDRESSCLAIM_PLURAL));
-    const addresses = store.informerFor<CapiIPAddress>(type(version, CAPI_IPADDRESS_KIND, CAPI_IPADDRESS_PLURAL));
+    const claims = store.informerFor<IPAddressClaim>(resourceType(CAPI_IPADDRESSCLAIM, version));
+    const addresses = store.informerFor<CapiIPAddress>(resourceType(CAPI_IPADDRESS, version));
     claims.addIndex(BY_POOL, capiClaimToPool);
     claims.addIndex(BY_CLUSTER, capiClaimToCluster);
     addresses.addIndex(BY_POOL, capiAddressToPool);

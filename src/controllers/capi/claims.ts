@@ -10,6 +10,7 @@ import {
   type CapiIPAddress,
   type IPAddressClaim,
 } from "../../../api/capi/types.js";
+import type { ClusterApiVersion } from "../../../api/registry.js";
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import type { Informer } from "../../kube/informer.js";
@@ -22,7 +23,7 @@ export interface CapiInformers {
   claims: Informer<IPAddressClaim>;
   addresses: Informer<CapiIPAddress>;
   /** The served version the claims' status is written for. */
-  version: string;
+  version: ClusterApiVersion;
 }
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */

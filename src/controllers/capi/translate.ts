@@ -9,6 +9,7 @@ import {
   type IPAddressClaim,
   type V1Beta1Condition,
 } from "../../../api/capi/types.js";
+import type { ClusterApiVersion } from "../../../api/registry.js";
 import {
   API_VERSION,
   CLUSTER_NAME_LABEL,
@@ -104,14 +105,22 @@ export function capiReason(reason: string): string {
 
 /**
  * The claim's status for its served version: v1beta2 carries metav1 conditions in `conditions`; v1beta1 carries
- * Cluster API v1beta1 conditions there and the metav1 ones under `v1beta2.conditions`.
+ * Cluster API v1beta1 conditions there and the metav1 ones under `v1beta2.conditions`. The switch is exhaustive over
+ * api/registry.ts's versions, so a new contract version does not compile until its status shape is chosen here.
  */
-export function claimStatus(claim: IPAddressClaim, version: string, addressName: string | undefined, ready: ReadyInput, now: Date): NonNullable<IPAddressClaim["status"]> {
+export function claimStatus(claim: IPAddressClaim, version: ClusterApiVersion, addressName: string | undefined, ready: ReadyInput, now: Date): NonNullable<IPAddressClaim["status"]> {
   const status = claim.status ?? {};
   const addressRef = addressName ? { name: addressName } : status.addressRef;
-  if (version === "v1beta2") {
-    return { ...status, ...(addressRef ? { addressRef } : {}), conditions: setCondition(status.conditions as Condition[] | undefined, { type: READY_CONDITION, ...ready }, now) };
+  switch (version) {
+    case "v1beta2":
+      return { ...status, ...(addressRef ? { addressRef } : {}), conditions: setCondition(status.conditions as Condition[] | undefined, { type: READY_CONDITION, ...ready }, now) };
+    case "v1beta1":
+      return { ...status, ...(addressRef ? { addressRef } : {}), ...v1beta1Conditions(status, ready, now) };
   }
+}
+
+/** v1beta1's two condition lists: Cluster API v1beta1 conditions in `conditions`, metav1 ones in `v1beta2.conditions`. */
+function v1beta1Conditions(status: NonNullable<IPAddressClaim["status"]>, ready: ReadyInput, now: Date): Pick<NonNullable<IPAddressClaim["status"]>, "conditions" | "v1beta2"> {
   const v1beta2 = setCondition(status.v1beta2?.conditions, { type: READY_CONDITION, ...ready }, now);
   const legacy = (status.conditions ?? []) as V1Beta1Condition[];
   const previous = legacy.find((c) => c.type === READY_CONDITION);
@@ -121,7 +130,7 @@ export function claimStatus(claim: IPAddressClaim, version: string, addressName:
     ...(ready.status === "False" ? { severity: "Warning" as const, reason: ready.reason, message: ready.message } : {}),
     lastTransitionTime: previous && previous.status === ready.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   };
-  return { ...status, ...(addressRef ? { addressRef } : {}), conditions: [...legacy.filter((c) => c.type !== READY_CONDITION), readyV1], v1beta2: { conditions: v1beta2 } };
+  return { conditions: [...legacy.filter((c) => c.type !== READY_CONDITION), readyV1], v1beta2: { conditions: v1beta2 } };
 }
 
 /** Pool key (`ns/name`) of a Cluster API IPAddress, when it points at one of our pools. */

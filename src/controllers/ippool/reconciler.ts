@@ -4,6 +4,7 @@
  * which serialises all allocation decisions of a pool; the store's read-your-writes makes each decision see the last.
  */
 import isEqual from "lodash/isEqual.js";
+import { apiVersionOf, CLUSTER } from "../../../api/registry.js";
 import {
   CLUSTER_NAME_LABEL,
   IPCLAIM_FINALIZER,
@@ -95,7 +96,7 @@ export class PoolReconciler {
     if (clusterName) Object.assign(labels, { [CLUSTER_NAME_LABEL]: clusterName, [PROVIDER_LABEL]: PROVIDER_NAME });
     const owners = [...(pool.metadata.ownerReferences ?? [])];
     const cluster = clusterName ? this.store.lookupCluster(pool.metadata.namespace ?? "", clusterName) : undefined;
-    if (cluster && !owners.some((o) => o.kind === "Cluster" && o.uid === cluster.metadata.uid)) {
+    if (cluster && !owners.some((o) => o.kind === CLUSTER.kind && o.uid === cluster.metadata.uid)) {
       owners.push(clusterOwnerRef(cluster));
     }
     const finalizers = pool.metadata.finalizers ?? [];
@@ -305,7 +306,7 @@ export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): stri
 }
 
 function clusterOwnerRef(cluster: Cluster): OwnerReference {
-  return { apiVersion: cluster.apiVersion ?? "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: cluster.metadata.name ?? "", uid: cluster.metadata.uid ?? "" };
+  return { apiVersion: cluster.apiVersion ?? apiVersionOf(CLUSTER), kind: CLUSTER.kind, name: cluster.metadata.name ?? "", uid: cluster.metadata.uid ?? "" };
 }
 
 /**

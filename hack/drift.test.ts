@@ -12,11 +12,11 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { expect } from "chai";
 
-import { CRD_BASES_DIR, crdFileName } from "../../hack/crds.js";
-import { collectFields, compareFields, parseSource, type FieldTable } from "../../hack/typedrift.js";
-import { CRDS, type CrdDefinition } from "./schema.js";
+import { CRD_BASES_DIR, crdFileName } from "./crds.js";
+import { collectFields, compareFields, parseSource, type FieldTable } from "./typedrift.js";
+import { CRDS, type CrdDefinition } from "../api/v1alpha1/schema.js";
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const TYPES_PATH = "api/v1alpha1/types.ts";
 const LABELS = { ours: TYPES_PATH, theirs: "the CRD" };
 const GENERATOR_PACKAGE = join(repoRoot, "node_modules", "kubernetes-fluent-client");

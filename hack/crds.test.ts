@@ -5,8 +5,8 @@ import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { CRD_BASES_DIR, renderCrds } from "../../hack/crds.js";
-import type { CrdDefinition, JSONSchemaProps } from "./schema.js";
+import { CRD_BASES_DIR, renderCrds } from "./crds.js";
+import type { CrdDefinition, JSONSchemaProps } from "../api/v1alpha1/schema.js";
 import {
   CRDS,
   IP_ADDRESS_PATTERN,
@@ -16,10 +16,10 @@ import {
   IPV4_REGEX_SOURCE,
   IPV6_REGEX_SOURCE,
   SUBNET_PATTERN,
-} from "./schema.js";
-import { CLUSTERCTL_LABEL, GROUP, PROVIDER_LABEL, PROVIDER_NAME } from "./types.js";
+} from "../api/v1alpha1/schema.js";
+import { CLUSTERCTL_LABEL, GROUP, PROVIDER_LABEL, PROVIDER_NAME } from "../api/v1alpha1/types.js";
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 const ip = new RegExp(IP_ADDRESS_PATTERN);
 const subnet = new RegExp(SUBNET_PATTERN);

@@ -1,0 +1,89 @@
+/**
+ * The one registry of the resource kinds this project reads or writes: group, kind, plural, scope and the versions we
+ * speak, preferred first. Every client, informer, discovery probe, test and tool takes its kind from here, so a new
+ * Cluster API contract version is one edit of {@link CLUSTER_API_VERSIONS} (plus whatever its object shapes change).
+ * Types and constants only: no runtime dependencies.
+ */
+import { CAPI_IPADDRESS_KIND, CAPI_IPAM_GROUP, CLUSTER_GROUP, CLUSTER_KIND, IPADDRESSCLAIM_KIND, MACHINE_KIND } from "./capi/types.js";
+import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND, VERSION } from "./v1alpha1/types.js";
+
+/** A resource kind and every version of it we can speak. */
+export interface ResourceDescriptor {
+  /** API group; "" for the core group. */
+  readonly group: string;
+  readonly kind: string;
+  /** Resource name in URLs, RBAC rules and CRD names. */
+  readonly plural: string;
+  /** Versions we can read and write, preferred first; the first one served wins. Never empty. */
+  readonly versions: readonly [string, ...string[]];
+  readonly namespaced: boolean;
+}
+
+/** One served version of a kind: enough to address it over REST (what `ResourceClient` and informers take). */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** The versions a descriptor can be spoken at, as a union of literals. */
+export type VersionOf<D extends ResourceDescriptor> = D["versions"][number];
+
+/**
+ * Cluster API contract versions, preferred first. Cluster API moves all its groups (`cluster.x-k8s.io`,
+ * `ipam.cluster.x-k8s.io`) to a new version in the same release (v1beta2 in 1.11), so one list serves every kind of
+ * it; v1beta1 is what management clusters on Cluster API 1.10 and older serve.
+ */
+export const CLUSTER_API_VERSIONS = ["v1beta2", "v1beta1"] as const;
+/** A Cluster API contract version we speak. */
+export type ClusterApiVersion = (typeof CLUSTER_API_VERSIONS)[number];
+
+/** `ipam.metal3.io/v1alpha1` IPPool. */
+export const IPPOOL = { group: GROUP, kind: IPPOOL_KIND, plural: "ippools", versions: [VERSION], namespaced: true } as const satisfies ResourceDescriptor;
+/** `ipam.metal3.io/v1alpha1` IPClaim. */
+export const IPCLAIM = { group: GROUP, kind: IPCLAIM_KIND, plural: "ipclaims", versions: [VERSION], namespaced: true } as const satisfies ResourceDescriptor;
+/** `ipam.metal3.io/v1alpha1` IPAddress. */
+export const IPADDRESS = { group: GROUP, kind: IPADDRESS_KIND, plural: "ipaddresses", versions: [VERSION], namespaced: true } as const satisfies ResourceDescriptor;
+
+/** Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io`), served by the bridge. */
+export const CAPI_IPADDRESSCLAIM = {
+  group: CAPI_IPAM_GROUP,
+  kind: IPADDRESSCLAIM_KIND,
+  plural: "ipaddressclaims",
+  versions: CLUSTER_API_VERSIONS,
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
+/** Cluster API's IPAddress (`ipam.cluster.x-k8s.io`), the record the bridge makes for an IPAddressClaim. */
+export const CAPI_IPADDRESS = {
+  group: CAPI_IPAM_GROUP,
+  kind: CAPI_IPADDRESS_KIND,
+  plural: "ipaddresses",
+  versions: CLUSTER_API_VERSIONS,
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
+
+/** Cluster API's Cluster, read for pause and owner references. */
+export const CLUSTER = { group: CLUSTER_GROUP, kind: CLUSTER_KIND, plural: "clusters", versions: CLUSTER_API_VERSIONS, namespaced: true } as const satisfies ResourceDescriptor;
+/** Cluster API's Machine: never read by the controller; the tests build owner chains through it (`clusterctl move`). */
+export const MACHINE = { group: CLUSTER_GROUP, kind: MACHINE_KIND, plural: "machines", versions: CLUSTER_API_VERSIONS, namespaced: true } as const satisfies ResourceDescriptor;
+
+/**
+ * The REST address of `descriptor` at `version` (its preferred version by default). Only versions the descriptor
+ * lists type-check, so a version nobody declared cannot be spoken by accident.
+ */
+export function resourceType<D extends ResourceDescriptor>(descriptor: D, version: VersionOf<D> = descriptor.versions[0]): ResourceType {
+  const { group, kind, plural, namespaced } = descriptor;
+  return { group, version, plural, kind, namespaced };
+}
+
+/** `apiVersion` of objects of `descriptor` at `version` (its preferred version by default). */
+export function apiVersionOf<D extends ResourceDescriptor>(descriptor: D, version: VersionOf<D> = descriptor.versions[0]): string {
+  return descriptor.group === "" ? version : `${descriptor.group}/${version}`;
+}
+
+/** `plural.group`: the CustomResourceDefinition's name, and how kubectl and RBAC messages name the resource. */
+export function qualifiedName(descriptor: Pick<ResourceDescriptor, "group" | "plural">): string {
+  return descriptor.group === "" ? descriptor.plural : `${descriptor.plural}.${descriptor.group}`;
+}
