@@ -8,7 +8,9 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     // bin/ holds the plain-JS launcher of the CLI (it must run without tsx); lint it outside the tsconfig project.
-    languageOptions: { parserOptions: { projectService: { allowDefaultProject: ["bin/*.mjs"] }, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parserOptions: { projectService: { allowDefaultProject: ["bin/*.mjs"] }, tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-explicit-any": "error",

@@ -15,7 +15,15 @@ import {
   type ResourceDescriptor,
 } from "./registry.js";
 
-const ALL: readonly ResourceDescriptor[] = [IPPOOL, IPCLAIM, IPADDRESS, CAPI_IPADDRESSCLAIM, CAPI_IPADDRESS, CLUSTER, MACHINE];
+const ALL: readonly ResourceDescriptor[] = [
+  IPPOOL,
+  IPCLAIM,
+  IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  CAPI_IPADDRESS,
+  CLUSTER,
+  MACHINE,
+];
 
 describe("api/registry.ts", () => {
   it("names every kind once", () => {
@@ -35,7 +43,13 @@ describe("api/registry.ts", () => {
   });
 
   it("gives the REST address and apiVersion of a version, the preferred one by default", () => {
-    expect(resourceType(CAPI_IPADDRESSCLAIM)).to.deep.equal({ group: "ipam.cluster.x-k8s.io", version: "v1beta2", plural: "ipaddressclaims", kind: "IPAddressClaim", namespaced: true });
+    expect(resourceType(CAPI_IPADDRESSCLAIM)).to.deep.equal({
+      group: "ipam.cluster.x-k8s.io",
+      version: "v1beta2",
+      plural: "ipaddressclaims",
+      kind: "IPAddressClaim",
+      namespaced: true,
+    });
     expect(resourceType(CLUSTER, "v1beta1").version).to.equal("v1beta1");
     expect(apiVersionOf(IPPOOL)).to.equal("ipam.metal3.io/v1alpha1");
     expect(qualifiedName(CAPI_IPADDRESS)).to.equal("ipaddresses.ipam.cluster.x-k8s.io");

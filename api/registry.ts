@@ -4,7 +4,14 @@
  * Cluster API contract version is one edit of {@link CLUSTER_API_VERSIONS} (plus whatever its object shapes change).
  * Types and constants only: no runtime dependencies.
  */
-import { CAPI_IPADDRESS_KIND, CAPI_IPAM_GROUP, CLUSTER_GROUP, CLUSTER_KIND, IPADDRESSCLAIM_KIND, MACHINE_KIND } from "./capi/types.js";
+import {
+  CAPI_IPADDRESS_KIND,
+  CAPI_IPAM_GROUP,
+  CLUSTER_GROUP,
+  CLUSTER_KIND,
+  IPADDRESSCLAIM_KIND,
+  MACHINE_KIND,
+} from "./capi/types.js";
 import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND, VERSION } from "./v1alpha1/types.js";
 
 /** A resource kind and every version of it we can speak. */
@@ -41,11 +48,29 @@ export const CLUSTER_API_VERSIONS = ["v1beta2", "v1beta1"] as const;
 export type ClusterApiVersion = (typeof CLUSTER_API_VERSIONS)[number];
 
 /** `ipam.metal3.io/v1alpha1` IPPool. */
-export const IPPOOL = { group: GROUP, kind: IPPOOL_KIND, plural: "ippools", versions: [VERSION], namespaced: true } as const satisfies ResourceDescriptor;
+export const IPPOOL = {
+  group: GROUP,
+  kind: IPPOOL_KIND,
+  plural: "ippools",
+  versions: [VERSION],
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
 /** `ipam.metal3.io/v1alpha1` IPClaim. */
-export const IPCLAIM = { group: GROUP, kind: IPCLAIM_KIND, plural: "ipclaims", versions: [VERSION], namespaced: true } as const satisfies ResourceDescriptor;
+export const IPCLAIM = {
+  group: GROUP,
+  kind: IPCLAIM_KIND,
+  plural: "ipclaims",
+  versions: [VERSION],
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
 /** `ipam.metal3.io/v1alpha1` IPAddress. */
-export const IPADDRESS = { group: GROUP, kind: IPADDRESS_KIND, plural: "ipaddresses", versions: [VERSION], namespaced: true } as const satisfies ResourceDescriptor;
+export const IPADDRESS = {
+  group: GROUP,
+  kind: IPADDRESS_KIND,
+  plural: "ipaddresses",
+  versions: [VERSION],
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
 
 /** Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io`), served by the bridge. */
 export const CAPI_IPADDRESSCLAIM = {
@@ -65,21 +90,39 @@ export const CAPI_IPADDRESS = {
 } as const satisfies ResourceDescriptor;
 
 /** Cluster API's Cluster, read for pause and owner references. */
-export const CLUSTER = { group: CLUSTER_GROUP, kind: CLUSTER_KIND, plural: "clusters", versions: CLUSTER_API_VERSIONS, namespaced: true } as const satisfies ResourceDescriptor;
+export const CLUSTER = {
+  group: CLUSTER_GROUP,
+  kind: CLUSTER_KIND,
+  plural: "clusters",
+  versions: CLUSTER_API_VERSIONS,
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
 /** Cluster API's Machine: never read by the controller; the tests build owner chains through it (`clusterctl move`). */
-export const MACHINE = { group: CLUSTER_GROUP, kind: MACHINE_KIND, plural: "machines", versions: CLUSTER_API_VERSIONS, namespaced: true } as const satisfies ResourceDescriptor;
+export const MACHINE = {
+  group: CLUSTER_GROUP,
+  kind: MACHINE_KIND,
+  plural: "machines",
+  versions: CLUSTER_API_VERSIONS,
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
 
 /**
  * The REST address of `descriptor` at `version` (its preferred version by default). Only versions the descriptor
  * lists type-check, so a version nobody declared cannot be spoken by accident.
  */
-export function resourceType<D extends ResourceDescriptor>(descriptor: D, version: VersionOf<D> = descriptor.versions[0]): ResourceType {
+export function resourceType<D extends ResourceDescriptor>(
+  descriptor: D,
+  version: VersionOf<D> = descriptor.versions[0],
+): ResourceType {
   const { group, kind, plural, namespaced } = descriptor;
   return { group, version, plural, kind, namespaced };
 }
 
 /** `apiVersion` of objects of `descriptor` at `version` (its preferred version by default). */
-export function apiVersionOf<D extends ResourceDescriptor>(descriptor: D, version: VersionOf<D> = descriptor.versions[0]): string {
+export function apiVersionOf<D extends ResourceDescriptor>(
+  descriptor: D,
+  version: VersionOf<D> = descriptor.versions[0],
+): string {
   return descriptor.group === "" ? version : `${descriptor.group}/${version}`;
 }
 

@@ -26,6 +26,8 @@ if (existsSync(source) && hasTsx()) {
 } else if (existsSync(compiled)) {
   await import(compiled.href);
 } else {
-  process.stderr.write("kubectl-ipam: neither the TypeScript source with tsx nor dist/src/cli/main.js is present; run `npm run build`\n");
+  process.stderr.write(
+    "kubectl-ipam: neither the TypeScript source with tsx nor dist/src/cli/main.js is present; run `npm run build`\n",
+  );
   process.exit(3);
 }

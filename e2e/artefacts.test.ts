@@ -11,14 +11,20 @@ import { expect } from "chai";
 import { resolveClusterctl } from "../hack/localplane/binaries.js";
 import { repoRoot } from "./support/cluster.js";
 
-const has = (tool: string, ...args: string[]): boolean => spawnSync(tool, args.length > 0 ? args : ["--version"], { stdio: "ignore" }).status === 0;
+const has = (tool: string, ...args: string[]): boolean =>
+  spawnSync(tool, args.length > 0 ? args : ["--version"], { stdio: "ignore" }).status === 0;
 
 describe("shipping artefacts", function () {
   this.timeout(180_000);
 
   it("shell scripts pass shellcheck", function () {
     if (!has("shellcheck")) this.skip();
-    const scripts = [...readdirSync(join(repoRoot, "hack")).filter((f) => f.endsWith(".sh")).map((f) => join(repoRoot, "hack", f)), join(repoRoot, ".ci", "run")];
+    const scripts = [
+      ...readdirSync(join(repoRoot, "hack"))
+        .filter((f) => f.endsWith(".sh"))
+        .map((f) => join(repoRoot, "hack", f)),
+      join(repoRoot, ".ci", "run"),
+    ];
     expect(scripts.length).to.be.greaterThan(2);
     const res = spawnSync("shellcheck", scripts, { encoding: "utf8" });
     expect(res.stdout + res.stderr).to.equal("");
@@ -39,8 +45,21 @@ describe("shipping artefacts", function () {
     mkdirSync(join(repoRoot, ".cache"), { recursive: true });
     const out = mkdtempSync(join(repoRoot, ".cache", "build-"));
     try {
-      execFileSync(process.execPath, [join(repoRoot, "node_modules", "typescript", "bin", "tsc"), "-p", join(repoRoot, "tsconfig.build.json"), "--outDir", out], { cwd: repoRoot });
-      const help = spawnSync(process.execPath, [join(out, "src", "main.js"), "--help"], { encoding: "utf8", cwd: repoRoot });
+      execFileSync(
+        process.execPath,
+        [
+          join(repoRoot, "node_modules", "typescript", "bin", "tsc"),
+          "-p",
+          join(repoRoot, "tsconfig.build.json"),
+          "--outDir",
+          out,
+        ],
+        { cwd: repoRoot },
+      );
+      const help = spawnSync(process.execPath, [join(out, "src", "main.js"), "--help"], {
+        encoding: "utf8",
+        cwd: repoRoot,
+      });
       expect(help.status).to.equal(0);
       expect(help.stderr + help.stdout).to.include("--leader-elect");
     } finally {
@@ -58,13 +77,23 @@ describe("shipping artefacts", function () {
     }
     const work = mkdtempSync(join(tmpdir(), "release-"));
     try {
-      const rendered = execFileSync(join(repoRoot, "hack", "release-components.sh"), ["v0.1.0", "example.test/ipam"], { env: { ...process.env, OUT_DIR: join(work, "out") }, encoding: "utf8" }).trim();
+      const rendered = execFileSync(join(repoRoot, "hack", "release-components.sh"), ["v0.1.0", "example.test/ipam"], {
+        env: { ...process.env, OUT_DIR: join(work, "out") },
+        encoding: "utf8",
+      }).trim();
       const repo = join(work, "repo", "ipam-metal3-ts", "v0.1.0");
       mkdirSync(repo, { recursive: true });
       copyFileSync(rendered, join(repo, "ipam-components.yaml"));
       copyFileSync(join(repoRoot, "metadata.yaml"), join(repo, "metadata.yaml"));
-      writeFileSync(join(work, "clusterctl.yaml"), `providers:\n  - name: metal3-ts\n    url: file://${join(repo, "ipam-components.yaml")}\n    type: IPAMProvider\n`);
-      const out = execFileSync(clusterctl, ["generate", "provider", "--ipam", "metal3-ts:v0.1.0", "--config", join(work, "clusterctl.yaml")], { encoding: "utf8", env: { ...process.env, HOME: work } });
+      writeFileSync(
+        join(work, "clusterctl.yaml"),
+        `providers:\n  - name: metal3-ts\n    url: file://${join(repo, "ipam-components.yaml")}\n    type: IPAMProvider\n`,
+      );
+      const out = execFileSync(
+        clusterctl,
+        ["generate", "provider", "--ipam", "metal3-ts:v0.1.0", "--config", join(work, "clusterctl.yaml")],
+        { encoding: "utf8", env: { ...process.env, HOME: work } },
+      );
       expect(out).to.include("kind: Deployment").and.include("image: example.test/ipam:v0.1.0");
       expect(out.match(/^kind: CustomResourceDefinition$/gm)?.length).to.equal(3);
     } finally {

@@ -8,7 +8,14 @@ import { expect } from "chai";
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import { dump, load } from "js-yaml";
 import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
-import { apiVersionOf, CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, resourceType, type ClusterApiVersion } from "../api/registry.js";
+import {
+  apiVersionOf,
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  CLUSTER,
+  resourceType,
+  type ClusterApiVersion,
+} from "../api/registry.js";
 import type { Condition } from "../api/v1alpha1/types.js";
 import { isNotFound } from "../src/kube/errors.js";
 import { ResourceClient } from "../src/kube/resource.js";
@@ -22,29 +29,48 @@ import { consistently, eventually } from "./support/wait.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
 
-function capiClients(kc: KubeConfig, version: ClusterApiVersion): { claims: ResourceClient<IPAddressClaim>; addresses: ResourceClient<CapiIPAddress> } {
+function capiClients(
+  kc: KubeConfig,
+  version: ClusterApiVersion,
+): { claims: ResourceClient<IPAddressClaim>; addresses: ResourceClient<CapiIPAddress> } {
   return {
     claims: new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM, version)),
     addresses: new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS, version)),
   };
 }
 
-function capiClaim(ns: string, name: string, poolName: string, extra: Partial<IPAddressClaim["metadata"]> = {}, spec: Partial<IPAddressClaim["spec"]> = {}): IPAddressClaim {
+function capiClaim(
+  ns: string,
+  name: string,
+  poolName: string,
+  extra: Partial<IPAddressClaim["metadata"]> = {},
+  spec: Partial<IPAddressClaim["spec"]> = {},
+): IPAddressClaim {
   return { metadata: { name, namespace: ns, ...extra }, spec: { poolRef: POOL_REF(poolName), ...spec } };
 }
 
 function ready(c: IPAddressClaim): Condition | undefined {
-  return (c.status?.v1beta2?.conditions ?? (c.status?.conditions as Condition[] | undefined))?.find((x) => x.type === "Ready");
+  return (c.status?.v1beta2?.conditions ?? (c.status?.conditions as Condition[] | undefined))?.find(
+    (x) => x.type === "Ready",
+  );
 }
 
-async function capiAddressOf(capi: ReturnType<typeof capiClients>, ns: string, name: string): Promise<string | undefined> {
+async function capiAddressOf(
+  capi: ReturnType<typeof capiClients>,
+  ns: string,
+  name: string,
+): Promise<string | undefined> {
   const c = await capi.claims.get(ns, name);
   const ref = c.status?.addressRef?.name;
   if (!ref || ready(c)?.status !== "True") return undefined;
   return (await capi.addresses.get(ns, ref)).spec.address;
 }
 
-async function gone(client: ResourceClient<IPAddressClaim> | ResourceClient<CapiIPAddress>, ns: string, name: string): Promise<boolean> {
+async function gone(
+  client: ResourceClient<IPAddressClaim> | ResourceClient<CapiIPAddress>,
+  ns: string,
+  name: string,
+): Promise<boolean> {
   try {
     await client.get(ns, name);
     return false;
@@ -65,20 +91,37 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
     capi = capiClients(kc, "v1beta2");
   });
 
-  const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> => withControllerIn(kc, prefix, body);
+  const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> =>
+    withControllerIn(kc, prefix, body);
 
   it("allocates for a v1beta2 claim: a Cluster API IPAddress named as Metal3 names it, addressRef and Ready, no shadow objects", async () => {
     await withController("capi-basic", async (ns) => {
       await c.clusters.create(ns, cluster(ns, "wl"));
-      const p = await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.30.0.10", end: "10.30.0.20", gateway: "10.30.0.1" }], prefix: 24 }));
-      const cl = await capi.claims.create(ns, capiClaim(ns, "m1", "p", { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }));
+      const p = await c.pools.create(
+        ns,
+        pool(ns, "p", { pools: [{ start: "10.30.0.10", end: "10.30.0.20", gateway: "10.30.0.1" }], prefix: 24 }),
+      );
+      const cl = await capi.claims.create(
+        ns,
+        capiClaim(ns, "m1", "p", { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }),
+      );
       expect(await eventually("m1 bound", () => capiAddressOf(capi, ns, "m1"))).to.equal("10.30.0.10");
       const ip = await capi.addresses.get(ns, "p-10-30-0-10");
-      expect(ip.spec).to.deep.equal({ claimRef: { name: "m1" }, poolRef: POOL_REF("p"), address: "10.30.0.10", prefix: 24, gateway: "10.30.0.1" });
+      expect(ip.spec).to.deep.equal({
+        claimRef: { name: "m1" },
+        poolRef: POOL_REF("p"),
+        address: "10.30.0.10",
+        prefix: 24,
+        gateway: "10.30.0.1",
+      });
       expect(ip.metadata.finalizers).to.include("ipam.metal3.io/ipaddress");
       expect(ip.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "wl" });
       const owners = ip.metadata.ownerReferences ?? [];
-      expect(owners.find((o) => o.kind === "IPAddressClaim")).to.include({ uid: cl.metadata.uid, controller: true, blockOwnerDeletion: true });
+      expect(owners.find((o) => o.kind === "IPAddressClaim")).to.include({
+        uid: cl.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      });
       expect(owners.find((o) => o.kind === "IPPool")).to.include({ uid: p.metadata.uid, blockOwnerDeletion: true });
       const fresh = await capi.claims.get(ns, "m1");
       expect(fresh.metadata.finalizers).to.include("ipam.metal3.io/ipaddressclaim");
@@ -98,19 +141,39 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
   it("leaves a claim for another provider's pool kind of the same name untouched", async () => {
     await withController("capi-foreign", async (ns) => {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.31.0.1", end: "10.31.0.9" }] }));
-      await capi.claims.create(ns, capiClaim(ns, "theirs", "p", {}, { poolRef: { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" } }));
+      await capi.claims.create(
+        ns,
+        capiClaim(
+          ns,
+          "theirs",
+          "p",
+          {},
+          { poolRef: { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" } },
+        ),
+      );
       await capi.claims.create(ns, capiClaim(ns, "ours", "p"));
       await eventually("ours bound", () => capiAddressOf(capi, ns, "ours"));
-      await consistently("theirs untouched", async () => {
-        const t = await capi.claims.get(ns, "theirs");
-        return (t.metadata.finalizers ?? []).length === 0 && t.status === undefined && !(await c.claims.list(ns)).items.some((x) => x.metadata.name === "theirs");
-      }, 1_500);
+      await consistently(
+        "theirs untouched",
+        async () => {
+          const t = await capi.claims.get(ns, "theirs");
+          return (
+            (t.metadata.finalizers ?? []).length === 0 &&
+            t.status === undefined &&
+            !(await c.claims.list(ns)).items.some((x) => x.metadata.name === "theirs")
+          );
+        },
+        1_500,
+      );
     });
   });
 
   it("serves preallocations and requested addresses for Cluster API claims", async () => {
     await withController("capi-pre", async (ns) => {
-      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.32.0.1", end: "10.32.0.9" }], preAllocations: { pre: "10.32.0.5" } }));
+      await c.pools.create(
+        ns,
+        pool(ns, "p", { pools: [{ start: "10.32.0.1", end: "10.32.0.9" }], preAllocations: { pre: "10.32.0.5" } }),
+      );
       await capi.claims.create(ns, capiClaim(ns, "pre", "p"));
       await capi.claims.create(ns, capiClaim(ns, "asks", "p", { annotations: { ipAddress: "10.32.0.8" } }));
       await capi.claims.create(ns, capiClaim(ns, "plain", "p"));
@@ -125,16 +188,34 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ subnet: "10.33.0.0/22" }] }));
       const names = Array.from({ length: 300 }, (_, i) => String(i).padStart(3, "0"));
       for (let i = 0; i < names.length; i += 30) {
-        await Promise.all(names.slice(i, i + 30).flatMap((n) => [capi.claims.create(ns, capiClaim(ns, `capi-${n}`, "p")), c.claims.create(ns, claim(ns, `m3-${n}`, "p"))]));
+        await Promise.all(
+          names
+            .slice(i, i + 30)
+            .flatMap((n) => [
+              capi.claims.create(ns, capiClaim(ns, `capi-${n}`, "p")),
+              c.claims.create(ns, claim(ns, `m3-${n}`, "p")),
+            ]),
+        );
       }
-      const addresses = await eventually("600 bound", async () => {
-        const capiBound = (await capi.claims.list(ns)).items.filter((x) => x.status?.addressRef?.name && ready(x)?.status === "True");
-        const m3 = (await c.claims.list(ns)).items.filter((x) => x.metadata.name?.startsWith("m3-") && x.status?.address?.name);
-        if (capiBound.length < 300 || m3.length < 300) return undefined;
-        const capiAddrs = (await capi.addresses.list(ns)).items.map((a) => a.spec.address);
-        const m3ByName = new Map((await c.addresses.list(ns)).items.map((a) => [a.metadata.name ?? "", a.spec.address]));
-        return [...capiAddrs, ...m3.map((x) => m3ByName.get(x.status!.address!.name ?? "")!)];
-      }, 240_000, 1_000);
+      const addresses = await eventually(
+        "600 bound",
+        async () => {
+          const capiBound = (await capi.claims.list(ns)).items.filter(
+            (x) => x.status?.addressRef?.name && ready(x)?.status === "True",
+          );
+          const m3 = (await c.claims.list(ns)).items.filter(
+            (x) => x.metadata.name?.startsWith("m3-") && x.status?.address?.name,
+          );
+          if (capiBound.length < 300 || m3.length < 300) return undefined;
+          const capiAddrs = (await capi.addresses.list(ns)).items.map((a) => a.spec.address);
+          const m3ByName = new Map(
+            (await c.addresses.list(ns)).items.map((a) => [a.metadata.name ?? "", a.spec.address]),
+          );
+          return [...capiAddrs, ...m3.map((x) => m3ByName.get(x.status!.address!.name ?? "")!)];
+        },
+        240_000,
+        1_000,
+      );
       expect(addresses).to.have.length(600);
       expect(new Set(addresses).size).to.equal(600);
     });
@@ -143,14 +224,24 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
   it("freezes a claim of a paused Cluster (field via spec.clusterName, annotation via label) and resumes on unpause", async () => {
     await withController("capi-pause", async (ns) => {
       await c.clusters.create(ns, cluster(ns, "byfield", true));
-      await c.clusters.create(ns, { ...cluster(ns, "byannotation", false), metadata: { name: "byannotation", namespace: ns, annotations: { "cluster.x-k8s.io/paused": "" } } });
+      await c.clusters.create(ns, {
+        ...cluster(ns, "byannotation", false),
+        metadata: { name: "byannotation", namespace: ns, annotations: { "cluster.x-k8s.io/paused": "" } },
+      });
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.34.0.1", end: "10.34.0.9" }] }));
       await capi.claims.create(ns, capiClaim(ns, "f", "p", {}, { clusterName: "byfield" }));
-      await capi.claims.create(ns, capiClaim(ns, "a", "p", { labels: { "cluster.x-k8s.io/cluster-name": "byannotation" } }));
-      await consistently("both frozen", async () => {
-        const both = await Promise.all(["f", "a"].map((n) => capi.claims.get(ns, n)));
-        return both.every((x) => (x.metadata.finalizers ?? []).length === 0 && x.status === undefined);
-      }, 2_000);
+      await capi.claims.create(
+        ns,
+        capiClaim(ns, "a", "p", { labels: { "cluster.x-k8s.io/cluster-name": "byannotation" } }),
+      );
+      await consistently(
+        "both frozen",
+        async () => {
+          const both = await Promise.all(["f", "a"].map((n) => capi.claims.get(ns, n)));
+          return both.every((x) => (x.metadata.finalizers ?? []).length === 0 && x.status === undefined);
+        },
+        2_000,
+      );
       await c.clusters.patch(ns, "byfield", { spec: { paused: false } });
       expect(await eventually("f resumes", () => capiAddressOf(capi, ns, "f"), 10_000)).to.be.a("string");
       expect((await capi.claims.get(ns, "a")).status).to.equal(undefined);
@@ -180,7 +271,10 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
   it("adopts a pre-existing Cluster API IPAddress without a new allocation", async () => {
     await withController("capi-adopt", async (ns) => {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.36.0.1", end: "10.36.0.9" }] }));
-      await capi.addresses.create(ns, { metadata: { name: "legacy", namespace: ns }, spec: { claimRef: { name: "old" }, poolRef: POOL_REF("p"), address: "10.36.0.7", prefix: 24 } });
+      await capi.addresses.create(ns, {
+        metadata: { name: "legacy", namespace: ns },
+        spec: { claimRef: { name: "old" }, poolRef: POOL_REF("p"), address: "10.36.0.7", prefix: 24 },
+      });
       await capi.claims.create(ns, capiClaim(ns, "fresh", "p"));
       await capi.claims.create(ns, capiClaim(ns, "old", "p"));
       expect(await eventually("old bound", () => capiAddressOf(capi, ns, "old"))).to.equal("10.36.0.7");
@@ -188,7 +282,10 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       expect(old.status?.addressRef?.name).to.equal("legacy");
       expect((await capi.addresses.get(ns, "legacy")).metadata.finalizers).to.include("ipam.metal3.io/ipaddress");
       expect(await eventually("fresh bound", () => capiAddressOf(capi, ns, "fresh"))).to.equal("10.36.0.1");
-      expect((await capi.addresses.list(ns)).items.map((a) => a.metadata.name).sort()).to.deep.equal(["legacy", "p-10-36-0-1"]);
+      expect((await capi.addresses.list(ns)).items.map((a) => a.metadata.name).sort()).to.deep.equal([
+        "legacy",
+        "p-10-36-0-1",
+      ]);
     });
   });
 
@@ -200,10 +297,21 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       const recordName = "p-10-37-0-1";
       const deletedAt = new Map<string, bigint>();
       const aborts: AbortController[] = [];
-      for (const [what, client] of [["address", capi.addresses], ["claim", capi.claims]] as const) {
-        aborts.push(await new Watch(kc).watch(client.collectionPath(ns), {}, (type: string, obj: { metadata: { name: string; resourceVersion: string } }) => {
-          if (type === "DELETED" && obj.metadata.name === (what === "address" ? recordName : "d")) deletedAt.set(what, BigInt(obj.metadata.resourceVersion));
-        }, () => undefined));
+      for (const [what, client] of [
+        ["address", capi.addresses],
+        ["claim", capi.claims],
+      ] as const) {
+        aborts.push(
+          await new Watch(kc).watch(
+            client.collectionPath(ns),
+            {},
+            (type: string, obj: { metadata: { name: string; resourceVersion: string } }) => {
+              if (type === "DELETED" && obj.metadata.name === (what === "address" ? recordName : "d"))
+                deletedAt.set(what, BigInt(obj.metadata.resourceVersion));
+            },
+            () => undefined,
+          ),
+        );
       }
       try {
         await capi.claims.delete(ns, "d");
@@ -213,7 +321,10 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       }
       expect(deletedAt.get("address")! < deletedAt.get("claim")!).to.equal(true);
       expect(await gone(capi.addresses, ns, recordName)).to.equal(true);
-      await eventually("the pool's index emptied", async () => Object.keys((await c.pools.get(ns, "p")).status?.indexes ?? {}).length === 0);
+      await eventually(
+        "the pool's index emptied",
+        async () => Object.keys((await c.pools.get(ns, "p")).status?.indexes ?? {}).length === 0,
+      );
     });
   });
 
@@ -224,7 +335,9 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       await c.claims.create(ns, claim(ns, "provisioning-pool", "pool1"));
       await capi.claims.create(ns, capiClaim(ns, "provisioning-pool", "pool1"));
       const metal3 = await eventually("the IPClaim bound", () => addressOf(c, ns, "provisioning-pool"));
-      const clusterApi = await eventually("the IPAddressClaim bound", () => capiAddressOf(capi, ns, "provisioning-pool"));
+      const clusterApi = await eventually("the IPAddressClaim bound", () =>
+        capiAddressOf(capi, ns, "provisioning-pool"),
+      );
       expect([metal3, clusterApi].sort()).to.deep.equal(["10.40.0.1", "10.40.0.2"]);
       await c.claims.delete(ns, "provisioning-pool");
       await eventually("the IPClaim released", async () => (await c.addresses.list(ns)).items.length === 0);
@@ -237,18 +350,31 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
   it("keeps the address of a deleting claim while another controller's finalizer is on it", async () => {
     await withController("capi-foreignfin", async (ns) => {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.43.0.1", end: "10.43.0.2" }] }));
-      await capi.claims.create(ns, capiClaim(ns, "held", "p", { finalizers: ["infrastructure.cluster.x-k8s.io/consumer"] }));
+      await capi.claims.create(
+        ns,
+        capiClaim(ns, "held", "p", { finalizers: ["infrastructure.cluster.x-k8s.io/consumer"] }),
+      );
       const address = await eventually("held bound", () => capiAddressOf(capi, ns, "held"));
       await capi.claims.delete(ns, "held");
       await capi.claims.create(ns, capiClaim(ns, "other", "p"));
       const other = await eventually("other bound", () => capiAddressOf(capi, ns, "other"));
       expect(other).to.not.equal(address);
-      await consistently("the deleting claim keeps its address", async () => {
-        const held = await capi.claims.get(ns, "held");
-        return held.status?.addressRef?.name !== undefined && (await capi.addresses.get(ns, held.status.addressRef.name)).spec.address === address;
-      }, 1_500);
+      await consistently(
+        "the deleting claim keeps its address",
+        async () => {
+          const held = await capi.claims.get(ns, "held");
+          return (
+            held.status?.addressRef?.name !== undefined &&
+            (await capi.addresses.get(ns, held.status.addressRef.name)).spec.address === address
+          );
+        },
+        1_500,
+      );
       await capi.claims.patch(ns, "held", { metadata: { finalizers: ["ipam.metal3.io/ipaddressclaim"] } });
-      await eventually("released once the consumer let go", async () => (await gone(capi.claims, ns, "held")) && (await capi.addresses.list(ns)).items.length === 1);
+      await eventually(
+        "released once the consumer let go",
+        async () => (await gone(capi.claims, ns, "held")) && (await capi.addresses.list(ns)).items.length === 1,
+      );
     });
   });
 
@@ -258,7 +384,11 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       await capi.claims.create(ns, capiClaim(ns, "k", "p"));
       const address = await eventually("k bound", () => capiAddressOf(capi, ns, "k"));
       await capi.addresses.delete(ns, "p-10-41-0-1");
-      await consistently("the IPAddress to stay with the same address", async () => (await capi.addresses.get(ns, "p-10-41-0-1")).spec.address === address, 1_500);
+      await consistently(
+        "the IPAddress to stay with the same address",
+        async () => (await capi.addresses.get(ns, "p-10-41-0-1")).spec.address === address,
+        1_500,
+      );
       expect((await capi.claims.get(ns, "k")).status?.addressRef?.name).to.equal("p-10-41-0-1");
     });
   });
@@ -282,10 +412,16 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       if (usingExistingCluster()) this.skip();
       crdDir = mkdtempSync(join(tmpdir(), "capi-v1beta1-"));
       // Cluster API's CRD files are named `<group>_<plural>.yaml`.
-      for (const file of readdirSync(CAPI_CRDS).filter((f) => f.startsWith(`${CAPI_IPADDRESSCLAIM.group}_`) || f.startsWith(`${CLUSTER.group}_${CLUSTER.plural}`))) {
-        const crd = load(readFileSync(join(CAPI_CRDS, file), "utf8")) as { spec: { versions: { name: string; served: boolean; storage: boolean }[] } };
+      for (const file of readdirSync(CAPI_CRDS).filter(
+        (f) => f.startsWith(`${CAPI_IPADDRESSCLAIM.group}_`) || f.startsWith(`${CLUSTER.group}_${CLUSTER.plural}`),
+      )) {
+        const crd = load(readFileSync(join(CAPI_CRDS, file), "utf8")) as {
+          spec: { versions: { name: string; served: boolean; storage: boolean }[] };
+        };
         if (file.startsWith(`${CAPI_IPADDRESSCLAIM.group}_`)) {
-          crd.spec.versions = crd.spec.versions.filter((v) => v.name !== "v1beta2").map((v) => ({ ...v, storage: v.name === "v1beta1" }));
+          crd.spec.versions = crd.spec.versions
+            .filter((v) => v.name !== "v1beta2")
+            .map((v) => ({ ...v, storage: v.name === "v1beta1" }));
         }
         writeFileSync(join(crdDir, file), dump(crd));
       }
@@ -305,8 +441,13 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
         const c1 = clients(kc1);
         const capi1 = capiClients(kc1, "v1beta1");
         await c1.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.39.0.1", end: "10.39.0.9" }] }));
-        await capi1.claims.create(ns, { apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM, "v1beta1"), ...capiClaim(ns, "old-api", "p") });
-        expect(await eventually("v1beta1 claim bound", () => capiAddressOf(capi1, ns, "old-api"))).to.equal("10.39.0.1");
+        await capi1.claims.create(ns, {
+          apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM, "v1beta1"),
+          ...capiClaim(ns, "old-api", "p"),
+        });
+        expect(await eventually("v1beta1 claim bound", () => capiAddressOf(capi1, ns, "old-api"))).to.equal(
+          "10.39.0.1",
+        );
         const cl = await capi1.claims.get(ns, "old-api");
         const legacy = (cl.status?.conditions ?? []).find((x) => x.type === "Ready");
         expect(legacy?.status).to.equal("True");
@@ -340,11 +481,15 @@ describe("Cluster API bridge when Cluster API's CRDs arrive after the controller
       const c = clients(kc);
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.42.0.1", end: "10.42.0.9" }] }));
       await c.claims.create(ns, claim(ns, "metal3", "p"));
-      expect(await eventually("IPClaims work without Cluster API", () => addressOf(c, ns, "metal3"))).to.equal("10.42.0.1");
+      expect(await eventually("IPClaims work without Cluster API", () => addressOf(c, ns, "metal3"))).to.equal(
+        "10.42.0.1",
+      );
       await plane!.installCrds([CAPI_CRDS]);
       const capi = capiClients(kc, "v1beta2");
       await capi.claims.create(ns, capiClaim(ns, "late", "p"));
-      expect(await eventually("the bridge to serve the claim", () => capiAddressOf(capi, ns, "late"), 30_000)).to.equal("10.42.0.2");
+      expect(await eventually("the bridge to serve the claim", () => capiAddressOf(capi, ns, "late"), 30_000)).to.equal(
+        "10.42.0.2",
+      );
     } finally {
       await manager.stop();
     }

@@ -36,7 +36,9 @@ describe("Event aggregation (real API server)", function () {
     await recorder.recorded(subject, "Warning", "PoolNotFound", "IPPool no-such-pool not found");
     now = new Date("2030-01-01T00:01:00Z");
     // Not awaited one by one: the recorder must not race its own patches (each would read count 1 and write 2).
-    await Promise.all([1, 2, 3, 4].map(() => recorder.recorded(subject, "Warning", "PoolNotFound", "IPPool no-such-pool not found")));
+    await Promise.all(
+      [1, 2, 3, 4].map(() => recorder.recorded(subject, "Warning", "PoolNotFound", "IPPool no-such-pool not found")),
+    );
     const events = await eventsOf(c.core, "subject");
     expect(events).to.have.length(1);
     const [event] = events;
@@ -58,7 +60,8 @@ describe("Event aggregation (real API server)", function () {
     await recorder.recorded(other, "Warning", "PoolExhausted", "no free address in IPPool a");
     expect((await eventsOf(c.core, "other")).map((e) => e.count).sort()).to.deep.equal([1, 1, 1]);
 
-    for (const e of await eventsOf(c.core, "other")) await c.core.deleteNamespacedEvent({ namespace: ns, name: e.metadata?.name ?? "" });
+    for (const e of await eventsOf(c.core, "other"))
+      await c.core.deleteNamespacedEvent({ namespace: ns, name: e.metadata?.name ?? "" });
     await recorder.recorded(other, "Warning", "PoolExhausted", "no free address in IPPool a");
     const after = await eventsOf(c.core, "other");
     expect(after.map((e) => [e.message, e.count])).to.deep.equal([["no free address in IPPool a", 1]]);

@@ -16,7 +16,13 @@ async function readyReason(c: Clients, ns: string, name: string): Promise<string
   return cl.status?.conditions?.find((x) => x.type === "Ready")?.reason;
 }
 
-async function createMany(c: Clients, ns: string, poolName: string, count: number, prefix = "claim"): Promise<string[]> {
+async function createMany(
+  c: Clients,
+  ns: string,
+  poolName: string,
+  count: number,
+  prefix = "claim",
+): Promise<string[]> {
   const names = Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(4, "0")}`);
   for (let i = 0; i < names.length; i += 50) {
     await Promise.all(names.slice(i, i + 50).map((n) => c.claims.create(ns, claim(ns, n, poolName))));
@@ -46,17 +52,23 @@ describe("IPAM controller (real API server)", function () {
     c = clients(kc);
   });
 
-  const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> => withControllerIn(kc, prefix, body);
+  const withController = <T>(prefix: string, body: (ns: string) => Promise<T>): Promise<T> =>
+    withControllerIn(kc, prefix, body);
 
   it("gives 500 claims created at once 500 distinct addresses, the same set on a second run", async () => {
     const runOnce = async (): Promise<string[]> =>
       await withController("burst", async (ns) => {
         await c.pools.create(ns, pool(ns, "big", { pools: [{ subnet: "10.20.0.0/22" }], prefix: 22 }));
         const names = await createMany(c, ns, "big", 500);
-        const got = await eventually("500 bound claims", async () => {
-          const m = await allAddresses(c, ns);
-          return m.size === names.length ? m : undefined;
-        }, 180_000, 500);
+        const got = await eventually(
+          "500 bound claims",
+          async () => {
+            const m = await allAddresses(c, ns);
+            return m.size === names.length ? m : undefined;
+          },
+          180_000,
+          500,
+        );
         const addresses = [...got.values()];
         expect(new Set(addresses).size).to.equal(500);
         const objects = (await c.addresses.list(ns)).items;
@@ -78,12 +90,23 @@ describe("IPAM controller (real API server)", function () {
 
   it("writes the objects of spec §3.3: finalizers, owner references, labels, pool status", async () => {
     await withController("objects", async (ns) => {
-      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "192.168.1.10", end: "192.168.1.20", gateway: "192.168.1.1", dnsServers: ["8.8.8.8"] }], prefix: 24 }));
+      await c.pools.create(
+        ns,
+        pool(ns, "p", {
+          pools: [{ start: "192.168.1.10", end: "192.168.1.20", gateway: "192.168.1.1", dnsServers: ["8.8.8.8"] }],
+          prefix: 24,
+        }),
+      );
       await c.claims.create(ns, claim(ns, "m1", "p", { labels: { role: "worker" } }));
       const address = await eventually("m1 bound", () => addressOf(c, ns, "m1"));
       expect(address).to.equal("192.168.1.10");
       const ip = await c.addresses.get(ns, "p-192-168-1-10");
-      expect(ip.spec).to.deep.include({ address: "192.168.1.10", prefix: 24, gateway: "192.168.1.1", dnsServers: ["8.8.8.8"] });
+      expect(ip.spec).to.deep.include({
+        address: "192.168.1.10",
+        prefix: 24,
+        gateway: "192.168.1.1",
+        dnsServers: ["8.8.8.8"],
+      });
       expect(ip.spec.pool.name).to.equal("p");
       expect(ip.spec.claim.name).to.equal("m1");
       expect(ip.metadata.finalizers).to.include(IPADDRESS_FINALIZER);
@@ -92,7 +115,10 @@ describe("IPAM controller (real API server)", function () {
       const cl = await c.claims.get(ns, "m1");
       expect(cl.metadata.finalizers).to.include(IPCLAIM_FINALIZER);
       expect(cl.status?.errorMessage).to.equal(undefined);
-      expect(cl.status?.conditions?.find((x) => x.type === "Ready")).to.include({ status: "True", reason: "Allocated" });
+      expect(cl.status?.conditions?.find((x) => x.type === "Ready")).to.include({
+        status: "True",
+        reason: "Allocated",
+      });
       const p = await eventually("pool indexes", async () => {
         const fresh = await c.pools.get(ns, "p");
         return fresh.status?.indexes?.m1 ? fresh : undefined;
@@ -105,7 +131,10 @@ describe("IPAM controller (real API server)", function () {
 
   it("honours preallocations and the ipAddress annotation, and reports conflicts with Metal3's messages", async () => {
     await withController("prealloc", async (ns) => {
-      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.0.0.1", end: "10.0.0.9" }], preAllocations: { pre: "10.0.0.5" } }));
+      await c.pools.create(
+        ns,
+        pool(ns, "p", { pools: [{ start: "10.0.0.1", end: "10.0.0.9" }], preAllocations: { pre: "10.0.0.5" } }),
+      );
       await c.claims.create(ns, claim(ns, "first", "p"));
       await c.claims.create(ns, claim(ns, "pre", "p"));
       await c.claims.create(ns, claim(ns, "asks", "p", { annotations: { ipAddress: "10.0.0.7" } }));
@@ -114,9 +143,15 @@ describe("IPAM controller (real API server)", function () {
       expect(await eventually("first", () => addressOf(c, ns, "first"))).to.equal("10.0.0.1");
       expect(await eventually("pre", () => addressOf(c, ns, "pre"))).to.equal("10.0.0.5");
       expect(await eventually("asks", () => addressOf(c, ns, "asks"))).to.equal("10.0.0.7");
-      const taken = await eventually("asks-taken to fail", async () => (await c.claims.get(ns, "asks-taken")).status?.errorMessage);
+      const taken = await eventually(
+        "asks-taken to fail",
+        async () => (await c.claims.get(ns, "asks-taken")).status?.errorMessage,
+      );
       expect(taken).to.equal("Requested IP not available");
-      const bad = await eventually("asks-bad to fail", async () => (await c.claims.get(ns, "asks-bad")).status?.errorMessage);
+      const bad = await eventually(
+        "asks-bad to fail",
+        async () => (await c.claims.get(ns, "asks-bad")).status?.errorMessage,
+      );
       expect(bad).to.equal('Invalid ipAddress annotation "not-an-ip": not a valid IP address');
     });
   });
@@ -127,9 +162,17 @@ describe("IPAM controller (real API server)", function () {
       await createMany(c, ns, "tiny", 3, "a");
       await eventually("3 bound", async () => (await allAddresses(c, ns)).size === 3);
       await c.claims.create(ns, claim(ns, "late", "tiny"));
-      expect(await eventually("late to be exhausted", () => readyReason(c, ns, "late").then((r) => r === "PoolExhausted" ? r : undefined))).to.equal("PoolExhausted");
+      expect(
+        await eventually("late to be exhausted", () =>
+          readyReason(c, ns, "late").then((r) => (r === "PoolExhausted" ? r : undefined)),
+        ),
+      ).to.equal("PoolExhausted");
       expect((await c.claims.get(ns, "late")).status?.errorMessage).to.equal("Exhausted IP Pools");
-      expect(await eventually("an Event on the claim", async () => (await eventReasons(c, ns, "late")).includes("PoolExhausted"))).to.equal(true);
+      expect(
+        await eventually("an Event on the claim", async () =>
+          (await eventReasons(c, ns, "late")).includes("PoolExhausted"),
+        ),
+      ).to.equal(true);
       const freed = await addressOf(c, ns, "a-0001");
       await c.claims.delete(ns, "a-0001");
       // "Within seconds" (issue 3) is the wait's deadline; a missed event would leave the claim waiting far longer.
@@ -148,9 +191,20 @@ describe("IPAM controller (real API server)", function () {
       await consistently("the IPAddress to stay", () => exists(c.addresses, ns, "p-10-1-0-1"), 2_000);
       expect((await c.pools.get(ns, "p")).status?.indexes?.held).to.equal(address);
       const current = await c.claims.get(ns, "held");
-      await c.claims.patch(ns, "held", { metadata: { finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== CAPM3_FINALIZER), resourceVersion: current.metadata.resourceVersion } });
-      await eventually("the claim and its address to be gone", async () => !(await exists(c.claims, ns, "held")) && !(await exists(c.addresses, ns, "p-10-1-0-1")));
-      await eventually("the pool index to drop it", async () => (await c.pools.get(ns, "p")).status?.indexes?.held === undefined);
+      await c.claims.patch(ns, "held", {
+        metadata: {
+          finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== CAPM3_FINALIZER),
+          resourceVersion: current.metadata.resourceVersion,
+        },
+      });
+      await eventually(
+        "the claim and its address to be gone",
+        async () => !(await exists(c.claims, ns, "held")) && !(await exists(c.addresses, ns, "p-10-1-0-1")),
+      );
+      await eventually(
+        "the pool index to drop it",
+        async () => (await c.pools.get(ns, "p")).status?.indexes?.held === undefined,
+      );
     });
   });
 
@@ -159,23 +213,35 @@ describe("IPAM controller (real API server)", function () {
       await c.clusters.create(ns, cluster(ns, "c1", true));
       await c.pools.create(ns, pool(ns, "p", { clusterName: "c1", pools: [{ start: "10.2.0.1", end: "10.2.0.9" }] }));
       await c.claims.create(ns, claim(ns, "waits", "p"));
-      await consistently("the paused claim to stay untouched", async () => {
-        const cl = await c.claims.get(ns, "waits");
-        return (cl.metadata.finalizers ?? []).length === 0 && cl.status === undefined;
-      }, 2_000);
+      await consistently(
+        "the paused claim to stay untouched",
+        async () => {
+          const cl = await c.claims.get(ns, "waits");
+          return (cl.metadata.finalizers ?? []).length === 0 && cl.status === undefined;
+        },
+        2_000,
+      );
       // Paused, the pool gets no finalizer, but its Cluster labels and owner reference (spec §4), so a pool created
       // under a paused Cluster still moves with it.
       const paused = await eventually("the paused pool's Cluster owner reference", async () => {
         const p = await c.pools.get(ns, "p");
         return p.metadata.ownerReferences?.some((o) => o.kind === "Cluster" && o.name === "c1") ? p : undefined;
       });
-      expect(paused.metadata.labels).to.deep.include({ "cluster.x-k8s.io/cluster-name": "c1", "cluster.x-k8s.io/provider": "ipam-metal3" });
+      expect(paused.metadata.labels).to.deep.include({
+        "cluster.x-k8s.io/cluster-name": "c1",
+        "cluster.x-k8s.io/provider": "ipam-metal3",
+      });
       expect(paused.metadata.finalizers ?? []).to.deep.equal([]);
       await c.clusters.patch(ns, "c1", { spec: { paused: false } });
       // "At once" is the wait's deadline: without the Cluster watch, Metal3 only notices on a resync.
-      expect(await eventually("allocation after unpause", () => addressOf(c, ns, "waits"), 10_000)).to.equal("10.2.0.1");
+      expect(await eventually("allocation after unpause", () => addressOf(c, ns, "waits"), 10_000)).to.equal(
+        "10.2.0.1",
+      );
       const p = await c.pools.get(ns, "p");
-      expect(p.metadata.labels).to.deep.include({ "cluster.x-k8s.io/cluster-name": "c1", "cluster.x-k8s.io/provider": "ipam-metal3" });
+      expect(p.metadata.labels).to.deep.include({
+        "cluster.x-k8s.io/cluster-name": "c1",
+        "cluster.x-k8s.io/provider": "ipam-metal3",
+      });
       expect(p.metadata.ownerReferences?.some((o) => o.kind === "Cluster" && o.name === "c1")).to.equal(true);
 
       await c.clusters.patch(ns, "c1", { metadata: { annotations: { "cluster.x-k8s.io/paused": "" } } });
@@ -183,7 +249,11 @@ describe("IPAM controller (real API server)", function () {
       await c.claims.delete(ns, "waits");
       await consistently("release to wait while paused", () => exists(c.addresses, ns, "p-10-2-0-1"), 2_000);
       await c.clusters.patch(ns, "c1", { metadata: { annotations: { "cluster.x-k8s.io/paused": null } } });
-      await eventually("release after unpause", async () => !(await exists(c.addresses, ns, "p-10-2-0-1")) && !(await exists(c.claims, ns, "waits")), 10_000);
+      await eventually(
+        "release after unpause",
+        async () => !(await exists(c.addresses, ns, "p-10-2-0-1")) && !(await exists(c.claims, ns, "waits")),
+        10_000,
+      );
     });
   });
 
@@ -250,15 +320,25 @@ describe("IPAM controller (real API server)", function () {
       const p = await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.6.0.1", end: "10.6.0.9" }] }));
       await c.addresses.create(ns, {
         metadata: {
-          name: "p-10-6-0-4", namespace: ns, finalizers: [IPADDRESS_FINALIZER],
+          name: "p-10-6-0-4",
+          namespace: ns,
+          finalizers: [IPADDRESS_FINALIZER],
           ownerReferences: [
             { apiVersion: "ipam.metal3.io/v1alpha1", kind: "IPPool", name: "p", uid: p.metadata.uid ?? "" },
-            { apiVersion: "ipam.metal3.io/v1alpha1", kind: "IPClaim", name: "gone", uid: "00000000-0000-0000-0000-000000000001" },
+            {
+              apiVersion: "ipam.metal3.io/v1alpha1",
+              kind: "IPClaim",
+              name: "gone",
+              uid: "00000000-0000-0000-0000-000000000001",
+            },
           ],
         },
         spec: { address: "10.6.0.4", pool: { name: "p" }, claim: { name: "gone" } },
       });
-      await c.addresses.create(ns, { metadata: { name: "reservation", namespace: ns }, spec: { address: "10.6.0.5", pool: { name: "p" }, claim: { name: "nobody" } } });
+      await c.addresses.create(ns, {
+        metadata: { name: "reservation", namespace: ns },
+        spec: { address: "10.6.0.5", pool: { name: "p" }, claim: { name: "nobody" } },
+      });
       await c.claims.create(ns, claim(ns, "poke", "p"));
       await eventually("the orphan to be removed", async () => !(await exists(c.addresses, ns, "p-10-6-0-4")));
       expect(await exists(c.addresses, ns, "reservation")).to.equal(true);
@@ -269,7 +349,10 @@ describe("IPAM controller (real API server)", function () {
     // A deployed controller's webhooks reject such pools at the door, which is the point of them.
     if (process.env.E2E_EXTERNAL_CONTROLLER === "true") this.skip();
     await withController("badinput", async (ns) => {
-      await c.pools.create(ns, pool(ns, "broken", { pools: [{ start: "10.7.0.9", end: "10.7.0.1" }], preAllocations: { z: "10.9.9.9" } }));
+      await c.pools.create(
+        ns,
+        pool(ns, "broken", { pools: [{ start: "10.7.0.9", end: "10.7.0.1" }], preAllocations: { z: "10.9.9.9" } }),
+      );
       await c.pools.create(ns, pool(ns, "good", { pools: [{ start: "10.8.0.1", end: "10.8.0.9" }] }));
       await c.claims.create(ns, claim(ns, "on-broken", "broken"));
       await c.claims.create(ns, claim(ns, "on-missing", "no-such-pool"));
@@ -281,10 +364,21 @@ describe("IPAM controller (real API server)", function () {
       });
       expect(broken.reason).to.equal("InvalidSpec");
       expect(broken.message).to.match(/spec\.pools\[0\]/);
-      expect(await eventually("an Event on the pool", async () => (await eventReasons(c, ns, "broken")).includes("InvalidSpec"))).to.equal(true);
+      expect(
+        await eventually("an Event on the pool", async () =>
+          (await eventReasons(c, ns, "broken")).includes("InvalidSpec"),
+        ),
+      ).to.equal(true);
       expect(await eventually("on-missing to fail", () => readyReason(c, ns, "on-missing"))).to.equal("PoolNotFound");
-      expect(await eventually("an Event on the claim", async () => (await eventReasons(c, ns, "on-missing")).includes("PoolNotFound"))).to.equal(true);
-      expect(await eventually("on-broken to fail", () => readyReason(c, ns, "on-broken"))).to.be.oneOf(["PoolExhausted", "AllocationFailed"]);
+      expect(
+        await eventually("an Event on the claim", async () =>
+          (await eventReasons(c, ns, "on-missing")).includes("PoolNotFound"),
+        ),
+      ).to.equal(true);
+      expect(await eventually("on-broken to fail", () => readyReason(c, ns, "on-broken"))).to.be.oneOf([
+        "PoolExhausted",
+        "AllocationFailed",
+      ]);
       await c.pools.create(ns, pool(ns, "no-such-pool", { pools: [{ start: "10.9.0.1", end: "10.9.0.2" }] }));
       expect(await eventually("on-missing healed", () => addressOf(c, ns, "on-missing"))).to.equal("10.9.0.1");
     });
@@ -292,8 +386,14 @@ describe("IPAM controller (real API server)", function () {
 
   it("skips an address whose name another pool holds (shared namePrefix) and reports the collision", async () => {
     await withController("collide", async (ns) => {
-      await c.pools.create(ns, pool(ns, "a", { namePrefix: "shared", pools: [{ start: "10.10.0.1", end: "10.10.0.9" }] }));
-      await c.pools.create(ns, pool(ns, "b", { namePrefix: "shared", pools: [{ start: "10.10.0.1", end: "10.10.0.9" }] }));
+      await c.pools.create(
+        ns,
+        pool(ns, "a", { namePrefix: "shared", pools: [{ start: "10.10.0.1", end: "10.10.0.9" }] }),
+      );
+      await c.pools.create(
+        ns,
+        pool(ns, "b", { namePrefix: "shared", pools: [{ start: "10.10.0.1", end: "10.10.0.9" }] }),
+      );
       await c.claims.create(ns, claim(ns, "ca", "a"));
       expect(await eventually("ca bound", () => addressOf(c, ns, "ca"))).to.equal("10.10.0.1");
       await c.claims.create(ns, claim(ns, "cb", "b"));

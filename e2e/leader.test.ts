@@ -79,25 +79,51 @@ describe("leader election and metrics (controller processes)", function () {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function startReplica(name: string, namespace: string, lease: string, durations: [string, string, string]): Promise<Replica> {
+  async function startReplica(
+    name: string,
+    namespace: string,
+    lease: string,
+    durations: [string, string, string],
+  ): Promise<Replica> {
     const metricsPort = await claimPort();
     // The tsx loader by path, so the child resolves it whatever its working directory.
-    const proc = startProcess(`replica ${name}`, process.execPath, [
-      "--import", TSX_LOADER, join(repoRoot, "src", "main.ts"),
-      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, "--log-level=warn",
-      "--leader-elect", `--leader-election-namespace=${CONTROLLER_NAMESPACE}`, `--leader-election-id=${lease}`,
-      `--leader-elect-lease-duration=${durations[0]}`, `--leader-elect-renew-deadline=${durations[1]}`, `--leader-elect-retry-period=${durations[2]}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`, "--health-probe-bind-address=0",
-    ], join(dir, `${lease}-${name}.log`));
+    const proc = startProcess(
+      `replica ${name}`,
+      process.execPath,
+      [
+        "--import",
+        TSX_LOADER,
+        join(repoRoot, "src", "main.ts"),
+        `--kubeconfig=${kubeconfig}`,
+        `--namespace=${namespace}`,
+        "--log-level=warn",
+        "--leader-elect",
+        `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
+        `--leader-election-id=${lease}`,
+        `--leader-elect-lease-duration=${durations[0]}`,
+        `--leader-elect-renew-deadline=${durations[1]}`,
+        `--leader-elect-retry-period=${durations[2]}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        "--health-probe-bind-address=0",
+      ],
+      join(dir, `${lease}-${name}.log`),
+    );
     const replica = { name, proc, metricsPort };
     replicas.push(replica);
-    await eventually(`${name} to serve /metrics`, async () => (await scrape(metricsPort)).includes("metal3_ipam_leader"), 60_000, 250);
+    await eventually(
+      `${name} to serve /metrics`,
+      async () => (await scrape(metricsPort)).includes("metal3_ipam_leader"),
+      60_000,
+      250,
+    );
     return replica;
   }
 
   async function boundAddresses(ns: string): Promise<string[]> {
     const byName = new Map((await c.addresses.list(ns)).items.map((a) => [a.metadata.name ?? "", a.spec.address]));
-    return (await c.claims.list(ns)).items.map((x) => byName.get(x.status?.address?.name ?? "")).filter((a): a is string => a !== undefined);
+    return (await c.claims.list(ns)).items
+      .map((x) => byName.get(x.status?.address?.name ?? ""))
+      .filter((a): a is string => a !== undefined);
   }
 
   it("lets exactly one replica reconcile, and replaces a SIGKILLed leader within the lease duration without duplicates", async () => {
@@ -106,21 +132,33 @@ describe("leader election and metrics (controller processes)", function () {
     const lease = `lease-${ns}`;
     const a = await startReplica("a", ns, lease, ["6s", "4s", "500ms"]);
     const b = await startReplica("b", ns, lease, ["6s", "4s", "500ms"]);
-    const leader = await eventually("a leader", async () => {
-      const flags = await Promise.all([isLeader(a), isLeader(b)]);
-      return flags.filter(Boolean).length === 1 ? (flags[0] ? a : b) : undefined;
-    }, 30_000, 250);
+    const leader = await eventually(
+      "a leader",
+      async () => {
+        const flags = await Promise.all([isLeader(a), isLeader(b)]);
+        return flags.filter(Boolean).length === 1 ? (flags[0] ? a : b) : undefined;
+      },
+      30_000,
+      250,
+    );
     const follower = leader === a ? b : a;
     const names = Array.from({ length: 500 }, (_, i) => `k-${String(i).padStart(3, "0")}`);
-    for (let i = 0; i < 100; i += 25) await Promise.all(names.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
-    await eventually("some claims bound by the leader", async () => (await boundAddresses(ns)).length >= 50, 60_000, 200);
+    for (let i = 0; i < 100; i += 25)
+      await Promise.all(names.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
+    await eventually(
+      "some claims bound by the leader",
+      async () => (await boundAddresses(ns)).length >= 50,
+      60_000,
+      200,
+    );
     const followerMetrics = await scrape(follower.metricsPort);
     expect(sample(followerMetrics, "metal3_ipam_allocations_total", { result: "allocated" }) ?? 0).to.equal(0);
     expect(sample(followerMetrics, "metal3_ipam_leader")).to.equal(0);
 
     const rest = names.slice(100);
     const creating = (async () => {
-      for (let i = 0; i < rest.length; i += 25) await Promise.all(rest.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
+      for (let i = 0; i < rest.length; i += 25)
+        await Promise.all(rest.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
     })();
     leader.proc.signal("SIGKILL");
     const killedAt = Date.now();
@@ -130,10 +168,15 @@ describe("leader election and metrics (controller processes)", function () {
     // period; the margin covers one retry period and scheduling on a loaded machine.
     expect(takeoverMs).to.be.lessThan(6_000 + 500 + 4_000);
     await creating;
-    const addresses = await eventually("all 500 bound", async () => {
-      const got = await boundAddresses(ns);
-      return got.length === 500 ? got : undefined;
-    }, 180_000, 500);
+    const addresses = await eventually(
+      "all 500 bound",
+      async () => {
+        const got = await boundAddresses(ns);
+        return got.length === 500 ? got : undefined;
+      },
+      180_000,
+      500,
+    );
     expect(new Set(addresses).size).to.equal(500);
     expect((await c.addresses.list(ns)).items).to.have.length(500);
   });
@@ -143,7 +186,12 @@ describe("leader election and metrics (controller processes)", function () {
     const lease = `lease-${ns}`;
     const a = await startReplica("a", ns, lease, ["15s", "10s", "500ms"]);
     const b = await startReplica("b", ns, lease, ["15s", "10s", "500ms"]);
-    const leader = await eventually("a leader", async () => ((await isLeader(a)) ? a : (await isLeader(b)) ? b : undefined), 30_000, 250);
+    const leader = await eventually(
+      "a leader",
+      async () => ((await isLeader(a)) ? a : (await isLeader(b)) ? b : undefined),
+      30_000,
+      250,
+    );
     const follower = leader === a ? b : a;
     leader.proc.signal("SIGTERM");
     const at = Date.now();
@@ -152,7 +200,9 @@ describe("leader election and metrics (controller processes)", function () {
     expect(Date.now() - at).to.be.lessThan(15_000 / 2);
     await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.51.0.1", end: "10.51.0.9" }] }));
     await c.claims.create(ns, claim(ns, "after", "p"));
-    expect(await eventually("the new leader to allocate", async () => (await boundAddresses(ns))[0], 30_000)).to.equal("10.51.0.1");
+    expect(await eventually("the new leader to allocate", async () => (await boundAddresses(ns))[0], 30_000)).to.equal(
+      "10.51.0.1",
+    );
   });
 
   it("stops leading as soon as it cannot renew: another holder took the Lease", async () => {
@@ -171,10 +221,24 @@ describe("leader election and metrics (controller processes)", function () {
     elector.start();
     try {
       await eventually("leadership", () => elector.isLeader, 10_000, 50);
-      const leases = new ResourceClient<KubeObject & { spec?: object }>(admin, { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease", namespaced: true });
+      const leases = new ResourceClient<KubeObject & { spec?: object }>(admin, {
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        kind: "Lease",
+        namespaced: true,
+      });
       // Someone else renews the Lease every 200 ms (as a rival leader after a network partition would).
       const rival = setInterval(() => {
-        void leases.patch(CONTROLLER_NAMESPACE, name, { spec: { holderIdentity: "rival", renewTime: new Date().toISOString().replace("Z", "000Z"), leaseDurationSeconds: 3 } }).catch(() => undefined);
+        void leases
+          .patch(CONTROLLER_NAMESPACE, name, {
+            spec: {
+              holderIdentity: "rival",
+              renewTime: new Date().toISOString().replace("Z", "000Z"),
+              leaseDurationSeconds: 3,
+            },
+          })
+          .catch(() => undefined);
       }, 200);
       const stolenAt = Date.now();
       try {
@@ -193,7 +257,11 @@ describe("leader election and metrics (controller processes)", function () {
   it("exposes per-pool gauges on /metrics that match the pools' status after claims and releases", async () => {
     const ns = await freshNamespace(admin, "metrics");
     const metrics = new PrometheusMetrics();
-    const manager = new Manager(await serviceAccountKubeConfig(admin), { namespace: ns, logger: silentLogger(), metrics });
+    const manager = new Manager(await serviceAccountKubeConfig(admin), {
+      namespace: ns,
+      logger: silentLogger(),
+      metrics,
+    });
     await manager.start();
     const probe = await startProbeServer({ address: "127.0.0.1:0", registry: metrics.registry });
     try {
@@ -201,19 +269,27 @@ describe("leader election and metrics (controller processes)", function () {
       for (let i = 0; i < 25; i++) await c.claims.create(ns, claim(ns, `x-${i}`, "m"));
       await eventually("25 bound", async () => (await boundAddresses(ns)).length === 25, 60_000);
       for (let i = 0; i < 10; i++) await c.claims.delete(ns, `x-${i}`);
-      const status = await eventually("status used = 15", async () => {
-        const p = await c.pools.get(ns, "m");
-        return p.status?.used === 15 ? p.status : undefined;
-      }, 30_000);
+      const status = await eventually(
+        "status used = 15",
+        async () => {
+          const p = await c.pools.get(ns, "m");
+          return p.status?.used === 15 ? p.status : undefined;
+        },
+        30_000,
+      );
       const text = await eventually("gauges to match", async () => {
         const t = await scrape(probe.port);
-        return sample(t, "metal3_ipam_pool_addresses_used", { namespace: ns, pool: "m" }) === status.used ? t : undefined;
+        return sample(t, "metal3_ipam_pool_addresses_used", { namespace: ns, pool: "m" }) === status.used
+          ? t
+          : undefined;
       });
       expect(sample(text, "metal3_ipam_pool_addresses_total", { namespace: ns, pool: "m" })).to.equal(status.total);
       expect(sample(text, "metal3_ipam_pool_addresses_free", { namespace: ns, pool: "m" })).to.equal(status.free);
       expect(sample(text, "metal3_ipam_allocations_total", { result: "allocated" })).to.equal(25);
       expect(sample(text, "metal3_ipam_releases_total", { result: "released" })).to.equal(10);
-      expect(text).to.include("metal3_ipam_workqueue_depth").and.include("metal3_ipam_allocation_duration_seconds_bucket");
+      expect(text)
+        .to.include("metal3_ipam_workqueue_depth")
+        .and.include("metal3_ipam_allocation_duration_seconds_bucket");
     } finally {
       await probe.close();
       await manager.stop();

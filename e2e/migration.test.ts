@@ -9,7 +9,15 @@ import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
 import { apiVersionOf, CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, resourceType } from "../api/registry.js";
-import { GROUP, IPPOOL_KIND, type IPAddress, type IPClaim, type IPPool, type ObjectMeta, type OwnerReference } from "../api/v1alpha1/types.js";
+import {
+  GROUP,
+  IPPOOL_KIND,
+  type IPAddress,
+  type IPClaim,
+  type IPPool,
+  type ObjectMeta,
+  type OwnerReference,
+} from "../api/v1alpha1/types.js";
 import { ipAddressName } from "../src/ipam/naming.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { freshNamespace, sharedCluster } from "./support/cluster.js";
@@ -52,33 +60,73 @@ const ownerRef = (o: KubeObject & { apiVersion?: string; kind?: string }, kind: 
 });
 
 /** Creates `obj`, then writes `status` through the status subresource, as a controller would have. */
-async function createWithStatus<T extends KubeObject>(client: ResourceClient<T>, ns: string, obj: T, status: object): Promise<T> {
+async function createWithStatus<T extends KubeObject>(
+  client: ResourceClient<T>,
+  ns: string,
+  obj: T,
+  status: object,
+): Promise<T> {
   const created = await client.create(ns, obj);
   return await client.patchStatus(ns, created.metadata.name ?? "", { status });
 }
 
 /** What Metal3 made for IPClaim `name` holding `address`: the claim and its IPAddress. */
-async function metal3IPClaim(k: Kinds, ns: string, p: IPPool, name: string, address: string, extraFinalizers: string[] = []): Promise<void> {
+async function metal3IPClaim(
+  k: Kinds,
+  ns: string,
+  p: IPPool,
+  name: string,
+  address: string,
+  extraFinalizers: string[] = [],
+): Promise<void> {
   const recordName = ipAddressName(PREFIX, address);
-  const c = await createWithStatus(k.c.claims, ns, claim(ns, name, "pool1", { labels: CLUSTER_LABELS, finalizers: ["ipclaim.ipam.metal3.io", ...extraFinalizers] }), {
-    address: { name: recordName, namespace: ns },
-  });
+  const c = await createWithStatus(
+    k.c.claims,
+    ns,
+    claim(ns, name, "pool1", { labels: CLUSTER_LABELS, finalizers: ["ipclaim.ipam.metal3.io", ...extraFinalizers] }),
+    {
+      address: { name: recordName, namespace: ns },
+    },
+  );
   await k.c.addresses.create(ns, {
-    metadata: { name: recordName, namespace: ns, labels: CLUSTER_LABELS, finalizers: ["ipaddress.ipam.metal3.io"], ownerReferences: [ownerRef(p, "IPPool"), ownerRef(c, "IPClaim")] },
-    spec: { address, prefix: 24, gateway: "10.50.0.1", pool: { name: "pool1", namespace: ns }, claim: { name, namespace: ns } },
+    metadata: {
+      name: recordName,
+      namespace: ns,
+      labels: CLUSTER_LABELS,
+      finalizers: ["ipaddress.ipam.metal3.io"],
+      ownerReferences: [ownerRef(p, "IPPool"), ownerRef(c, "IPClaim")],
+    },
+    spec: {
+      address,
+      prefix: 24,
+      gateway: "10.50.0.1",
+      pool: { name: "pool1", namespace: ns },
+      claim: { name, namespace: ns },
+    },
   });
 }
 
 /** What Metal3 made for IPAddressClaim `name` holding `address`: the claim and its Cluster API IPAddress. */
 async function metal3CapiClaim(k: Kinds, ns: string, p: IPPool, name: string, address: string): Promise<void> {
   const recordName = ipAddressName(PREFIX, address);
-  const c = await createWithStatus(k.capiClaims, ns, {
-    apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM),
-    metadata: { name, namespace: ns, labels: CLUSTER_LABELS, finalizers: ["ipam.metal3.io/ipaddressclaim"] },
-    spec: { poolRef: POOL_REF },
-  }, { addressRef: { name: recordName } });
+  const c = await createWithStatus(
+    k.capiClaims,
+    ns,
+    {
+      apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM),
+      metadata: { name, namespace: ns, labels: CLUSTER_LABELS, finalizers: ["ipam.metal3.io/ipaddressclaim"] },
+      spec: { poolRef: POOL_REF },
+    },
+    { addressRef: { name: recordName } },
+  );
   await k.capiAddresses.create(ns, {
-    metadata: { name: recordName, namespace: ns, labels: CLUSTER_LABELS, finalizers: ["ipam.metal3.io/ipaddress"], ownerReferences: [ownerRef(p, "IPPool"), ownerRef(c, "IPAddressClaim")] },
+    metadata: {
+      name: recordName,
+      namespace: ns,
+      labels: CLUSTER_LABELS,
+      finalizers: ["ipam.metal3.io/ipaddress"],
+      ownerReferences: [ownerRef(p, "IPPool"), ownerRef(c, "IPAddressClaim")],
+    },
     spec: { address, prefix: 24, gateway: "10.50.0.1", poolRef: POOL_REF, claimRef: { name } },
   });
 }
@@ -86,18 +134,44 @@ async function metal3CapiClaim(k: Kinds, ns: string, p: IPPool, name: string, ad
 /** The namespace as Metal3's controller leaves it after serving both kinds of claims. */
 async function metal3Leftovers(k: Kinds, ns: string): Promise<void> {
   const wl = await k.c.clusters.create(ns, cluster(ns, "wl"));
-  const spec = { clusterName: "wl", pools: [{ start: "10.50.0.10", end: "10.50.0.19" }], prefix: 24, gateway: "10.50.0.1", preAllocations: { "pre-claim": "10.50.0.15", "capi-pre": "10.50.0.16" } };
-  const indexes = { "m3-a": "10.50.0.10", "m3-held": "10.50.0.11", "capi-a": "10.50.0.12", outside: "10.50.0.13", "pre-claim": "10.50.0.15", "capi-pre": "10.50.0.16" };
+  const spec = {
+    clusterName: "wl",
+    pools: [{ start: "10.50.0.10", end: "10.50.0.19" }],
+    prefix: 24,
+    gateway: "10.50.0.1",
+    preAllocations: { "pre-claim": "10.50.0.15", "capi-pre": "10.50.0.16" },
+  };
+  const indexes = {
+    "m3-a": "10.50.0.10",
+    "m3-held": "10.50.0.11",
+    "capi-a": "10.50.0.12",
+    outside: "10.50.0.13",
+    "pre-claim": "10.50.0.15",
+    "capi-pre": "10.50.0.16",
+  };
   const base = pool(ns, "pool1", spec);
-  const meta: ObjectMeta = { ...base.metadata, finalizers: ["ippool.ipam.metal3.io"], labels: { ...CLUSTER_LABELS, "cluster.x-k8s.io/provider": "ipam-metal3" }, ownerReferences: [ownerRef(wl, "Cluster")] };
-  const p = await createWithStatus(k.c.pools, ns, { ...base, metadata: meta }, { indexes, lastUpdated: "2026-11-01T00:00:00Z" });
+  const meta: ObjectMeta = {
+    ...base.metadata,
+    finalizers: ["ippool.ipam.metal3.io"],
+    labels: { ...CLUSTER_LABELS, "cluster.x-k8s.io/provider": "ipam-metal3" },
+    ownerReferences: [ownerRef(wl, "Cluster")],
+  };
+  const p = await createWithStatus(
+    k.c.pools,
+    ns,
+    { ...base, metadata: meta },
+    { indexes, lastUpdated: "2026-11-01T00:00:00Z" },
+  );
   await metal3IPClaim(k, ns, p, "m3-a", "10.50.0.10");
   await metal3IPClaim(k, ns, p, "m3-held", "10.50.0.11", [CAPM3_FINALIZER]);
   await metal3IPClaim(k, ns, p, "pre-claim", "10.50.0.15");
   await metal3CapiClaim(k, ns, p, "capi-a", "10.50.0.12");
   await metal3CapiClaim(k, ns, p, "capi-pre", "10.50.0.16");
   // A person's reservation of an address used outside Kubernetes: no owner, no finalizer, a claim that does not exist.
-  await k.c.addresses.create(ns, { metadata: { name: "reserved-10-50-0-13", namespace: ns }, spec: { address: "10.50.0.13", pool: { name: "pool1", namespace: ns }, claim: { name: "outside", namespace: ns } } });
+  await k.c.addresses.create(ns, {
+    metadata: { name: "reserved-10-50-0-13", namespace: ns },
+    spec: { address: "10.50.0.13", pool: { name: "pool1", namespace: ns }, claim: { name: "outside", namespace: ns } },
+  });
 }
 
 /** `Kind/name` → `uid@resourceVersion` of every object of the five kinds in `ns`. */
@@ -110,7 +184,9 @@ async function versions(k: Kinds, ns: string): Promise<Map<string, string>> {
     ["CapiIPAddress", k.capiAddresses.list(ns)],
   ];
   const out = new Map<string, string>();
-  for (const [kind, list] of lists) for (const o of (await list).items) out.set(`${kind}/${o.metadata.name ?? ""}`, `${o.metadata.uid ?? ""}@${o.metadata.resourceVersion ?? ""}`);
+  for (const [kind, list] of lists)
+    for (const o of (await list).items)
+      out.set(`${kind}/${o.metadata.name ?? ""}`, `${o.metadata.uid ?? ""}@${o.metadata.resourceVersion ?? ""}`);
   return out;
 }
 
@@ -129,14 +205,28 @@ interface Objects {
 
 async function objectsIn(k: Kinds, ns: string): Promise<Objects> {
   const [pools, claims, addresses, capiClaims, capiAddresses] = await Promise.all([
-    k.c.pools.list(ns), k.c.claims.list(ns), k.c.addresses.list(ns), k.capiClaims.list(ns), k.capiAddresses.list(ns),
+    k.c.pools.list(ns),
+    k.c.claims.list(ns),
+    k.c.addresses.list(ns),
+    k.capiClaims.list(ns),
+    k.capiAddresses.list(ns),
   ]);
-  return { pools: pools.items, claims: claims.items, addresses: addresses.items, capiClaims: capiClaims.items, capiAddresses: capiAddresses.items };
+  return {
+    pools: pools.items,
+    claims: claims.items,
+    addresses: addresses.items,
+    capiClaims: capiClaims.items,
+    capiAddresses: capiAddresses.items,
+  };
 }
 
 function foreignFinalizers(o: Objects): string[] {
   const all: KubeObject[] = [...o.pools, ...o.claims, ...o.addresses, ...o.capiClaims, ...o.capiAddresses];
-  return all.flatMap((obj) => (obj.metadata.finalizers ?? []).filter((f) => !METAL3_FINALIZERS.has(f)).map((f) => `${obj.metadata.name ?? ""} carries finalizer ${f} that Metal3 never removes`));
+  return all.flatMap((obj) =>
+    (obj.metadata.finalizers ?? [])
+      .filter((f) => !METAL3_FINALIZERS.has(f))
+      .map((f) => `${obj.metadata.name ?? ""} carries finalizer ${f} that Metal3 never removes`),
+  );
 }
 
 /** Metal3 finds a claim's record as `<namePrefix>-<status.indexes[claim]>` of the claim's kind. */
@@ -146,24 +236,37 @@ function unfindableRecords(o: Objects): string[] {
   const capi = new Map(o.capiAddresses.map((a) => [a.metadata.name ?? "", a.spec.claimRef.name]));
   const missing = (kind: string, name: string, records: Map<string, string>): string[] => {
     const address = indexes[name];
-    return address && records.get(ipAddressName(PREFIX, address)) === name ? [] : [`${kind} ${name}: no record at ${address ?? "(no index)"}`];
+    return address && records.get(ipAddressName(PREFIX, address)) === name
+      ? []
+      : [`${kind} ${name}: no record at ${address ?? "(no index)"}`];
   };
   return [
-    ...o.claims.filter((c) => c.spec.pool.name === "pool1").flatMap((c) => missing("IPClaim", c.metadata.name ?? "", m3)),
-    ...o.capiClaims.filter((c) => c.spec.poolRef.name === "pool1").flatMap((c) => missing("IPAddressClaim", c.metadata.name ?? "", capi)),
+    ...o.claims
+      .filter((c) => c.spec.pool.name === "pool1")
+      .flatMap((c) => missing("IPClaim", c.metadata.name ?? "", m3)),
+    ...o.capiClaims
+      .filter((c) => c.spec.poolRef.name === "pool1")
+      .flatMap((c) => missing("IPAddressClaim", c.metadata.name ?? "", capi)),
   ];
 }
 
 function misnamedRecords(o: Objects): string[] {
   const records: (IPAddress | CapiIPAddress)[] = [...o.addresses, ...o.capiAddresses];
   return records
-    .filter((a) => a.metadata.name !== "reserved-10-50-0-13" && a.metadata.name !== ipAddressName(a.metadata.name?.startsWith("sentinel") ? "sentinel" : PREFIX, a.spec.address))
+    .filter(
+      (a) =>
+        a.metadata.name !== "reserved-10-50-0-13" &&
+        a.metadata.name !==
+          ipAddressName(a.metadata.name?.startsWith("sentinel") ? "sentinel" : PREFIX, a.spec.address),
+    )
     .map((a) => `record ${a.metadata.name ?? ""} is not named as Metal3 names it`);
 }
 
 /** IPClaims that stand in for a Cluster API claim: Metal3 would allocate them a second address. */
 function standIns(o: Objects): string[] {
-  return o.claims.filter((c) => c.metadata.ownerReferences?.some((r) => r.kind === "IPAddressClaim")).map((c) => `IPClaim ${c.metadata.name ?? ""} stands in for an IPAddressClaim`);
+  return o.claims
+    .filter((c) => c.metadata.ownerReferences?.some((r) => r.kind === "IPAddressClaim"))
+    .map((c) => `IPClaim ${c.metadata.name ?? ""} stands in for an IPAddressClaim`);
 }
 
 /** What would stop Metal3's controller from taking over again (empty when nothing does). */
@@ -200,21 +303,44 @@ describe("migration from Metal3's controller, and rollback to it", function () {
       await consistently("every object Metal3 left keeps its uid and resourceVersion", unchanged, 3_000);
 
       await k.c.claims.create(ns, claim(ns, "m3-new", "pool1", { labels: CLUSTER_LABELS }));
-      await k.capiClaims.create(ns, { metadata: { name: "capi-new", namespace: ns, labels: CLUSTER_LABELS }, spec: { poolRef: POOL_REF } });
-      const fresh = [await eventually("m3-new bound", () => addressOf(k.c, ns, "m3-new")), await eventually("capi-new bound", () => capiAddressOf(k, ns, "capi-new"))];
-      expect(fresh.sort(), "new claims avoid every held, reserved and preallocated address").to.deep.equal(["10.50.0.14", "10.50.0.17"]);
+      await k.capiClaims.create(ns, {
+        metadata: { name: "capi-new", namespace: ns, labels: CLUSTER_LABELS },
+        spec: { poolRef: POOL_REF },
+      });
+      const fresh = [
+        await eventually("m3-new bound", () => addressOf(k.c, ns, "m3-new")),
+        await eventually("capi-new bound", () => capiAddressOf(k, ns, "capi-new")),
+      ];
+      expect(fresh.sort(), "new claims avoid every held, reserved and preallocated address").to.deep.equal([
+        "10.50.0.14",
+        "10.50.0.17",
+      ]);
 
       await k.c.claims.delete(ns, "m3-a");
       await k.capiClaims.delete(ns, "capi-a");
       await k.c.claims.delete(ns, "m3-held");
       await eventually("old claims released normally", async () => {
         const now = await versions(k, ns);
-        return !["IPClaim/m3-a", "IPAddress/pool1-10-50-0-10", "IPAddressClaim/capi-a", "CapiIPAddress/pool1-10-50-0-12"].some((key) => now.has(key));
+        return ![
+          "IPClaim/m3-a",
+          "IPAddress/pool1-10-50-0-10",
+          "IPAddressClaim/capi-a",
+          "CapiIPAddress/pool1-10-50-0-12",
+        ].some((key) => now.has(key));
       });
-      await consistently("the claim CAPM3 still holds keeps its address", async () => (await addressOf(k.c, ns, "m3-held")) === "10.50.0.11", 1_500);
+      await consistently(
+        "the claim CAPM3 still holds keeps its address",
+        async () => (await addressOf(k.c, ns, "m3-held")) === "10.50.0.11",
+        1_500,
+      );
       const reservation = (await versions(k, ns)).get("IPAddress/reserved-10-50-0-13");
-      expect(reservation, "the person-made reservation is untouched").to.equal(before.get("IPAddress/reserved-10-50-0-13"));
-      await eventually("the pool's indexes follow", async () => (await k.c.pools.get(ns, "pool1")).status?.indexes?.["m3-a"] === undefined);
+      expect(reservation, "the person-made reservation is untouched").to.equal(
+        before.get("IPAddress/reserved-10-50-0-13"),
+      );
+      await eventually(
+        "the pool's indexes follow",
+        async () => (await k.c.pools.get(ns, "pool1")).status?.indexes?.["m3-a"] === undefined,
+      );
     } finally {
       await ctl.stop();
     }

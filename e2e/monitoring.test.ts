@@ -11,8 +11,21 @@ import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { claimPort } from "../hack/localplane/ports.js";
 import { startProcess, TSX_LOADER, type Supervised } from "../hack/localplane/process.js";
-import { DASHBOARD_PATH, labelValuesAsQuery, loadDashboard, panelQueries, substituteVariables, variableQueries } from "../hack/monitoring/dashboard.js";
-import { activeAlerts, instantQuery, startPrometheus, type PromAlert, type PrometheusServer } from "../hack/monitoring/prometheus.js";
+import {
+  DASHBOARD_PATH,
+  labelValuesAsQuery,
+  loadDashboard,
+  panelQueries,
+  substituteVariables,
+  variableQueries,
+} from "../hack/monitoring/dashboard.js";
+import {
+  activeAlerts,
+  instantQuery,
+  startPrometheus,
+  type PromAlert,
+  type PrometheusServer,
+} from "../hack/monitoring/prometheus.js";
 import { ALERTS_PATH, findTool, loadRuleFile, mapAlerts } from "../hack/monitoring/rules.js";
 import { WEBHOOK_PATHS } from "../src/webhooks/server.js";
 import { httpsCall, loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
@@ -33,13 +46,18 @@ function poolReview(uid: string, subnet: string): string {
       operation: "CREATE",
       namespace: "webhook-probe",
       name: "probe",
-      object: { metadata: { name: "probe", namespace: "webhook-probe" }, spec: { namePrefix: "probe", pools: [{ subnet }] } },
+      object: {
+        metadata: { name: "probe", namespace: "webhook-probe" },
+        spec: { namePrefix: "probe", pools: [{ subnet }] },
+      },
     },
   });
 }
 
 function exhaustedAlert(alerts: readonly PromAlert[], ns: string, poolName: string): PromAlert | undefined {
-  return alerts.find((a) => a.labels.alertname === EXHAUSTED && a.labels.namespace === ns && a.labels.pool === poolName);
+  return alerts.find(
+    (a) => a.labels.alertname === EXHAUSTED && a.labels.namespace === ns && a.labels.pool === poolName,
+  );
 }
 
 describe("alerts and dashboard on a real Prometheus scraping the controller", function () {
@@ -67,20 +85,47 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     const kubeconfig = join(dir, "sa.kubeconfig");
     writeFileSync(kubeconfig, (await serviceAccountKubeConfig(admin)).exportConfig());
     [metricsPort, webhookPort] = [await claimPort(), await claimPort()];
-    controller = startProcess("controller", process.execPath, [
-      "--import", TSX_LOADER, join(repoRoot, "src", "main.ts"),
-      `--kubeconfig=${kubeconfig}`, "--log-level=warn",
-      "--leader-elect", `--leader-election-namespace=${CONTROLLER_NAMESPACE}`, `--leader-election-id=monitoring-${process.pid}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`, "--health-probe-bind-address=0",
-      `--webhook-port=${webhookPort}`, `--webhook-cert-dir=${writeCertDir(pki.serving, mkdtempSync(join(dir, "certs-")))}`,
-    ], join(dir, "controller.log"));
-    await eventually("the controller to lead", async () => (await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).includes("metal3_ipam_leader 1"), 60_000, 250);
+    controller = startProcess(
+      "controller",
+      process.execPath,
+      [
+        "--import",
+        TSX_LOADER,
+        join(repoRoot, "src", "main.ts"),
+        `--kubeconfig=${kubeconfig}`,
+        "--log-level=warn",
+        "--leader-elect",
+        `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
+        `--leader-election-id=monitoring-${process.pid}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        "--health-probe-bind-address=0",
+        `--webhook-port=${webhookPort}`,
+        `--webhook-cert-dir=${writeCertDir(pki.serving, mkdtempSync(join(dir, "certs-")))}`,
+      ],
+      join(dir, "controller.log"),
+    );
+    await eventually(
+      "the controller to lead",
+      async () =>
+        (await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).includes("metal3_ipam_leader 1"),
+      60_000,
+      250,
+    );
     // Our rules as shipped, with `for:` short enough for a test; the expressions are untouched.
     const rules = mapAlerts(loadRuleFile(join(repoRoot, ALERTS_PATH)), (r) => ({ ...r, for: "2s" }));
     // The target label a ServiceMonitor adds: the controller's namespace, for series without their own.
-    prometheus = await startPrometheus({ binary, rules, targets: [{ address: `127.0.0.1:${metricsPort}`, labels: { namespace: CONTROLLER_NAMESPACE } }] });
+    prometheus = await startPrometheus({
+      binary,
+      rules,
+      targets: [{ address: `127.0.0.1:${metricsPort}`, labels: { namespace: CONTROLLER_NAMESPACE } }],
+    });
     const url = prometheus.url;
-    await eventually("Prometheus to scrape the controller", async () => (await instantQuery(url, 'up{job="metal3-ipam"} == 1')).length === 1, 30_000, 250);
+    await eventually(
+      "Prometheus to scrape the controller",
+      async () => (await instantQuery(url, 'up{job="metal3-ipam"} == 1')).length === 1,
+      30_000,
+      250,
+    );
   });
 
   after(async () => {
@@ -95,10 +140,15 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     await c.pools.create(ns, pool(ns, "tiny", { pools: [{ start: "10.61.0.1", end: "10.61.0.2" }] }));
     for (const name of ["first", "second", "waiting"]) await c.claims.create(ns, claim(ns, name, "tiny"));
 
-    const firing = await eventually(`${EXHAUSTED} to fire for ${ns}/tiny`, async () => {
-      const alert = exhaustedAlert(await activeAlerts(url), ns, "tiny");
-      return alert?.state === "firing" ? alert : undefined;
-    }, 90_000, 500);
+    const firing = await eventually(
+      `${EXHAUSTED} to fire for ${ns}/tiny`,
+      async () => {
+        const alert = exhaustedAlert(await activeAlerts(url), ns, "tiny");
+        return alert?.state === "firing" ? alert : undefined;
+      },
+      90_000,
+      500,
+    );
     expect(firing.labels.severity).to.equal("critical");
     expect(firing.annotations.description).to.include(`IPPool tiny in namespace ${ns}`);
     expect(firing.annotations.runbook_url).to.match(/docs\/runbooks\.md#metal3ipampoolexhausted$/);
@@ -106,7 +156,12 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     expect((await activeAlerts(url)).map((a) => a.labels.alertname)).to.not.include("Metal3IPAMNoLeader");
 
     await c.claims.delete(ns, "first");
-    await eventually(`${EXHAUSTED} to resolve for ${ns}/tiny`, async () => exhaustedAlert(await activeAlerts(url), ns, "tiny") === undefined, 90_000, 500);
+    await eventually(
+      `${EXHAUSTED} to resolve for ${ns}/tiny`,
+      async () => exhaustedAlert(await activeAlerts(url), ns, "tiny") === undefined,
+      90_000,
+      500,
+    );
     const waiting = await c.claims.get(ns, "waiting");
     expect(waiting.status?.address?.name, "the waiting claim got the freed address").to.be.a("string");
   });
@@ -114,8 +169,14 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
   it("runs every dashboard query without error, and each returns data", async () => {
     const url = prometheus!.url;
     // Webhook traffic for the webhook panels: one request allowed, one denied.
-    expect((await httpsCall(webhookPort, pki.ca.certPem, WEBHOOK_PATHS.validateIPPool, poolReview("ok", "10.70.0.0/24"))).status).to.equal(200);
-    expect((await httpsCall(webhookPort, pki.ca.certPem, WEBHOOK_PATHS.validateIPPool, poolReview("bad", "not-a-subnet"))).status).to.equal(200);
+    expect(
+      (await httpsCall(webhookPort, pki.ca.certPem, WEBHOOK_PATHS.validateIPPool, poolReview("ok", "10.70.0.0/24")))
+        .status,
+    ).to.equal(200);
+    expect(
+      (await httpsCall(webhookPort, pki.ca.certPem, WEBHOOK_PATHS.validateIPPool, poolReview("bad", "not-a-subnet")))
+        .status,
+    ).to.equal(200);
     const dashboard = loadDashboard(join(repoRoot, DASHBOARD_PATH));
     const queries = panelQueries(dashboard);
     expect(queries.length).to.be.greaterThan(10);
@@ -124,7 +185,12 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
       expect(expr, `${q.panel} ${q.refId}: every variable replaced`).to.not.match(/\$\w|\[\[/);
       // A bad expression fails at once (no retry hides it); data may need a scrape or two.
       await instantQuery(url, expr);
-      await eventually(`data for "${q.panel}" (${expr})`, async () => (await instantQuery(url, expr)).length > 0, 30_000, 500);
+      await eventually(
+        `data for "${q.panel}" (${expr})`,
+        async () => (await instantQuery(url, expr)).length > 0,
+        30_000,
+        500,
+      );
     }
     for (const v of variableQueries(dashboard)) {
       const expr = labelValuesAsQuery(substituteVariables(dashboard, v.query, "2m"));

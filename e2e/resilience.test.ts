@@ -33,14 +33,20 @@ async function withPlane<T>(options: LocalPlaneOptions, body: (plane: LocalPlane
   }
 }
 
-const claimNames = (count: number, prefix = "claim"): string[] => Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(4, "0")}`);
+const claimNames = (count: number, prefix = "claim"): string[] =>
+  Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(4, "0")}`);
 
 /** Waits until `expected` claims are bound and as many IPAddresses exist; returns the audit. */
 async function settled(c: Clients, ns: string, expected: number, timeoutMs = 120_000): Promise<AllocationAudit> {
-  return await eventually(`${expected} claims bound to ${expected} IPAddresses`, async () => {
-    const audit = await auditAllocations(c, ns);
-    return audit.bound === expected && audit.addresses === expected ? audit : undefined;
-  }, timeoutMs, 500);
+  return await eventually(
+    `${expected} claims bound to ${expected} IPAddresses`,
+    async () => {
+      const audit = await auditAllocations(c, ns);
+      return audit.bound === expected && audit.addresses === expected ? audit : undefined;
+    },
+    timeoutMs,
+    500,
+  );
 }
 
 /** Every claim bound exactly once: one IPAddress per claim, all distinct, each naming a live claim that names it. */
@@ -55,10 +61,15 @@ function expectSound(audit: AllocationAudit, expected: number): void {
 }
 
 async function expectStaysSound(c: Clients, ns: string, expected: number): Promise<void> {
-  await consistently("the allocations to stay sound", async () => {
-    const audit = await auditAllocations(c, ns);
-    return audit.addresses === expected && audit.bound === expected && audit.orphans.length === 0;
-  }, 3_000, 500);
+  await consistently(
+    "the allocations to stay sound",
+    async () => {
+      const audit = await auditAllocations(c, ns);
+      return audit.addresses === expected && audit.bound === expected && audit.orphans.length === 0;
+    },
+    3_000,
+    500,
+  );
 }
 
 async function bindOne(c: Clients, ns: string, poolName: string, name: string, timeoutMs: number): Promise<string> {
@@ -72,7 +83,9 @@ function churnConfigMaps(kc: KubeConfig, ns: string, everyMs = 100): () => Promi
   let running = true;
   const loop = (async () => {
     for (let i = 0; running; i++) {
-      await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `churn-${i}` } } }).catch(() => undefined);
+      await core
+        .createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `churn-${i}` } } })
+        .catch(() => undefined);
       await sleep(everyMs);
     }
   })();
@@ -155,8 +168,14 @@ describe("resilience: faults never lose or duplicate an address (own local plane
       try {
         await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.50.0.1", end: "10.50.0.200" }] }));
         await bindOne(c, ns, "p", "first", 30_000);
-        const expired = (resource: string): number => ctl.logs.matching("Watch expired (410 Gone); relisting", { resource }).length;
-        await eventually("the claims and addresses watches to get 410 Gone", () => expired("ipclaims") > 0 && expired("ipaddresses") > 0, 90_000, 200);
+        const expired = (resource: string): number =>
+          ctl.logs.matching("Watch expired (410 Gone); relisting", { resource }).length;
+        await eventually(
+          "the claims and addresses watches to get 410 Gone",
+          () => expired("ipclaims") > 0 && expired("ipaddresses") > 0,
+          90_000,
+          200,
+        );
         await bindOne(c, ns, "p", "after-gone", 15_000);
         expectSound(await auditAllocations(c, ns), 2);
         expect(ctl.manager.synced).to.equal(true);
@@ -223,12 +242,23 @@ describe("resilience: faults never lose or duplicate an address (own local plane
               { apiVersion: API_VERSION, kind: "IPClaim", name: "a", uid: a.metadata.uid ?? "" },
             ],
           },
-          spec: { address: "10.80.0.5", prefix: 24, pool: { name: "p", namespace: ns }, claim: { name: "a", namespace: ns } },
+          spec: {
+            address: "10.80.0.5",
+            prefix: 24,
+            pool: { name: "p", namespace: ns },
+            claim: { name: "a", namespace: ns },
+          },
         });
-        await eventually("the duplicate to be released", async () => !(await exists(c.addresses, ns, "p-10-80-0-5")), 30_000);
+        await eventually(
+          "the duplicate to be released",
+          async () => !(await exists(c.addresses, ns, "p-10-80-0-5")),
+          30_000,
+        );
         expect((await c.claims.get(ns, "a")).status?.address?.name).to.equal(bound);
         expectSound(await auditAllocations(c, ns), 1);
-        expect(ctl.logs.matching("Releasing duplicate IPAddress of a claim", { ipAddress: "p-10-80-0-5" })).to.have.length(1);
+        expect(
+          ctl.logs.matching("Releasing duplicate IPAddress of a claim", { ipAddress: "p-10-80-0-5" }),
+        ).to.have.length(1);
       } finally {
         await ctl.stop();
       }
@@ -252,7 +282,12 @@ describe("resilience: faults never lose or duplicate an address (own local plane
           // Kill once the controller is in the middle of this wave: a random number of its IPAddresses exist.
           const killAt = existing + 1 + Math.floor(Math.random() * (perWave - 10));
           const creating = createClaimsRetrying(c, ns, "big", names.slice(wave * perWave, (wave + 1) * perWave));
-          await eventually(`${killAt} IPAddresses`, async () => (await c.addresses.list(ns)).items.length >= killAt, 60_000, 30);
+          await eventually(
+            `${killAt} IPAddresses`,
+            async () => (await c.addresses.list(ns)).items.length >= killAt,
+            60_000,
+            30,
+          );
           await child.kill();
           await creating;
           const audit = await auditAllocations(c, ns);
@@ -270,7 +305,10 @@ describe("resilience: faults never lose or duplicate an address (own local plane
         await last.stop();
       }
       // The kills did land mid-allocation: claims were left without an address for the next process to finish.
-      expect(unfinishedAtKill.some((n) => n > 0), `unbound claims at each kill: ${unfinishedAtKill.join(", ")}`).to.equal(true);
+      expect(
+        unfinishedAtKill.some((n) => n > 0),
+        `unbound claims at each kill: ${unfinishedAtKill.join(", ")}`,
+      ).to.equal(true);
     });
   });
 });

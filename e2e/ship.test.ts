@@ -11,7 +11,11 @@ import { installCrds } from "../hack/localplane/crds.js";
 import { renderRbac } from "../hack/rbac.js";
 import { CLUSTER_ROLE_RULES, NAMESPACE_ROLE_RULES, normalizeRules } from "../src/rbac.js";
 import { repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
-import { CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, serviceAccountKubeConfig } from "./support/serviceaccount.js";
+import {
+  CONTROLLER_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  serviceAccountKubeConfig,
+} from "./support/serviceaccount.js";
 
 /** The whole grant, as a table: any change to what the controller may do must change this table too. */
 const EXPECTED = [
@@ -43,14 +47,18 @@ describe("shipping: RBAC and manifests", function () {
   });
 
   it("grants exactly the listed verbs and resources: no wildcards, no Secrets, Leases only in its namespace", () => {
-    const table = normalizeRules(CLUSTER_ROLE_RULES).map((r) => `${r.apiGroups[0]}/${r.resources[0]}: ${r.verbs.join(" ")}`);
+    const table = normalizeRules(CLUSTER_ROLE_RULES).map(
+      (r) => `${r.apiGroups[0]}/${r.resources[0]}: ${r.verbs.join(" ")}`,
+    );
     expect(table).to.deep.equal(EXPECTED);
     const all = [...CLUSTER_ROLE_RULES, ...NAMESPACE_ROLE_RULES];
     for (const r of all) {
       expect([...r.apiGroups, ...r.resources, ...r.verbs]).to.not.include("*");
       expect(r.resources).to.not.include("secrets");
     }
-    expect(normalizeRules(NAMESPACE_ROLE_RULES)).to.deep.equal([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "patch"] }]);
+    expect(normalizeRules(NAMESPACE_ROLE_RULES)).to.deep.equal([
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "patch"] },
+    ]);
   });
 
   describe("against the API server's authorizer", function () {
@@ -63,9 +71,21 @@ describe("shipping: RBAC and manifests", function () {
       await serviceAccountKubeConfig(admin);
     });
 
-    async function allowed(verb: string, group: string, resource: string, namespace = "default", subresource?: string): Promise<boolean> {
+    async function allowed(
+      verb: string,
+      group: string,
+      resource: string,
+      namespace = "default",
+      subresource?: string,
+    ): Promise<boolean> {
       const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
-        body: { spec: { user, groups: ["system:serviceaccounts", `system:serviceaccounts:${CONTROLLER_NAMESPACE}`], resourceAttributes: { verb, group, resource, namespace, ...(subresource ? { subresource } : {}) } } },
+        body: {
+          spec: {
+            user,
+            groups: ["system:serviceaccounts", `system:serviceaccounts:${CONTROLLER_NAMESPACE}`],
+            resourceAttributes: { verb, group, resource, namespace, ...(subresource ? { subresource } : {}) },
+          },
+        },
       });
       return review.status?.allowed === true;
     }
@@ -99,9 +119,15 @@ describe("shipping: RBAC and manifests", function () {
     const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath };
     // The namespace must exist for a dry-run of the objects inside it (a dry-run creates nothing).
     spawnSync("kubectl", ["create", "namespace", CONTROLLER_NAMESPACE], { env, stdio: "ignore" });
-    const out = execFileSync("kubectl", ["apply", "--dry-run=server", "-k", join(repoRoot, "config", "default")], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const out = execFileSync("kubectl", ["apply", "--dry-run=server", "-k", join(repoRoot, "config", "default")], {
+      env,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     expect(out).to.match(/deployment\.apps\/metal3-ipam-controller-manager .*\(server dry run\)/);
-    expect(out).to.match(/validatingwebhookconfiguration.*metal3-ipam-validating-webhook-configuration .*\(server dry run\)/);
+    expect(out).to.match(
+      /validatingwebhookconfiguration.*metal3-ipam-validating-webhook-configuration .*\(server dry run\)/,
+    );
     expect(out).to.match(/clusterrole.*metal3-ipam-manager-role .*\(server dry run\)/);
   });
 });

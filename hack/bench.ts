@@ -21,7 +21,14 @@ import { readConfig, type BenchConfig } from "./bench/config.js";
 import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
 import { CAPI_IPADDRESSCLAIM, METAL3_IPCLAIM } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
-import { bareClientCeiling, bindBurst, controllerMemory, idleMemory, singleClaimLatency, type BenchContext } from "./bench/scenarios.js";
+import {
+  bareClientCeiling,
+  bindBurst,
+  controllerMemory,
+  idleMemory,
+  singleClaimLatency,
+  type BenchContext,
+} from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
 import { describeError } from "../src/kube/errors.js";
 import { LocalPlane } from "./localplane/plane.js";
@@ -55,7 +62,12 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   // No kube-controller-manager: its garbage collector checks owners with GETs of its own, which would be counted as
   // the controller's requests per claim (the bench never deletes, so nothing needs collecting).
   plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, CAPI_CRDS], controllerManager: false });
-  const ctx: BenchContext = { kc: plane.kubeConfig, kubeconfigPath: plane.kubeconfigPath, logDir: join(BENCH_DIR, "logs"), timeoutMs: config.timeoutSeconds * 1000 };
+  const ctx: BenchContext = {
+    kc: plane.kubeConfig,
+    kubeconfigPath: plane.kubeconfigPath,
+    logDir: join(BENCH_DIR, "logs"),
+    timeoutMs: config.timeoutSeconds * 1000,
+  };
 
   progress("memory: idle node, node + tsx, idle controller (empty cluster)");
   results.idleMemory = await idleMemory(ctx);
@@ -63,7 +75,9 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   // The ceilings run while no controller serves the cluster (a controller would reconcile the bare client's claims).
   for (const size of config.sizes) {
     for (const kind of KINDS) {
-      progress(`ceiling: a bare client writes what ${size} ${kind.label}s need, ${config.concurrency} claims in flight`);
+      progress(
+        `ceiling: a bare client writes what ${size} ${kind.label}s need, ${config.concurrency} claims in flight`,
+      );
       results.ceilings.push(await bareClientCeiling(ctx, kind, size, config.concurrency));
     }
   }
@@ -80,7 +94,10 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
     progress(`latency: ${config.latencyClaims} IPClaims one at a time`);
     results.latency = await singleClaimLatency(ctx, METAL3_IPCLAIM, { count: config.latencyClaims, controller });
     progress(`latency: ${config.latencyClaims} IPAddressClaims one at a time`);
-    results.capiLatency = await singleClaimLatency(ctx, CAPI_IPADDRESSCLAIM, { count: config.latencyClaims, controller });
+    results.capiLatency = await singleClaimLatency(ctx, CAPI_IPADDRESSCLAIM, {
+      count: config.latencyClaims,
+      controller,
+    });
     results.afterBurstMemory = await controller.memory();
   } finally {
     await controller.stop();
@@ -104,7 +121,12 @@ async function main(): Promise<number> {
   rmSync(join(BENCH_DIR, "logs"), { recursive: true, force: true });
   const results: BenchResults = {
     startedAt: new Date().toISOString(),
-    host: { node: process.version, platform: `${process.platform}/${process.arch}`, cpus: cpus().length, loadAverageAtStart: loadavg() },
+    host: {
+      node: process.version,
+      platform: `${process.platform}/${process.arch}`,
+      cpus: cpus().length,
+      loadAverageAtStart: loadavg(),
+    },
     config,
     allocator: [],
     ceilings: [],
@@ -123,7 +145,7 @@ async function main(): Promise<number> {
   }
   output(config, results);
   if (failure !== undefined) {
-    console.error(failure instanceof Error ? failure.stack ?? failure.message : describeError(failure));
+    console.error(failure instanceof Error ? (failure.stack ?? failure.message) : describeError(failure));
     return 1;
   }
   return 0;
@@ -139,7 +161,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(err instanceof Error ? err.stack ?? err.message : String(err));
+    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     void cleanup().finally(() => process.exit(1));
   },
 );

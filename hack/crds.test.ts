@@ -339,16 +339,21 @@ describe("api/v1alpha1 CRDs", () => {
       const rules = rulesByPath(IPADDRESS_CRD);
       // Nothing on spec as a whole, prefix, gateway or dnsServers: they may change, and a full update from a Go client
       // that omits a zero prefix or an empty list must never be refused.
-      expect([...rules.keys()].sort()).to.deep.equal(["IPAddress.spec.address", "IPAddress.spec.claim", "IPAddress.spec.pool"]);
+      expect([...rules.keys()].sort()).to.deep.equal([
+        "IPAddress.spec.address",
+        "IPAddress.spec.claim",
+        "IPAddress.spec.pool",
+      ]);
       const pool = rules.get("IPAddress.spec.pool")?.join(" ") ?? "";
       const claim = rules.get("IPAddress.spec.claim")?.join(" ") ?? "";
       for (const f of ["name", "namespace", "kind"]) expect(pool, `pool.${f}`).to.include(`self.${f}`);
       for (const f of ["name", "namespace"]) expect(claim, `claim.${f}`).to.include(`self.${f}`);
       expect(claim).not.to.include("self.kind");
-      for (const f of ["apiVersion", "uid", "resourceVersion", "fieldPath"]) expect(pool + claim, f).not.to.include(`.${f}`);
+      for (const f of ["apiVersion", "uid", "resourceVersion", "fieldPath"])
+        expect(pool + claim, f).not.to.include(`.${f}`);
     });
 
-    it("compare references with absent and \"\" equal (Go clients omit empty strings)", () => {
+    it('compare references with absent and "" equal (Go clients omit empty strings)', () => {
       const refRules = [
         ...(rulesByPath(IPCLAIM_CRD).get("IPClaim.spec.pool") ?? []),
         ...(rulesByPath(IPADDRESS_CRD).get("IPAddress.spec.pool") ?? []),
@@ -363,7 +368,7 @@ describe("api/v1alpha1 CRDs", () => {
       }
     });
 
-    it("allow \"\" as allocation strategy next to sequential and random", () => {
+    it('allow "" as allocation strategy next to sequential and random', () => {
       const strategy = IPPOOL_CRD.schema.properties?.spec?.properties?.allocationStrategy;
       expect(strategy?.enum).to.have.members(["sequential", "random", ""]);
       expect(strategy?.default).to.equal("sequential");

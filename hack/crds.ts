@@ -25,7 +25,9 @@ const HEADER =
  * release series); v1beta1 stays for management clusters on Cluster API 1.10 and older, which look the label up under
  * the contract they speak.
  */
-const CONTRACT_VERSIONS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(CLUSTER_API_VERSIONS.map((contract) => [contract, [VERSION]]));
+const CONTRACT_VERSIONS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
+  CLUSTER_API_VERSIONS.map((contract) => [contract, [VERSION]]),
+);
 
 /**
  * The provider-contract labels of Cluster API's book ("API version labels"): key `cluster.x-k8s.io/<contract>`, value
@@ -118,4 +120,3 @@ export function renderCrds(): Map<string, string> {
   out.set(CRD_KUSTOMIZATION, renderKustomization(files));
   return out;
 }
-

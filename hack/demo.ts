@@ -56,7 +56,14 @@ async function settle(c: Clients, count: number): Promise<IPClaim[]> {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 function resultOf(cl: IPClaim): string {
@@ -67,12 +74,22 @@ function resultOf(cl: IPClaim): string {
 
 function claimRow(cl: IPClaim, ip: IPAddress | undefined): string[] {
   if (!ip) return [cl.metadata.name ?? "", cl.spec.pool.name, "-", "-", "-", resultOf(cl)];
-  return [cl.metadata.name ?? "", cl.spec.pool.name, ip.spec.address, String(ip.spec.prefix ?? ""), ip.spec.gateway ?? "-", resultOf(cl)];
+  return [
+    cl.metadata.name ?? "",
+    cl.spec.pool.name,
+    ip.spec.address,
+    String(ip.spec.prefix ?? ""),
+    ip.spec.gateway ?? "-",
+    resultOf(cl),
+  ];
 }
 
 function claimRows(claims: IPClaim[], addresses: Map<string, IPAddress>): string[][] {
   const sorted = [...claims].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
-  return [["CLAIM", "POOL", "ADDRESS", "PREFIX", "GATEWAY", "RESULT"], ...sorted.map((cl) => claimRow(cl, addresses.get(cl.status?.address?.name ?? "")))];
+  return [
+    ["CLAIM", "POOL", "ADDRESS", "PREFIX", "GATEWAY", "RESULT"],
+    ...sorted.map((cl) => claimRow(cl, addresses.get(cl.status?.address?.name ?? ""))),
+  ];
 }
 
 async function main(): Promise<void> {
@@ -92,9 +109,23 @@ async function main(): Promise<void> {
     const addresses = new Map((await c.addresses.list()).items.map((a) => [a.metadata.name ?? "", a]));
     console.log(table(claimRows(claims, addresses)));
     const pools = (await c.pools.list()).items;
-    console.log("\n" + table([["POOL", "STRATEGY", "TOTAL", "USED", "FREE"], ...pools.map((p) => [p.metadata.name ?? "", p.spec.allocationStrategy || "sequential", String(p.status?.total ?? "-"), String(p.status?.used ?? "-"), String(p.status?.free ?? "-")])]));
+    console.log(
+      "\n" +
+        table([
+          ["POOL", "STRATEGY", "TOTAL", "USED", "FREE"],
+          ...pools.map((p) => [
+            p.metadata.name ?? "",
+            p.spec.allocationStrategy || "sequential",
+            String(p.status?.total ?? "-"),
+            String(p.status?.used ?? "-"),
+            String(p.status?.free ?? "-"),
+          ]),
+        ]),
+    );
     if (keep) {
-      console.log(`\nStill running. In another shell:\n  export KUBECONFIG=${plane.kubeconfigPath}\n  kubectl get ippools,ipclaims,ipaddresses.ipam.metal3.io\nPress Ctrl-C to stop.`);
+      console.log(
+        `\nStill running. In another shell:\n  export KUBECONFIG=${plane.kubeconfigPath}\n  kubectl get ippools,ipclaims,ipaddresses.ipam.metal3.io\nPress Ctrl-C to stop.`,
+      );
       await new Promise<void>((resolve) => process.once("SIGINT", () => resolve()));
     }
   } finally {

@@ -36,7 +36,9 @@ const ACCEPTED: ReadonlyMap<string, string> = new Map(
 
 /** The generator's bin script, from its package.json, so it runs on this Node without a shell or npx. */
 async function generatorScript(): Promise<string> {
-  const manifest = JSON.parse(await readFile(join(GENERATOR_PACKAGE, "package.json"), "utf8")) as { bin?: string | Record<string, string> };
+  const manifest = JSON.parse(await readFile(join(GENERATOR_PACKAGE, "package.json"), "utf8")) as {
+    bin?: string | Record<string, string>;
+  };
   const bin = typeof manifest.bin === "string" ? manifest.bin : manifest.bin?.["kubernetes-fluent-client"];
   if (!bin) throw new Error("kubernetes-fluent-client declares no bin script");
   return join(GENERATOR_PACKAGE, bin);
@@ -52,10 +54,13 @@ async function generate(script: string, def: CrdDefinition, outDir: string): Pro
     await promisify(execFile)(process.execPath, [script, "crd", "--plain", crdPath, outDir], { cwd: repoRoot });
   } catch (err) {
     const { stdout, stderr } = err as { stdout?: string; stderr?: string };
-    throw new Error(`kubernetes-fluent-client crd ${crdFileName(def)} failed:\n${stdout ?? ""}${stderr ?? ""}`, { cause: err });
+    throw new Error(`kubernetes-fluent-client crd ${crdFileName(def)} failed:\n${stdout ?? ""}${stderr ?? ""}`, {
+      cause: err,
+    });
   }
   const files = (await readdir(outDir)).filter((f) => f.endsWith(".ts"));
-  if (files.length !== 1) throw new Error(`expected one generated file for ${def.kind}, found ${files.join(", ") || "none"}`);
+  if (files.length !== 1)
+    throw new Error(`expected one generated file for ${def.kind}, found ${files.join(", ") || "none"}`);
   return readFile(join(outDir, files[0]!), "utf8");
 }
 
@@ -86,7 +91,10 @@ describe("api/v1alpha1/types.ts against the types kubernetes-fluent-client gener
     const ours = await readFile(join(repoRoot, TYPES_PATH), "utf8");
     for (const def of CRDS) {
       const outDir = await mkdtemp(join(workDir, `${def.plural}-`));
-      const generated: FieldTable = collectFields(parseSource(`${def.kind} generated`, await generate(script, def, outDir)), def.kind);
+      const generated: FieldTable = collectFields(
+        parseSource(`${def.kind} generated`, await generate(script, def, outDir)),
+        def.kind,
+      );
       generatedPaths.push(...generated.keys());
       differences.push(...compareFields(collectFields(parseSource(TYPES_PATH, ours), def.kind), generated, LABELS));
     }
@@ -103,7 +111,8 @@ describe("api/v1alpha1/types.ts against the types kubernetes-fluent-client gener
   // expect.fail with the lines alone: a deep-equal diff would print every line twice.
   it("finds no difference besides the accepted ones", () => {
     const unexpected = differences.filter((d) => !ACCEPTED.has(d));
-    if (unexpected.length > 0) expect.fail(`${unexpected.length} type drift difference(s):\n  ${unexpected.join("\n  ")}`);
+    if (unexpected.length > 0)
+      expect.fail(`${unexpected.length} type drift difference(s):\n  ${unexpected.join("\n  ")}`);
   });
 
   it("still finds every accepted difference (none is stale)", () => {

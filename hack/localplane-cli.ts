@@ -19,7 +19,10 @@ const stateDir = join(repoRoot, ".localplane");
 const stateFile = join(stateDir, "state.json");
 const kubeconfigCopy = join(stateDir, "kubeconfig");
 const logFile = join(stateDir, "daemon.log");
-export const DEFAULT_CRD_DIRS = [join(repoRoot, "config", "crd", "bases"), join(repoRoot, ".cache", "crds", "cluster-api")];
+export const DEFAULT_CRD_DIRS = [
+  join(repoRoot, "config", "crd", "bases"),
+  join(repoRoot, ".cache", "crds", "cluster-api"),
+];
 
 interface State {
   pid: number;
@@ -72,7 +75,9 @@ async function up(): Promise<number> {
   while (Date.now() < deadline) {
     const s = readState();
     if (s) {
-      console.log(`Local plane is up (pid ${s.pid}). Use it with:\n\nexport KUBECONFIG=${s.kubeconfig}\n\nStop it with: npm run localplane -- down`);
+      console.log(
+        `Local plane is up (pid ${s.pid}). Use it with:\n\nexport KUBECONFIG=${s.kubeconfig}\n\nStop it with: npm run localplane -- down`,
+      );
       return 0;
     }
     if (daemon.pid === undefined || !processAlive(daemon.pid)) break;
@@ -109,7 +114,9 @@ async function main(): Promise<number> {
       return await down();
     case "status": {
       const s = readState();
-      console.log(s && processAlive(s.pid) ? `running (pid ${s.pid}); export KUBECONFIG=${s.kubeconfig}` : "not running");
+      console.log(
+        s && processAlive(s.pid) ? `running (pid ${s.pid}); export KUBECONFIG=${s.kubeconfig}` : "not running",
+      );
       return 0;
     }
     default:

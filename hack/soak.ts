@@ -14,7 +14,13 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { freshNamespace, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
-import { auditAllocations, createClaimsRetrying, startControllerChild, type AllocationAudit, type ControllerChild } from "../e2e/support/faults.js";
+import {
+  auditAllocations,
+  createClaimsRetrying,
+  startControllerChild,
+  type AllocationAudit,
+  type ControllerChild,
+} from "../e2e/support/faults.js";
 import { clients, pool, type Clients } from "../e2e/support/ipam.js";
 import { describeError } from "../src/kube/errors.js";
 import { readProcMemory, type ProcMemory } from "./bench/controller.js";
@@ -49,7 +55,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** Creates the pools (one /24 each) and their resident claims; resolves when every resident claim is bound. */
 async function seed(c: Clients, ns: string, config: SoakConfig): Promise<string[]> {
   const pools = Array.from({ length: config.pools }, (_, i) => `pool-${i}`);
-  for (const [i, name] of pools.entries()) await c.pools.create(ns, pool(ns, name, { pools: [{ subnet: `10.100.${i}.0/24` }], prefix: 24 }));
+  for (const [i, name] of pools.entries())
+    await c.pools.create(ns, pool(ns, name, { pools: [{ subnet: `10.100.${i}.0/24` }], prefix: 24 }));
   for (const name of pools) {
     const residents = Array.from({ length: config.residentPerPool }, (_, i) => `${name}-resident-${i}`);
     await createClaimsRetrying(c, ns, name, residents);
@@ -64,7 +71,11 @@ async function settle(c: Clients, ns: string, expected: number, timeoutMs: numbe
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const audit = await auditAllocations(c, ns);
-    const clean = audit.bound === expected && audit.deleting.length === 0 && audit.unbound.length === 0 && audit.strayAddresses.length === 0;
+    const clean =
+      audit.bound === expected &&
+      audit.deleting.length === 0 &&
+      audit.unbound.length === 0 &&
+      audit.strayAddresses.length === 0;
     if (clean || Date.now() > deadline) return audit;
     await sleep(1_000);
   }
@@ -74,7 +85,10 @@ async function settle(c: Clients, ns: string, expected: number, timeoutMs: numbe
 async function sampled<T>(pid: number, work: Promise<T>): Promise<{ value: T; peakRss: number; samples: number[] }> {
   const samples: number[] = [];
   const timer = setInterval(() => {
-    readProcMemory(pid).then((m) => samples.push(m.rss), () => undefined);
+    readProcMemory(pid).then(
+      (m) => samples.push(m.rss),
+      () => undefined,
+    );
   }, 15_000);
   try {
     const value = await work;
@@ -93,13 +107,21 @@ function controllerLogCounts(logFile: string): { errors: number; warnings: numbe
     // no log yet
   }
   const count = (needle: string): number => text.split("\n").filter((l) => l.includes(needle)).length;
-  return { errors: count('"level":"error"'), warnings: count('"level":"warn"'), duplicatesReleased: count("Releasing duplicate IPAddress") };
+  return {
+    errors: count('"level":"error"'),
+    warnings: count('"level":"warn"'),
+    duplicatesReleased: count("Releasing duplicate IPAddress"),
+  };
 }
 
 interface SoakFigures {
   config: SoakConfig;
   machine: { cpus: number; loadavg: number[] };
-  churn: Omit<ChurnResult, "latenciesMs" | "errors"> & { allocationsPerSecond: number; latencyMs: ReturnType<typeof summarize>; errors: Record<string, number> };
+  churn: Omit<ChurnResult, "latenciesMs" | "errors"> & {
+    allocationsPerSecond: number;
+    latencyMs: ReturnType<typeof summarize>;
+    errors: Record<string, number>;
+  };
   memory: { start: ProcMemory; end: ProcMemory; peakRss: number; samplesRss: number[] };
   audit: AllocationAudit;
   duplicates: number;
@@ -109,18 +131,62 @@ interface SoakFigures {
 
 function render(f: SoakFigures): string {
   const rows: Row[] = [
-    { metric: "churn", value: `${fmt(f.churn.durationMs / 60_000)} min`, detail: `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims per pool` },
-    { metric: "claims created / bound", value: `${f.churn.created} / ${f.churn.bound}`, detail: `${f.churn.slow} not bound within 60 s` },
-    { metric: "allocations per second", value: fmt(f.churn.allocationsPerSecond), detail: "claims bound (and then deleted) per second of churn" },
-    { metric: "create → bound", value: fmtMs(f.churn.latencyMs.median), detail: `p90 ${fmtMs(f.churn.latencyMs.p90)}, p99 ${fmtMs(f.churn.latencyMs.p99)}, max ${fmtMs(f.churn.latencyMs.max)}` },
-    { metric: "controller RSS at start", value: fmtBytes(f.memory.start.rss), detail: `anonymous ${fmtBytes(f.memory.start.rssAnon)}; resident claims bound, before the churn` },
-    { metric: "controller RSS at end", value: fmtBytes(f.memory.end.rss), detail: `anonymous ${fmtBytes(f.memory.end.rssAnon)}; after the churn settled; peak ${fmtBytes(f.memory.peakRss)}` },
-    { metric: "duplicates", value: String(f.duplicates), detail: `addresses held twice ${f.audit.duplicateAddresses.length}, claims with several IPAddresses ${f.audit.claimsWithSeveral.length}` },
-    { metric: "leaks", value: String(f.leaks), detail: `stray IPAddresses ${f.audit.strayAddresses.length} (orphans ${f.audit.orphans.length}), unbound claims ${f.audit.unbound.length}, stuck deleting ${f.audit.deleting.length}` },
-    { metric: "controller log", value: `${f.controllerLog.errors} errors`, detail: `${f.controllerLog.warnings} warnings, ${f.controllerLog.duplicatesReleased} duplicates released` },
-    { metric: "churn API errors", value: String(Object.values(f.churn.errors).reduce((a, b) => a + b, 0)), detail: Object.entries(f.churn.errors).map(([m, n]) => `${n}× ${m}`).join("; ") },
+    {
+      metric: "churn",
+      value: `${fmt(f.churn.durationMs / 60_000)} min`,
+      detail: `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims per pool`,
+    },
+    {
+      metric: "claims created / bound",
+      value: `${f.churn.created} / ${f.churn.bound}`,
+      detail: `${f.churn.slow} not bound within 60 s`,
+    },
+    {
+      metric: "allocations per second",
+      value: fmt(f.churn.allocationsPerSecond),
+      detail: "claims bound (and then deleted) per second of churn",
+    },
+    {
+      metric: "create → bound",
+      value: fmtMs(f.churn.latencyMs.median),
+      detail: `p90 ${fmtMs(f.churn.latencyMs.p90)}, p99 ${fmtMs(f.churn.latencyMs.p99)}, max ${fmtMs(f.churn.latencyMs.max)}`,
+    },
+    {
+      metric: "controller RSS at start",
+      value: fmtBytes(f.memory.start.rss),
+      detail: `anonymous ${fmtBytes(f.memory.start.rssAnon)}; resident claims bound, before the churn`,
+    },
+    {
+      metric: "controller RSS at end",
+      value: fmtBytes(f.memory.end.rss),
+      detail: `anonymous ${fmtBytes(f.memory.end.rssAnon)}; after the churn settled; peak ${fmtBytes(f.memory.peakRss)}`,
+    },
+    {
+      metric: "duplicates",
+      value: String(f.duplicates),
+      detail: `addresses held twice ${f.audit.duplicateAddresses.length}, claims with several IPAddresses ${f.audit.claimsWithSeveral.length}`,
+    },
+    {
+      metric: "leaks",
+      value: String(f.leaks),
+      detail: `stray IPAddresses ${f.audit.strayAddresses.length} (orphans ${f.audit.orphans.length}), unbound claims ${f.audit.unbound.length}, stuck deleting ${f.audit.deleting.length}`,
+    },
+    {
+      metric: "controller log",
+      value: `${f.controllerLog.errors} errors`,
+      detail: `${f.controllerLog.warnings} warnings, ${f.controllerLog.duplicatesReleased} duplicates released`,
+    },
+    {
+      metric: "churn API errors",
+      value: String(Object.values(f.churn.errors).reduce((a, b) => a + b, 0)),
+      detail: Object.entries(f.churn.errors)
+        .map(([m, n]) => `${n}× ${m}`)
+        .join("; "),
+    },
   ];
-  return renderTable([{ title: `Soak (${f.machine.cpus} CPUs, load ${f.machine.loadavg.map((l) => fmt(l)).join(" ")})`, rows }]);
+  return renderTable([
+    { title: `Soak (${f.machine.cpus} CPUs, load ${f.machine.loadavg.map((l) => fmt(l)).join(" ")})`, rows },
+  ]);
 }
 
 async function run(config: SoakConfig): Promise<SoakFigures> {
@@ -139,13 +205,16 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   await sleep(5_000);
   const start = await readProcMemory(ctl.pid);
   progress(`churning for ${config.minutes} min; controller RSS ${fmtBytes(start.rss)}`);
-  const run = await sampled(ctl.pid, churn(c, watch, {
-    namespace: ns,
-    pools,
-    workersPerPool: config.workersPerPool,
-    durationMs: config.minutes * 60_000,
-    onProgress: (bound, elapsed) => progress(`${bound} claims bound in ${fmt(elapsed / 1000)} s`),
-  }));
+  const run = await sampled(
+    ctl.pid,
+    churn(c, watch, {
+      namespace: ns,
+      pools,
+      workersPerPool: config.workersPerPool,
+      durationMs: config.minutes * 60_000,
+      onProgress: (bound, elapsed) => progress(`${bound} claims bound in ${fmt(elapsed / 1000)} s`),
+    }),
+  );
   progress("settling: waiting for deletions to finish and every resident claim to stay bound");
   const audit = await settle(c, ns, config.pools * config.residentPerPool, config.settleSeconds * 1000);
   await sleep(5_000);

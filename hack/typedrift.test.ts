@@ -1,6 +1,14 @@
 /** Tables for the type drift reader and comparison: tiny inline sources that differ by one field or one `?`. */
 import { expect } from "chai";
-import { collectFields, compareField, compareFields, isBelow, parseSource, type Field, type FieldTable } from "./typedrift.js";
+import {
+  collectFields,
+  compareField,
+  compareFields,
+  isBelow,
+  parseSource,
+  type Field,
+  type FieldTable,
+} from "./typedrift.js";
 
 const LABELS = { ours: "ours.ts", theirs: "the CRD" };
 
@@ -33,17 +41,33 @@ describe("typedrift: reading declared fields", () => {
   });
 
   const shapes: [string, string, Record<string, Field>][] = [
-    ["a list of objects", "e?: Entry[]", { "Thing.e": { required: false, shape: "list" }, "Thing.e[].x": { required: true, shape: "value" } }],
-    ["Array<T>", "e: Array<Entry>", { "Thing.e": { required: true, shape: "list" }, "Thing.e[].x": { required: true, shape: "value" } }],
+    [
+      "a list of objects",
+      "e?: Entry[]",
+      { "Thing.e": { required: false, shape: "list" }, "Thing.e[].x": { required: true, shape: "value" } },
+    ],
+    [
+      "Array<T>",
+      "e: Array<Entry>",
+      { "Thing.e": { required: true, shape: "list" }, "Thing.e[].x": { required: true, shape: "value" } },
+    ],
     ["a list of strings", "e?: string[]", { "Thing.e": { required: false, shape: "list" } }],
     ["Record<string, T>", "m?: Record<string, string>", { "Thing.m": { required: false, shape: "map" } }],
     ["an index signature", "m?: { [key: string]: string }", { "Thing.m": { required: false, shape: "map" } }],
-    ["a map of objects", "m: Record<string, Entry>", { "Thing.m": { required: true, shape: "map" }, "Thing.m[*].x": { required: true, shape: "value" } }],
+    [
+      "a map of objects",
+      "m: Record<string, Entry>",
+      { "Thing.m": { required: true, shape: "map" }, "Thing.m[*].x": { required: true, shape: "value" } },
+    ],
     ["an alias of literals", "s?: Strategy", { "Thing.s": { required: false, shape: "value" } }],
     ["an alias or empty", 's?: Strategy | ""', { "Thing.s": { required: false, shape: "value" } }],
     ["an enum", "s: Color", { "Thing.s": { required: true, shape: "value" } }],
     ["a type of another file", "d: Date", { "Thing.d": { required: true, shape: "value" } }],
-    ["T | undefined", "e: Entry | undefined", { "Thing.e": { required: true, shape: "object" }, "Thing.e.x": { required: true, shape: "value" } }],
+    [
+      "T | undefined",
+      "e: Entry | undefined",
+      { "Thing.e": { required: true, shape: "object" }, "Thing.e.x": { required: true, shape: "value" } },
+    ],
     ["a quoted name", '"x-y"?: string', { "Thing.x-y": { required: false, shape: "value" } }],
   ];
   for (const [what, member, expected] of shapes) {
@@ -60,7 +84,8 @@ describe("typedrift: reading declared fields", () => {
   });
 
   it("follows extends inside the file, a redeclared member winning", () => {
-    const text = "interface Base { name?: string; uid?: string } interface Named extends Base { name: string } interface Thing { r: Named }";
+    const text =
+      "interface Base { name?: string; uid?: string } interface Named extends Base { name: string } interface Thing { r: Named }";
     expect(Object.fromEntries(fields(text))).to.deep.equal({
       "Thing.r": { required: true, shape: "object" },
       "Thing.r.name": { required: true, shape: "value" },
@@ -81,15 +106,46 @@ describe("typedrift: reading declared fields", () => {
 });
 
 describe("typedrift: comparing", () => {
-  const base = "interface Ref { name: string; namespace?: string } interface Thing { spec: { pool: Ref; list?: Ref[] }; status?: { n?: number } }";
+  const base =
+    "interface Ref { name: string; namespace?: string } interface Thing { spec: { pool: Ref; list?: Ref[] }; status?: { n?: number } }";
   const cases: [string, string, string[]][] = [
     ["identical sources", base, []],
-    ["a field only in theirs", base.replace("n?: number", "n?: number; extra?: string"), ["Thing.status.extra: in the CRD, missing in ours.ts"]],
-    ["a field only in ours", base.replace("status?: { n?: number }", "status?: { }"), ["Thing.status.n: in ours.ts, missing in the CRD"]],
-    ["a field optional in theirs", base.replace("name: string", "name?: string"), ["Thing.spec.list[].name: required in ours.ts, optional in the CRD", "Thing.spec.pool.name: required in ours.ts, optional in the CRD"]],
-    ["a field required in theirs", base.replace("namespace?: string", "namespace: string"), ["Thing.spec.list[].namespace: required in the CRD, optional in ours.ts", "Thing.spec.pool.namespace: required in the CRD, optional in ours.ts"]],
-    ["a missing object, reported once", base.replace("status?: { n?: number }", ""), ["Thing.status: in ours.ts, missing in the CRD"]],
-    ["a map instead of a list, reported once", base.replace("list?: Ref[]", "list?: Record<string, Ref>"), ["Thing.spec.list: a list in ours.ts, a map in the CRD"]],
+    [
+      "a field only in theirs",
+      base.replace("n?: number", "n?: number; extra?: string"),
+      ["Thing.status.extra: in the CRD, missing in ours.ts"],
+    ],
+    [
+      "a field only in ours",
+      base.replace("status?: { n?: number }", "status?: { }"),
+      ["Thing.status.n: in ours.ts, missing in the CRD"],
+    ],
+    [
+      "a field optional in theirs",
+      base.replace("name: string", "name?: string"),
+      [
+        "Thing.spec.list[].name: required in ours.ts, optional in the CRD",
+        "Thing.spec.pool.name: required in ours.ts, optional in the CRD",
+      ],
+    ],
+    [
+      "a field required in theirs",
+      base.replace("namespace?: string", "namespace: string"),
+      [
+        "Thing.spec.list[].namespace: required in the CRD, optional in ours.ts",
+        "Thing.spec.pool.namespace: required in the CRD, optional in ours.ts",
+      ],
+    ],
+    [
+      "a missing object, reported once",
+      base.replace("status?: { n?: number }", ""),
+      ["Thing.status: in ours.ts, missing in the CRD"],
+    ],
+    [
+      "a map instead of a list, reported once",
+      base.replace("list?: Ref[]", "list?: Record<string, Ref>"),
+      ["Thing.spec.list: a list in ours.ts, a map in the CRD"],
+    ],
   ];
   for (const [what, theirs, expected] of cases) {
     it(`reports ${what}`, () => {
@@ -102,7 +158,9 @@ describe("typedrift: comparing", () => {
     const opt: Field = { required: false, shape: "value" };
     expect(compareField("a.b", req, req, LABELS)).to.equal(undefined);
     expect(compareField("a.b", opt, req, LABELS)).to.equal("a.b: required in the CRD, optional in ours.ts");
-    expect(compareField("a.b", { required: true, shape: "object" }, req, LABELS)).to.equal("a.b: an object in ours.ts, a value in the CRD");
+    expect(compareField("a.b", { required: true, shape: "object" }, req, LABELS)).to.equal(
+      "a.b: an object in ours.ts, a value in the CRD",
+    );
     expect(compareField("a.b", undefined, undefined, LABELS)).to.equal(undefined);
   });
 

@@ -64,7 +64,11 @@ export function parseSource(fileName: string, text: string): ts.SourceFile {
  * Every field reachable from the interface or class `root` of `source`, except the root's `ignored` members.
  * Throws when `root` is not declared there.
  */
-export function collectFields(source: ts.SourceFile, root: string, ignored: readonly string[] = ENVELOPE_FIELDS): FieldTable {
+export function collectFields(
+  source: ts.SourceFile,
+  root: string,
+  ignored: readonly string[] = ENVELOPE_FIELDS,
+): FieldTable {
   const declarations = declarationsOf(source);
   const rootDeclaration = declarations.get(root);
   if (!rootDeclaration || !(ts.isInterfaceDeclaration(rootDeclaration) || ts.isClassDeclaration(rootDeclaration))) {
@@ -95,13 +99,21 @@ export function compareFields(ours: FieldTable, theirs: FieldTable, labels: Side
 }
 
 /** The difference at one path, if any. */
-export function compareField(path: string, ours: Field | undefined, theirs: Field | undefined, labels: SideLabels): string | undefined {
+export function compareField(
+  path: string,
+  ours: Field | undefined,
+  theirs: Field | undefined,
+  labels: SideLabels,
+): string | undefined {
   if (!ours && !theirs) return undefined;
   if (!ours) return `${path}: in ${labels.theirs}, missing in ${labels.ours}`;
   if (!theirs) return `${path}: in ${labels.ours}, missing in ${labels.theirs}`;
-  if (ours.shape !== theirs.shape) return `${path}: ${article(ours.shape)} in ${labels.ours}, ${article(theirs.shape)} in ${labels.theirs}`;
+  if (ours.shape !== theirs.shape)
+    return `${path}: ${article(ours.shape)} in ${labels.ours}, ${article(theirs.shape)} in ${labels.theirs}`;
   if (ours.required === theirs.required) return undefined;
-  return ours.required ? `${path}: required in ${labels.ours}, optional in ${labels.theirs}` : `${path}: required in ${labels.theirs}, optional in ${labels.ours}`;
+  return ours.required
+    ? `${path}: required in ${labels.ours}, optional in ${labels.theirs}`
+    : `${path}: required in ${labels.theirs}, optional in ${labels.ours}`;
 }
 
 /** Whether `path` lies inside the field at `prefix`. */
@@ -117,17 +129,25 @@ function declarationsOf(source: ts.SourceFile): Declarations {
   const found = new Map<string, Declaration>();
   for (const statement of source.statements) {
     const named =
-      ts.isInterfaceDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement);
+      ts.isInterfaceDeclaration(statement) ||
+      ts.isClassDeclaration(statement) ||
+      ts.isTypeAliasDeclaration(statement) ||
+      ts.isEnumDeclaration(statement);
     if (named && statement.name) found.set(statement.name.text, statement);
   }
   return found;
 }
 
 /** Own members after inherited ones, so a redeclared member (a narrower `name: string`) wins. */
-function membersOf(declaration: ts.InterfaceDeclaration | ts.ClassDeclaration, declarations: Declarations, seen: ReadonlySet<string>): Member[] {
+function membersOf(
+  declaration: ts.InterfaceDeclaration | ts.ClassDeclaration,
+  declarations: Declarations,
+  seen: ReadonlySet<string>,
+): Member[] {
   const byName = new Map<string, Member>();
   for (const base of basesOf(declaration, declarations, seen)) {
-    for (const member of membersOf(base, declarations, new Set([...seen, base.name?.text ?? ""]))) byName.set(member.name, member);
+    for (const member of membersOf(base, declarations, new Set([...seen, base.name?.text ?? ""])))
+      byName.set(member.name, member);
   }
   for (const member of propertiesOf(declaration.members)) byName.set(member.name, member);
   return [...byName.values()];
@@ -143,7 +163,8 @@ function basesOf(
   for (const clause of declaration.heritageClauses ?? []) {
     if (clause.token !== ts.SyntaxKind.ExtendsKeyword) continue;
     for (const { expression } of clause.types) {
-      const base = ts.isIdentifier(expression) && !seen.has(expression.text) ? declarations.get(expression.text) : undefined;
+      const base =
+        ts.isIdentifier(expression) && !seen.has(expression.text) ? declarations.get(expression.text) : undefined;
       if (base && (ts.isInterfaceDeclaration(base) || ts.isClassDeclaration(base))) bases.push(base);
     }
   }
@@ -154,7 +175,8 @@ function propertiesOf(elements: ts.NodeArray<ts.TypeElement | ts.ClassElement>):
   const members: Member[] = [];
   for (const element of elements) {
     if (!(ts.isPropertySignature(element) || ts.isPropertyDeclaration(element))) continue;
-    const isStatic = ts.isPropertyDeclaration(element) && element.modifiers?.some((m) => m.kind === ts.SyntaxKind.StaticKeyword);
+    const isStatic =
+      ts.isPropertyDeclaration(element) && element.modifiers?.some((m) => m.kind === ts.SyntaxKind.StaticKeyword);
     const name = ts.isIdentifier(element.name) || ts.isStringLiteral(element.name) ? element.name.text : undefined;
     if (isStatic || name === undefined) continue;
     members.push({ name, required: element.questionToken === undefined, type: element.type });
@@ -162,7 +184,13 @@ function propertiesOf(elements: ts.NodeArray<ts.TypeElement | ts.ClassElement>):
   return members;
 }
 
-function addMembers(table: Map<string, Field>, prefix: string, members: readonly Member[], declarations: Declarations, within: ReadonlySet<string>): void {
+function addMembers(
+  table: Map<string, Field>,
+  prefix: string,
+  members: readonly Member[],
+  declarations: Declarations,
+  within: ReadonlySet<string>,
+): void {
   for (const member of members) {
     const path = `${prefix}.${member.name}`;
     const described = describe(member.type, declarations, within);
@@ -210,10 +238,15 @@ function describeLiteral(node: ts.TypeLiteralNode, within: ReadonlySet<string>):
 }
 
 /** Arrays and `Record` by their element; declarations of the file by their content; anything else is a value. */
-function describeReference(node: ts.TypeReferenceNode, declarations: Declarations, within: ReadonlySet<string>): Described {
+function describeReference(
+  node: ts.TypeReferenceNode,
+  declarations: Declarations,
+  within: ReadonlySet<string>,
+): Described {
   const name = ts.isIdentifier(node.typeName) ? node.typeName.text : "";
   const args = node.typeArguments ?? [];
-  if ((name === "Array" || name === "ReadonlyArray") && args.length === 1) return { shape: "list", within, element: args[0] };
+  if ((name === "Array" || name === "ReadonlyArray") && args.length === 1)
+    return { shape: "list", within, element: args[0] };
   if (name === "Record" && args.length === 2) return { shape: "map", within, element: args[1] };
   const declaration = within.has(name) ? undefined : declarations.get(name);
   if (!declaration || ts.isEnumDeclaration(declaration)) return { shape: "value", within };

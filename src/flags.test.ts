@@ -4,28 +4,66 @@ import { parseDuration, parseFlags } from "./flags.js";
 describe("flags", () => {
   it("defaults: all namespaces, no leader election, probes on :8080/:8081, no webhooks", () => {
     const f = parseFlags([], {});
-    expect(f).to.deep.include({ namespace: "", poolConcurrency: 4, logLevel: "info", logFormat: "json", leaderElect: false, metricsAddress: ":8080", healthAddress: ":8081", webhookPort: 0 });
+    expect(f).to.deep.include({
+      namespace: "",
+      poolConcurrency: 4,
+      logLevel: "info",
+      logFormat: "json",
+      leaderElect: false,
+      metricsAddress: ":8080",
+      healthAddress: ":8081",
+      webhookPort: 0,
+    });
     expect(f.leaseDurationMs).to.equal(15_000);
   });
 
   it("takes environment equivalents, flags winning", () => {
-    const env = { WATCH_NAMESPACE: "from-env", POOL_CONCURRENCY: "8", LEADER_ELECT: "true", POD_NAMESPACE: "ns-env", LOG_FORMAT: "text" };
-    expect(parseFlags([], env)).to.deep.include({ namespace: "from-env", poolConcurrency: 8, leaderElect: true, leaderElectionNamespace: "ns-env", logFormat: "text" });
-    expect(parseFlags(["--namespace", "flag", "--pool-concurrency=2"], env)).to.deep.include({ namespace: "flag", poolConcurrency: 2 });
+    const env = {
+      WATCH_NAMESPACE: "from-env",
+      POOL_CONCURRENCY: "8",
+      LEADER_ELECT: "true",
+      POD_NAMESPACE: "ns-env",
+      LOG_FORMAT: "text",
+    };
+    expect(parseFlags([], env)).to.deep.include({
+      namespace: "from-env",
+      poolConcurrency: 8,
+      leaderElect: true,
+      leaderElectionNamespace: "ns-env",
+      logFormat: "text",
+    });
+    expect(parseFlags(["--namespace", "flag", "--pool-concurrency=2"], env)).to.deep.include({
+      namespace: "flag",
+      poolConcurrency: 2,
+    });
   });
 
   const bad: [string, string[], RegExp][] = [
     ["concurrency not a number", ["--pool-concurrency", "x"], /--pool-concurrency must be an integer from 1 to 256/],
     ["concurrency zero", ["--pool-concurrency", "0"], /from 1 to 256/],
     ["log format", ["--log-format", "xml"], /--log-format must be json or text/],
-    ["renew deadline not shorter than lease", ["--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "5s"], /renew-deadline must be shorter/],
-    ["webhook port without a certificate source", ["--webhook-port", "9443"], /needs --webhook-cert-dir .* or --webhook-self-managed/],
+    [
+      "renew deadline not shorter than lease",
+      ["--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "5s"],
+      /renew-deadline must be shorter/,
+    ],
+    [
+      "webhook port without a certificate source",
+      ["--webhook-port", "9443"],
+      /needs --webhook-cert-dir .* or --webhook-self-managed/,
+    ],
     ["unknown flag", ["--no-such-flag"], /Unknown option/],
     ["duration text", ["--leader-elect-retry-period", "soon"], /must be a duration/],
   ];
-  for (const [what, argv, message] of bad) it(`rejects ${what} with a clear message`, () => expect(() => parseFlags(argv, {})).to.throw(message));
+  for (const [what, argv, message] of bad)
+    it(`rejects ${what} with a clear message`, () => expect(() => parseFlags(argv, {})).to.throw(message));
 
   it("parses durations", () => {
-    expect([parseDuration("d", "15s"), parseDuration("d", "500ms"), parseDuration("d", "2m"), parseDuration("d", "250")]).to.deep.equal([15_000, 500, 120_000, 250]);
+    expect([
+      parseDuration("d", "15s"),
+      parseDuration("d", "500ms"),
+      parseDuration("d", "2m"),
+      parseDuration("d", "250"),
+    ]).to.deep.equal([15_000, 500, 120_000, 250]);
   });
 });

@@ -42,7 +42,8 @@ export const USAGE = `Usage: npm start -- [flags]
   --webhook-mutating-configuration-name NAME    (default metal3-ipam-mutating-webhook-configuration)
   --webhook-validating-configuration-name NAME  (default metal3-ipam-validating-webhook-configuration)`;
 
-const bool = (v: string | boolean | undefined, env: string | undefined): boolean => (v === undefined ? env === "true" : v === true || v === "true");
+const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
+  v === undefined ? env === "true" : v === true || v === "true";
 
 /** Parses "15s", "500ms", "2m" or plain milliseconds. */
 export function parseDuration(flag: string, text: string): number {
@@ -54,7 +55,8 @@ export function parseDuration(flag: string, text: string): number {
 
 function integer(flag: string, text: string, min: number, max: number): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be an integer from ${min} to ${max}, got "${text}"`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`--${flag} must be an integer from ${min} to ${max}, got "${text}"`);
   return n;
 }
 
@@ -83,9 +85,13 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; strict: true }>>["values"];
 
-function coreFlags(v: Values, env: NodeJS.ProcessEnv): Pick<Flags, "kubeconfig" | "namespace" | "poolConcurrency" | "logLevel" | "logFormat"> {
+function coreFlags(
+  v: Values,
+  env: NodeJS.ProcessEnv,
+): Pick<Flags, "kubeconfig" | "namespace" | "poolConcurrency" | "logLevel" | "logFormat"> {
   const logFormat = v["log-format"] ?? env.LOG_FORMAT ?? "json";
-  if (logFormat !== "json" && logFormat !== "text") throw new Error(`--log-format must be json or text, got "${logFormat}"`);
+  if (logFormat !== "json" && logFormat !== "text")
+    throw new Error(`--log-format must be json or text, got "${logFormat}"`);
   const kubeconfig = v.kubeconfig ?? env.KUBECONFIG;
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
@@ -96,7 +102,15 @@ function coreFlags(v: Values, env: NodeJS.ProcessEnv): Pick<Flags, "kubeconfig" 
   };
 }
 
-type LeaderFlags = Pick<Flags, "leaderElect" | "leaderElectionNamespace" | "leaderElectionId" | "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs">;
+type LeaderFlags = Pick<
+  Flags,
+  | "leaderElect"
+  | "leaderElectionNamespace"
+  | "leaderElectionId"
+  | "leaseDurationMs"
+  | "renewDeadlineMs"
+  | "retryPeriodMs"
+>;
 
 function leaderFlags(v: Values, env: NodeJS.ProcessEnv): LeaderFlags {
   const flags = {
@@ -107,11 +121,22 @@ function leaderFlags(v: Values, env: NodeJS.ProcessEnv): LeaderFlags {
     renewDeadlineMs: parseDuration("leader-elect-renew-deadline", v["leader-elect-renew-deadline"] ?? "10s"),
     retryPeriodMs: parseDuration("leader-elect-retry-period", v["leader-elect-retry-period"] ?? "2s"),
   };
-  if (!(flags.renewDeadlineMs < flags.leaseDurationMs)) throw new Error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
+  if (!(flags.renewDeadlineMs < flags.leaseDurationMs))
+    throw new Error("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
   return flags;
 }
 
-type ServingFlags = Pick<Flags, "metricsAddress" | "healthAddress" | "webhookPort" | "webhookCertDir" | "webhookSelfManaged" | "webhookServiceName" | "webhookMutatingName" | "webhookValidatingName">;
+type ServingFlags = Pick<
+  Flags,
+  | "metricsAddress"
+  | "healthAddress"
+  | "webhookPort"
+  | "webhookCertDir"
+  | "webhookSelfManaged"
+  | "webhookServiceName"
+  | "webhookMutatingName"
+  | "webhookValidatingName"
+>;
 
 function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
   const webhookCertDir = v["webhook-cert-dir"] ?? env.WEBHOOK_CERT_DIR;

@@ -14,7 +14,6 @@ import { PrometheusMetrics } from "./runtime/metrics.js";
 import { startProbeServer } from "./runtime/probes.js";
 import { startWebhookServer, type WebhookServer } from "./webhooks/server.js";
 
-
 function readFlags(): Flags {
   try {
     return parseFlags(process.argv.slice(2), process.env);
@@ -25,7 +24,12 @@ function readFlags(): Flags {
   }
 }
 
-async function startWebhooks(flags: Flags, kc: ClusterAccess, logger: Logger, metrics: PrometheusMetrics): Promise<WebhookServer | undefined> {
+async function startWebhooks(
+  flags: Flags,
+  kc: ClusterAccess,
+  logger: Logger,
+  metrics: PrometheusMetrics,
+): Promise<WebhookServer | undefined> {
   if (flags.webhookPort === 0) return undefined;
   const selfManaged = flags.webhookSelfManaged
     ? {
@@ -52,16 +56,25 @@ async function main(): Promise<void> {
   // Every client of the process (informers, writes, Events, the Lease) shares its keep-alive connections.
   const kc = await loadClusterAccess(flags.kubeconfig || undefined);
   const metrics = new PrometheusMetrics();
-  const manager = new Manager(kc, { namespace: flags.namespace, poolConcurrency: flags.poolConcurrency, logger, metrics });
+  const manager = new Manager(kc, {
+    namespace: flags.namespace,
+    poolConcurrency: flags.poolConcurrency,
+    logger,
+    metrics,
+  });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
-  if (webhook) metrics.webhookCertificate(flags.webhookSelfManaged ? "self-managed" : "cert-dir", () => webhook.certificateExpiry());
+  if (webhook)
+    metrics.webhookCertificate(flags.webhookSelfManaged ? "self-managed" : "cert-dir", () =>
+      webhook.certificateExpiry(),
+    );
   let leading = false;
   const closers: (() => Promise<void>)[] = [];
   if (flags.healthAddress !== "0") {
     const readiness = { webhook: () => !webhook || webhook.ready(), caches: () => !leading || manager.synced };
     closers.push((await startProbeServer({ address: flags.healthAddress, readiness })).close);
   }
-  if (flags.metricsAddress !== "0") closers.push((await startProbeServer({ address: flags.metricsAddress, registry: metrics.registry })).close);
+  if (flags.metricsAddress !== "0")
+    closers.push((await startProbeServer({ address: flags.metricsAddress, registry: metrics.registry })).close);
 
   const becomeLeader = (): void => {
     leading = true;
@@ -104,6 +117,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.stack ?? err.message : String(err));
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
   process.exit(1);
 });

@@ -17,7 +17,13 @@ export interface PolicyRule {
 }
 
 /** Rules granted cluster-wide (the controller may watch all namespaces). */
-export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [...STORE_RULES, ...CLUSTER_RULES, ...EVENT_RULES, ...BRIDGE_RULES, ...CA_BUNDLE_RULES];
+export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
+  ...STORE_RULES,
+  ...CLUSTER_RULES,
+  ...EVENT_RULES,
+  ...BRIDGE_RULES,
+  ...CA_BUNDLE_RULES,
+];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES];
 

@@ -10,14 +10,7 @@
  */
 
 import { IPADDRESS, IPCLAIM, IPPOOL } from "../registry.js";
-import {
-  GROUP,
-  IPADDRESS_KIND,
-  IPCLAIM_KIND,
-  IPPOOL_KIND,
-  READY_CONDITION,
-  VERSION,
-} from "./types.js";
+import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND, READY_CONDITION, VERSION } from "./types.js";
 
 /** One CEL validation rule (`x-kubernetes-validations`). Rules that use `oldSelf` only run on update. */
 export interface ValidationRule {

@@ -33,12 +33,17 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     ({ stop } = await startController(kc, ns));
     const claims = await applySamples(c, ns);
     // Settled: every claim answered, and the one claim too many on pool-small failed.
-    await eventually("samples allocated", async () => {
-      const list = (await c.claims.list(ns)).items;
-      const answered = list.filter((x) => x.status?.conditions?.some((k) => k.type === "Ready"));
-      const bound = list.filter((x) => x.status?.address?.name);
-      return answered.length === claims && bound.length === claims - 1;
-    }, 60_000, 200);
+    await eventually(
+      "samples allocated",
+      async () => {
+        const list = (await c.claims.list(ns)).items;
+        const answered = list.filter((x) => x.status?.conditions?.some((k) => k.type === "Ready"));
+        const bound = list.filter((x) => x.status?.address?.name);
+        return answered.length === claims && bound.length === claims - 1;
+      },
+      60_000,
+      200,
+    );
   });
 
   after(async () => {
@@ -53,8 +58,14 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     const json = await cli("pools", "-n", ns, "-o", "json");
     expect(json.code).to.equal(0);
     expectGolden("pools.json", normalise(json.stdout, ns));
-    const parsed = JSON.parse(json.stdout) as { pools: { name: string; used: number; total: unknown; failed: { ipClaims: number } }[] };
-    expect(parsed.pools.map((p) => [p.name, p.used, p.total, p.failed.ipClaims])).to.deep.equal([["pool-small", 3, 3, 1], ["pool-v4", 4, 27, 0], ["pool-v6", 2, 496, 0]]);
+    const parsed = JSON.parse(json.stdout) as {
+      pools: { name: string; used: number; total: unknown; failed: { ipClaims: number } }[];
+    };
+    expect(parsed.pools.map((p) => [p.name, p.used, p.total, p.failed.ipClaims])).to.deep.equal([
+      ["pool-small", 3, 3, 1],
+      ["pool-v4", 4, 27, 0],
+      ["pool-v6", 2, 496, 0],
+    ]);
     const yaml = await cli("pools", "-n", ns, "-o", "yaml");
     expect(yaml.stdout).to.match(/^pools:\n {2}- namespace: /);
     const all = await cli("pools", "-A");
@@ -80,7 +91,9 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     expectGolden("who-address.txt", normalise(byAddress.stdout, ns));
     const v6 = await cli("who", "2001:DB8:0:1:0::10", "-n", ns, "-o", "json");
     expect(v6.code).to.equal(0);
-    expect((JSON.parse(v6.stdout) as { holders: { address: string }[] }).holders.map((h) => h.address)).to.deep.equal(["2001:db8:0:1::10"]);
+    expect((JSON.parse(v6.stdout) as { holders: { address: string }[] }).holders.map((h) => h.address)).to.deep.equal([
+      "2001:db8:0:1::10",
+    ]);
     const byClaim = await cli("who", "node-requested", "-n", ns, "-o", "json");
     expectGolden("who-claim.json", normalise(byClaim.stdout, ns));
     const free = await cli("who", "192.168.10.19", "-n", ns);
@@ -106,19 +119,34 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     const admin = kc.getCurrentUser()!;
     const cluster = kc.getCurrentCluster()!;
     const file = join(tmp, "two-contexts");
-    writeFileSync(file, dump({
-      apiVersion: "v1", kind: "Config", "current-context": "broken",
-      clusters: [{ name: "real", cluster: { server: cluster.server, "certificate-authority-data": cluster.caData } }, { name: "nowhere", cluster: { server: "https://127.0.0.1:1", "insecure-skip-tls-verify": true } }],
-      users: [{ name: "admin", user: { "client-certificate-data": admin.certData, "client-key-data": admin.keyData } }],
-      contexts: [{ name: "broken", context: { cluster: "nowhere", user: "admin" } }, { name: "real", context: { cluster: "real", user: "admin", namespace: ns } }],
-    }));
+    writeFileSync(
+      file,
+      dump({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "broken",
+        clusters: [
+          { name: "real", cluster: { server: cluster.server, "certificate-authority-data": cluster.caData } },
+          { name: "nowhere", cluster: { server: "https://127.0.0.1:1", "insecure-skip-tls-verify": true } },
+        ],
+        users: [
+          { name: "admin", user: { "client-certificate-data": admin.certData, "client-key-data": admin.keyData } },
+        ],
+        contexts: [
+          { name: "broken", context: { cluster: "nowhere", user: "admin" } },
+          { name: "real", context: { cluster: "real", user: "admin", namespace: ns } },
+        ],
+      }),
+    );
     const current = await runCli(["--kubeconfig", file, "pools"], { KUBECONFIG: "/nonexistent" });
     expect(current.code).to.equal(3);
     expect(current.stderr).to.match(/^error: cannot reach the API server at https:\/\/127\.0\.0\.1:1: /);
     // --context picks the other cluster, and its namespace becomes the default for -n.
     const real = await runCli(["--kubeconfig", file, "--context", "real", "pools"], { KUBECONFIG: "/nonexistent" });
     expect(real.code, real.stderr).to.equal(0);
-    expect(real.stdout).to.match(/^NAME +CLUSTER/).and.to.include("pool-v4");
+    expect(real.stdout)
+      .to.match(/^NAME +CLUSTER/)
+      .and.to.include("pool-v4");
     const viaEnv = await runCli(["--context", "real", "free", "pool-small"], { KUBECONFIG: file });
     expect(viaEnv.code, viaEnv.stderr).to.equal(0);
     const unknown = await runCli(["--kubeconfig", file, "--context", "nope", "pools"], {});
@@ -129,22 +157,38 @@ describe("kubectl ipam on config/samples (real API server)", function () {
   it("names the verb and resource RBAC refuses", async () => {
     const core = kc.makeApiClient(CoreV1Api);
     await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "nobody" } } });
-    const token = await core.createNamespacedServiceAccountToken({ name: "nobody", namespace: ns, body: { spec: { audiences: [], expirationSeconds: 600 } } });
+    const token = await core.createNamespacedServiceAccountToken({
+      name: "nobody",
+      namespace: ns,
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
     const cluster = kc.getCurrentCluster()!;
     const file = join(tmp, "nobody");
-    writeFileSync(file, dump({
-      apiVersion: "v1", kind: "Config", "current-context": "sa",
-      clusters: [{ name: "c", cluster: { server: cluster.server, "certificate-authority-data": cluster.caData } }],
-      users: [{ name: "nobody", user: { token: token.status!.token } }],
-      contexts: [{ name: "sa", context: { cluster: "c", user: "nobody", namespace: ns } }],
-    }));
+    writeFileSync(
+      file,
+      dump({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "sa",
+        clusters: [{ name: "c", cluster: { server: cluster.server, "certificate-authority-data": cluster.caData } }],
+        users: [{ name: "nobody", user: { token: token.status!.token } }],
+        contexts: [{ name: "sa", context: { cluster: "c", user: "nobody", namespace: ns } }],
+      }),
+    );
     const r = await runCli(["pools"], { KUBECONFIG: file });
     expect(r.code).to.equal(3);
-    expect(r.stderr).to.match(new RegExp(`^error: forbidden: your user may not list ippools\\.ipam\\.metal3\\.io in namespace "${ns}"; ask for an RBAC rule granting "list" on ippools\\.ipam\\.metal3\\.io`));
+    expect(r.stderr).to.match(
+      new RegExp(
+        `^error: forbidden: your user may not list ippools\\.ipam\\.metal3\\.io in namespace "${ns}"; ask for an RBAC rule granting "list" on ippools\\.ipam\\.metal3\\.io`,
+      ),
+    );
   });
 
   it("pools --watch redraws when an allocation happens", async () => {
-    const child = spawn(process.execPath, [join(repoRoot, "bin", "kubectl-ipam.mjs"), "pools", "-n", ns, "--watch"], { env: { ...process.env, KUBECONFIG: kubeconfigPath }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [join(repoRoot, "bin", "kubectl-ipam.mjs"), "pools", "-n", ns, "--watch"], {
+      env: { ...process.env, KUBECONFIG: kubeconfigPath },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));

@@ -10,7 +10,18 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, IPADDRESS_KIND } from "../../api/v1alpha1/types.js";
 import { CAPI_CRDS, sharedCluster } from "../support/cluster.js";
 import { withController } from "../support/ipam.js";
-import { claimCount, createTopology, kinds, loosePoolTopology, METAL3DATA_FINALIZER, settledPicture, smallTopology, startMidDeletions, type Kinds, type Topology } from "../pivot/fixtures.js";
+import {
+  claimCount,
+  createTopology,
+  kinds,
+  loosePoolTopology,
+  METAL3DATA_FINALIZER,
+  settledPicture,
+  smallTopology,
+  startMidDeletions,
+  type Kinds,
+  type Topology,
+} from "../pivot/fixtures.js";
 import { ensureCrds, PIVOT_CRDS } from "../pivot/harness.js";
 import { eventually } from "../support/wait.js";
 import { expectGolden, normalise, runCli, type CliRun } from "./support.js";
@@ -28,7 +39,17 @@ function looseIPClaimsOnly(): Topology {
       loose: { namePrefix: "loose", pools: [{ start: "10.50.0.10", end: "10.50.0.20" }], prefix: 24 },
       kept: { namePrefix: "kept", clusterName: "cl", pools: [{ start: "10.51.0.10", end: "10.51.0.20" }], prefix: 24 },
     },
-    clusters: [{ name: "cl", machines: 2, claims: [{ suffix: "prov", kind: "IPClaim", pool: "loose" }, { suffix: "bm", kind: "IPClaim", pool: "kept" }], unlabelled: true }],
+    clusters: [
+      {
+        name: "cl",
+        machines: 2,
+        claims: [
+          { suffix: "prov", kind: "IPClaim", pool: "loose" },
+          { suffix: "bm", kind: "IPClaim", pool: "kept" },
+        ],
+        unlabelled: true,
+      },
+    ],
   };
 }
 
@@ -51,9 +72,17 @@ describe("kubectl ipam preflight-move on the pivot fixtures (real API server)", 
       const t = looseIPClaimsOnly();
       await createTopology(k, ns, t);
       await settledPicture(k, ns, claimCount(t));
-      await eventually("pool kept owned by its Cluster", async () => ((await k.pools.get(ns, "kept")).metadata.ownerReferences ?? []).length > 0);
+      await eventually(
+        "pool kept owned by its Cluster",
+        async () => ((await k.pools.get(ns, "kept")).metadata.ownerReferences ?? []).length > 0,
+      );
       // A reservation made by hand in a pool that moves: nothing ties it to the move.
-      await k.addresses.create(ns, { apiVersion: API_VERSION, kind: IPADDRESS_KIND, metadata: { name: "kept-10-51-0-20", namespace: ns }, spec: { address: "10.51.0.20", pool: { name: "kept" }, claim: { name: "outside-dhcp" } } });
+      await k.addresses.create(ns, {
+        apiVersion: API_VERSION,
+        kind: IPADDRESS_KIND,
+        metadata: { name: "kept-10-51-0-20", namespace: ns },
+        spec: { address: "10.51.0.20", pool: { name: "kept" }, claim: { name: "outside-dhcp" } },
+      });
       const text = await cli("preflight-move", "-n", ns);
       expect(text.code, text.stderr).to.equal(1);
       expectGolden("preflight-loose.txt", normalise(text.stdout, ns).replace(/uid [0-9a-f-]{36}/g, "uid <uid>"));
@@ -72,16 +101,23 @@ describe("kubectl ipam preflight-move on the pivot fixtures (real API server)", 
       expect(r.code, r.stderr).to.equal(1);
       const report = JSON.parse(r.stdout) as PreflightJson;
       const m3 = (await k.addresses.list(ns)).items.map((a) => `IPAddress.ipam.metal3.io/${a.metadata.name ?? ""}`);
-      const capi = (await k.capiAddresses.list(ns)).items.map((a) => `IPAddress.ipam.cluster.x-k8s.io/${a.metadata.name ?? ""}`);
+      const capi = (await k.capiAddresses.list(ns)).items.map(
+        (a) => `IPAddress.ipam.cluster.x-k8s.io/${a.metadata.name ?? ""}`,
+      );
       expect(capi).to.have.length(2);
       expect([...report.leftBehind].sort()).to.deep.equal(["IPPool/loose", ...m3, ...capi].sort());
-      expect(report.findings.find((f) => f.name === "loose")!.fix).to.equal(`kubectl -n ${ns} patch ippool loose --type merge -p '{"spec":{"clusterName":"cl"}}'`);
+      expect(report.findings.find((f) => f.name === "loose")!.fix).to.equal(
+        `kubectl -n ${ns} patch ippool loose --type merge -p '{"spec":{"clusterName":"cl"}}'`,
+      );
     });
   });
 
   it("passes a cluster that moves whole (exit 0) and warns about claims deleting under a foreign finalizer", async () => {
     await withController(kc, "pre-ok", async (ns) => {
-      const t: Topology = { ...smallTopology("ok"), clusters: smallTopology("ok").clusters.map((c) => ({ ...c, midDeletion: true })) };
+      const t: Topology = {
+        ...smallTopology("ok"),
+        clusters: smallTopology("ok").clusters.map((c) => ({ ...c, midDeletion: true })),
+      };
       await createTopology(k, ns, t);
       await settledPicture(k, ns, claimCount(t));
       const deleting = await startMidDeletions(k, ns, t);
@@ -90,7 +126,9 @@ describe("kubectl ipam preflight-move on the pivot fixtures (real API server)", 
       expect(r.code, r.stdout).to.equal(0);
       const report = JSON.parse(r.stdout) as PreflightJson;
       expect(report.leftBehind).to.deep.equal([]);
-      expect(report.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal(deleting.sort().map((n) => `warning IPClaim/${n}`));
+      expect(report.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal(
+        deleting.sort().map((n) => `warning IPClaim/${n}`),
+      );
       expect(report.findings[0]!.problem).to.include(METAL3DATA_FINALIZER);
     });
   });
@@ -118,13 +156,30 @@ describe("kubectl ipam preflight-move on the pivot fixtures (real API server)", 
       await settledPicture(k, ns, claimCount(t));
       const byClaim = await cli("who", "ipaddressclaim/w-m01-bm", "-n", ns, "-o", "json");
       expect(byClaim.code, byClaim.stderr).to.equal(0);
-      const [holder] = (JSON.parse(byClaim.stdout) as { holders: { address: string; claim: { kind: string }; ipAddress: { apiGroup: string }; owners: { kind: string; name: string }[]; cluster: string }[] }).holders;
+      const [holder] = (
+        JSON.parse(byClaim.stdout) as {
+          holders: {
+            address: string;
+            claim: { kind: string };
+            ipAddress: { apiGroup: string };
+            owners: { kind: string; name: string }[];
+            cluster: string;
+          }[];
+        }
+      ).holders;
       expect(holder!.claim.kind).to.equal("IPAddressClaim");
       expect(holder!.ipAddress.apiGroup).to.equal("ipam.cluster.x-k8s.io");
-      expect(holder!.owners.map((o) => `${o.kind}/${o.name}`)).to.deep.equal(["PivotData/w-m01", "PivotMachine/w-m01", "Machine/w-m01", "Cluster/w"]);
+      expect(holder!.owners.map((o) => `${o.kind}/${o.name}`)).to.deep.equal([
+        "PivotData/w-m01",
+        "PivotMachine/w-m01",
+        "Machine/w-m01",
+        "Cluster/w",
+      ]);
       expect(holder!.cluster).to.equal("w");
       const byAddress = await cli("who", holder!.address, "-n", ns);
-      expect(byAddress.stdout).to.include("owners     PivotData w-m01 → PivotMachine w-m01 → Machine w-m01 → Cluster w");
+      expect(byAddress.stdout).to.include(
+        "owners     PivotData w-m01 → PivotMachine w-m01 → Machine w-m01 → Cluster w",
+      );
     });
   });
 });

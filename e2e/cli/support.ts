@@ -26,7 +26,10 @@ export interface CliRun {
 /** Runs the CLI with `args`; `env` is added to this process's environment. */
 export async function runCli(args: readonly string[], env: Record<string, string>): Promise<CliRun> {
   return await new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "", FORCE_COLOR: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "", FORCE_COLOR: "", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -50,17 +53,28 @@ export function expectGolden(name: string, actual: string): void {
     writeFileSync(path, actual);
     return;
   }
-  expect(actual, `golden file e2e/cli/golden/${name} (UPDATE_GOLDEN=true rewrites it)`).to.equal(readFileSync(path, "utf8"));
+  expect(actual, `golden file e2e/cli/golden/${name} (UPDATE_GOLDEN=true rewrites it)`).to.equal(
+    readFileSync(path, "utf8"),
+  );
 }
 
 /** config/samples' pools and claims, moved into `namespace`. */
 export function samples(namespace: string): { pools: IPPool[]; claims: IPClaim[] } {
   const docs: (IPPool | IPClaim)[] = [];
-  for (const file of ["ipam_v1alpha1_ippool.yaml", "ipam_v1alpha1_ippool_v6.yaml", "ipam_v1alpha1_ippool_small.yaml", "ipam_v1alpha1_ipclaim.yaml"]) {
-    for (const doc of loadAll(readFileSync(join(repoRoot, "config", "samples", file), "utf8"))) docs.push(doc as IPPool | IPClaim);
+  for (const file of [
+    "ipam_v1alpha1_ippool.yaml",
+    "ipam_v1alpha1_ippool_v6.yaml",
+    "ipam_v1alpha1_ippool_small.yaml",
+    "ipam_v1alpha1_ipclaim.yaml",
+  ]) {
+    for (const doc of loadAll(readFileSync(join(repoRoot, "config", "samples", file), "utf8")))
+      docs.push(doc as IPPool | IPClaim);
   }
   for (const d of docs) d.metadata.namespace = namespace;
-  return { pools: docs.filter((d): d is IPPool => d.kind === IPPOOL_KIND), claims: docs.filter((d): d is IPClaim => d.kind === IPCLAIM_KIND) };
+  return {
+    pools: docs.filter((d): d is IPPool => d.kind === IPPOOL_KIND),
+    claims: docs.filter((d): d is IPClaim => d.kind === IPCLAIM_KIND),
+  };
 }
 
 /** Creates the samples in `namespace`, pools first. */

@@ -9,7 +9,16 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, MACHINE, resourceType } from "../../api/registry.js";
+import {
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  CLUSTER,
+  IPADDRESS,
+  IPCLAIM,
+  IPPOOL,
+  MACHINE,
+  resourceType,
+} from "../../api/registry.js";
 import {
   API_VERSION,
   CLUSTER_NAME_LABEL,
@@ -52,7 +61,13 @@ export interface Kinds {
   capiAddresses: ResourceClient<CapiIPAddress>;
 }
 
-const type = (group: string, version: string, kind: string, plural: string): ResourceType => ({ group, version, kind, plural, namespaced: true });
+const type = (group: string, version: string, kind: string, plural: string): ResourceType => ({
+  group,
+  version,
+  kind,
+  plural,
+  namespaced: true,
+});
 
 /** Clients for every kind of the scenario on the cluster of `kc`. */
 export function kinds(kc: KubeConfig): Kinds {
@@ -104,16 +119,65 @@ export interface Topology {
 export function mainTopology(): Topology {
   return {
     pools: {
-      prov: { namePrefix: "prov", clusterName: "c1", pools: [{ start: "10.10.0.10", end: "10.10.0.250" }], prefix: 24, gateway: "10.10.0.1", dnsServers: ["10.10.0.2"], preAllocations: { "c2-m03-prov": "10.10.0.200" } },
-      "c1-bm": { namePrefix: "c1-bm", clusterName: "c1", pools: [{ subnet: "192.168.10.0/24", start: "192.168.10.10", end: "192.168.10.200" }], prefix: 24, gateway: "192.168.10.1", preAllocations: { "c1-m00-bm": "192.168.10.100" } },
-      "c2-bm": { namePrefix: "c2-bm", clusterName: "c2", pools: [{ start: "192.168.20.10", end: "192.168.20.100", gateway: "192.168.20.254" }], prefix: 24 },
-      "c3-prov": { namePrefix: "c3-prov", clusterName: "c3", pools: [{ start: "10.30.0.10", end: "10.30.0.100" }], prefix: 24 },
+      prov: {
+        namePrefix: "prov",
+        clusterName: "c1",
+        pools: [{ start: "10.10.0.10", end: "10.10.0.250" }],
+        prefix: 24,
+        gateway: "10.10.0.1",
+        dnsServers: ["10.10.0.2"],
+        preAllocations: { "c2-m03-prov": "10.10.0.200" },
+      },
+      "c1-bm": {
+        namePrefix: "c1-bm",
+        clusterName: "c1",
+        pools: [{ subnet: "192.168.10.0/24", start: "192.168.10.10", end: "192.168.10.200" }],
+        prefix: 24,
+        gateway: "192.168.10.1",
+        preAllocations: { "c1-m00-bm": "192.168.10.100" },
+      },
+      "c2-bm": {
+        namePrefix: "c2-bm",
+        clusterName: "c2",
+        pools: [{ start: "192.168.20.10", end: "192.168.20.100", gateway: "192.168.20.254" }],
+        prefix: 24,
+      },
+      "c3-prov": {
+        namePrefix: "c3-prov",
+        clusterName: "c3",
+        pools: [{ start: "10.30.0.10", end: "10.30.0.100" }],
+        prefix: 24,
+      },
       "c3-bm": { namePrefix: "c3-bm", clusterName: "c3", pools: [{ subnet: "fd00:30::/120" }], prefix: 64 },
     },
     clusters: [
-      { name: "c1", machines: 15, claims: [{ suffix: "prov", kind: "IPClaim", pool: "prov" }, { suffix: "bm", kind: "IPAddressClaim", pool: "c1-bm" }], requested: { "c1-m01-prov": "10.10.0.150" } },
-      { name: "c2", machines: 15, claims: [{ suffix: "prov", kind: "IPClaim", pool: "prov" }, { suffix: "bm", kind: "IPAddressClaim", pool: "c2-bm" }], requested: { "c2-m02-bm": "192.168.20.77" } },
-      { name: "c3", machines: 20, claims: [{ suffix: "prov", kind: "IPClaim", pool: "c3-prov" }, { suffix: "bm", kind: "IPClaim", pool: "c3-bm" }], midDeletion: true },
+      {
+        name: "c1",
+        machines: 15,
+        claims: [
+          { suffix: "prov", kind: "IPClaim", pool: "prov" },
+          { suffix: "bm", kind: "IPAddressClaim", pool: "c1-bm" },
+        ],
+        requested: { "c1-m01-prov": "10.10.0.150" },
+      },
+      {
+        name: "c2",
+        machines: 15,
+        claims: [
+          { suffix: "prov", kind: "IPClaim", pool: "prov" },
+          { suffix: "bm", kind: "IPAddressClaim", pool: "c2-bm" },
+        ],
+        requested: { "c2-m02-bm": "192.168.20.77" },
+      },
+      {
+        name: "c3",
+        machines: 20,
+        claims: [
+          { suffix: "prov", kind: "IPClaim", pool: "c3-prov" },
+          { suffix: "bm", kind: "IPClaim", pool: "c3-bm" },
+        ],
+        midDeletion: true,
+      },
     ],
   };
 }
@@ -122,15 +186,41 @@ export function mainTopology(): Topology {
 export function loosePoolTopology(): Topology {
   return {
     pools: { loose: { namePrefix: "loose", pools: [{ start: "10.50.0.10", end: "10.50.0.20" }], prefix: 24 } },
-    clusters: [{ name: "cl", machines: 2, claims: [{ suffix: "prov", kind: "IPClaim", pool: "loose" }, { suffix: "bm", kind: "IPAddressClaim", pool: "loose" }], unlabelled: true }],
+    clusters: [
+      {
+        name: "cl",
+        machines: 2,
+        claims: [
+          { suffix: "prov", kind: "IPClaim", pool: "loose" },
+          { suffix: "bm", kind: "IPAddressClaim", pool: "loose" },
+        ],
+        unlabelled: true,
+      },
+    ],
   };
 }
 
 /** A small ordinary cluster (used for the paused-Cluster refusal). */
 export function smallTopology(name: string): Topology {
   return {
-    pools: { [`${name}-pool`]: { namePrefix: `${name}-pool`, clusterName: name, pools: [{ start: "10.60.0.10", end: "10.60.0.20" }], prefix: 24 } },
-    clusters: [{ name, machines: 2, claims: [{ suffix: "prov", kind: "IPClaim", pool: `${name}-pool` }, { suffix: "bm", kind: "IPAddressClaim", pool: `${name}-pool` }] }],
+    pools: {
+      [`${name}-pool`]: {
+        namePrefix: `${name}-pool`,
+        clusterName: name,
+        pools: [{ start: "10.60.0.10", end: "10.60.0.20" }],
+        prefix: 24,
+      },
+    },
+    clusters: [
+      {
+        name,
+        machines: 2,
+        claims: [
+          { suffix: "prov", kind: "IPClaim", pool: `${name}-pool` },
+          { suffix: "bm", kind: "IPAddressClaim", pool: `${name}-pool` },
+        ],
+      },
+    ],
   };
 }
 
@@ -142,23 +232,50 @@ export function claimCount(t: Topology): number {
 const machineName = (cluster: string, i: number): string => `${cluster}-m${String(i).padStart(2, "0")}`;
 
 function ownerRef(obj: KubeObject, controller = true): OwnerReference {
-  return { apiVersion: obj.apiVersion ?? "", kind: obj.kind ?? "", name: obj.metadata.name ?? "", uid: obj.metadata.uid ?? "", controller, blockOwnerDeletion: true };
+  return {
+    apiVersion: obj.apiVersion ?? "",
+    kind: obj.kind ?? "",
+    name: obj.metadata.name ?? "",
+    uid: obj.metadata.uid ?? "",
+    controller,
+    blockOwnerDeletion: true,
+  };
 }
 
 function meta(namespace: string, name: string, cluster: string, owner?: KubeObject): ObjectMeta {
-  return { name, namespace, labels: { [CLUSTER_NAME_LABEL]: cluster }, ...(owner ? { ownerReferences: [ownerRef(owner)] } : {}) };
+  return {
+    name,
+    namespace,
+    labels: { [CLUSTER_NAME_LABEL]: cluster },
+    ...(owner ? { ownerReferences: [ownerRef(owner)] } : {}),
+  };
 }
 
 /** Runs `fn` over `items`, `limit` at a time. */
-export async function inBatches<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+export async function inBatches<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<unknown>,
+): Promise<void> {
   for (let i = 0; i < items.length; i += limit) await Promise.all(items.slice(i, i + limit).map(fn));
 }
 
 /** Cluster status as Cluster API reports a running cluster: what clusterctl's preflight checks before a move. */
 async function reportClusterReady(k: Kinds, namespace: string, name: string): Promise<void> {
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
-  const initialized: Condition = { type: "ControlPlaneInitialized", status: "True", reason: "Initialized", message: "control plane initialized", lastTransitionTime: now };
-  await k.clusters.patchStatus(namespace, name, { status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true }, conditions: [initialized] } });
+  const initialized: Condition = {
+    type: "ControlPlaneInitialized",
+    status: "True",
+    reason: "Initialized",
+    message: "control plane initialized",
+    lastTransitionTime: now,
+  };
+  await k.clusters.patchStatus(namespace, name, {
+    status: {
+      initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true },
+      conditions: [initialized],
+    },
+  });
 }
 
 /** A Cluster that passes clusterctl's preflight: provisioned infrastructure and an initialized control plane. */
@@ -176,8 +293,11 @@ async function createCluster(k: Kinds, namespace: string, name: string): Promise
  * the Clusters provisioned and each Machine's node again. Without it the next move's preflight refuses to start.
  */
 export async function restoreCapiStatus(k: Kinds, namespace: string): Promise<void> {
-  for (const c of (await k.clusters.list(namespace)).items) await reportClusterReady(k, namespace, c.metadata.name ?? "");
-  await inBatches((await k.machines.list(namespace)).items, 16, (m) => k.machines.patchStatus(namespace, m.metadata.name ?? "", { status: { nodeRef: { name: m.metadata.name ?? "" } } }));
+  for (const c of (await k.clusters.list(namespace)).items)
+    await reportClusterReady(k, namespace, c.metadata.name ?? "");
+  await inBatches((await k.machines.list(namespace)).items, 16, (m) =>
+    k.machines.patchStatus(namespace, m.metadata.name ?? "", { status: { nodeRef: { name: m.metadata.name ?? "" } } }),
+  );
 }
 
 /** Creates the pools of a topology. */
@@ -188,14 +308,27 @@ export async function createPools(k: Kinds, namespace: string, t: Topology): Pro
 }
 
 /** Machine `index` of `plan` with its whole chain down to its claims; returns the claim names. */
-export async function createMachine(k: Kinds, namespace: string, plan: ClusterPlan, cluster: Thing, index: number): Promise<string[]> {
+export async function createMachine(
+  k: Kinds,
+  namespace: string,
+  plan: ClusterPlan,
+  cluster: Thing,
+  index: number,
+): Promise<string[]> {
   const name = machineName(plan.name, index);
   const machine = await k.machines.create(namespace, {
     metadata: meta(namespace, name, plan.name, cluster),
-    spec: { clusterName: plan.name, bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: PIVOT_GROUP, kind: "PivotMachine", name } },
+    spec: {
+      clusterName: plan.name,
+      bootstrap: { dataSecretName: `${name}-bootstrap` },
+      infrastructureRef: { apiGroup: PIVOT_GROUP, kind: "PivotMachine", name },
+    },
   });
   await k.machines.patchStatus(namespace, name, { status: { nodeRef: { name } } });
-  const infra = await k.infraMachines.create(namespace, { metadata: meta(namespace, name, plan.name, machine), spec: { image: "pivot-test" } });
+  const infra = await k.infraMachines.create(namespace, {
+    metadata: meta(namespace, name, plan.name, machine),
+    spec: { image: "pivot-test" },
+  });
   const data = await k.data.create(namespace, { metadata: meta(namespace, name, plan.name, infra), spec: { index } });
   const names: string[] = [];
   for (const c of plan.claims) {
@@ -206,9 +339,18 @@ export async function createMachine(k: Kinds, namespace: string, plan: ClusterPl
     const requested = plan.requested?.[claimName];
     if (requested) m.annotations = { [IP_ADDRESS_ANNOTATION]: requested };
     if (c.kind === "IPClaim") {
-      await k.claims.create(namespace, { metadata: { ...m, finalizers: [METAL3DATA_FINALIZER] }, spec: { pool: { name: c.pool } } });
+      await k.claims.create(namespace, {
+        metadata: { ...m, finalizers: [METAL3DATA_FINALIZER] },
+        spec: { pool: { name: c.pool } },
+      });
     } else {
-      await k.capiClaims.create(namespace, { metadata: m, spec: { poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: c.pool }, ...(plan.unlabelled ? {} : { clusterName: plan.name }) } });
+      await k.capiClaims.create(namespace, {
+        metadata: m,
+        spec: {
+          poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: c.pool },
+          ...(plan.unlabelled ? {} : { clusterName: plan.name }),
+        },
+      });
     }
   }
   return names;
@@ -227,7 +369,11 @@ export async function createTopology(k: Kinds, namespace: string, t: Topology): 
 export async function startMidDeletions(k: Kinds, namespace: string, t: Topology): Promise<string[]> {
   const names = t.clusters
     .filter((p) => p.midDeletion)
-    .flatMap((p) => Array.from({ length: p.machines }, (_, i) => p.claims.filter((c) => c.kind === "IPClaim").map((c) => `${machineName(p.name, i)}-${c.suffix}`)).flat());
+    .flatMap((p) =>
+      Array.from({ length: p.machines }, (_, i) =>
+        p.claims.filter((c) => c.kind === "IPClaim").map((c) => `${machineName(p.name, i)}-${c.suffix}`),
+      ).flat(),
+    );
   await inBatches(names, 16, (n) => k.claims.delete(namespace, n));
   return names;
 }
@@ -277,19 +423,39 @@ function readyText(conditions: readonly Condition[] | undefined, errorMessage?: 
   return ready.status === "True" ? `True/${ready.reason}` : `False/${ready.reason}: ${errorMessage ?? ready.message}`;
 }
 
-async function listAll(k: Kinds, namespace: string): Promise<{ [K in keyof Kinds]: Awaited<ReturnType<Kinds[K]["list"]>>["items"] }> {
-  const [clusters, machines, infraMachines, data, pools, claims, addresses, capiClaims, capiAddresses] = await Promise.all([
-    k.clusters.list(namespace), k.machines.list(namespace), k.infraMachines.list(namespace), k.data.list(namespace), k.pools.list(namespace),
-    k.claims.list(namespace), k.addresses.list(namespace), k.capiClaims.list(namespace), k.capiAddresses.list(namespace),
-  ]);
+async function listAll(
+  k: Kinds,
+  namespace: string,
+): Promise<{ [K in keyof Kinds]: Awaited<ReturnType<Kinds[K]["list"]>>["items"] }> {
+  const [clusters, machines, infraMachines, data, pools, claims, addresses, capiClaims, capiAddresses] =
+    await Promise.all([
+      k.clusters.list(namespace),
+      k.machines.list(namespace),
+      k.infraMachines.list(namespace),
+      k.data.list(namespace),
+      k.pools.list(namespace),
+      k.claims.list(namespace),
+      k.addresses.list(namespace),
+      k.capiClaims.list(namespace),
+      k.capiAddresses.list(namespace),
+    ]);
   return {
-    clusters: clusters.items, machines: machines.items, infraMachines: infraMachines.items, data: data.items, pools: pools.items,
-    claims: claims.items, addresses: addresses.items, capiClaims: capiClaims.items, capiAddresses: capiAddresses.items,
+    clusters: clusters.items,
+    machines: machines.items,
+    infraMachines: infraMachines.items,
+    data: data.items,
+    pools: pools.items,
+    claims: claims.items,
+    addresses: addresses.items,
+    capiClaims: capiClaims.items,
+    capiAddresses: capiAddresses.items,
   };
 }
 
-const byName = <T extends KubeObject>(items: readonly T[]): Map<string, T> => new Map(items.map((i) => [i.metadata.name ?? "", i]));
-const sortedRecord = <V>(entries: [string, V][]): Record<string, V> => Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+const byName = <T extends KubeObject>(items: readonly T[]): Map<string, T> =>
+  new Map(items.map((i) => [i.metadata.name ?? "", i]));
+const sortedRecord = <V>(entries: [string, V][]): Record<string, V> =>
+  Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
 /** Reads the picture of `namespace`. */
 export async function pictureOf(k: Kinds, namespace: string): Promise<Picture> {
@@ -308,23 +474,39 @@ export async function pictureOf(k: Kinds, namespace: string): Promise<Picture> {
     claims.push([key, capi.get(c.status?.addressRef?.name ?? "")?.spec.address ?? ""]);
     ready.push([key, readyText(c.status?.conditions as Condition[] | undefined)]);
   }
-  const pools = all.pools.map((p): [string, PoolView] => [p.metadata.name ?? "", {
-    ...(p.metadata.labels?.[CLUSTER_NAME_LABEL] ? { clusterLabel: p.metadata.labels[CLUSTER_NAME_LABEL] } : {}),
-    owners: (p.metadata.ownerReferences ?? []).map((o) => `${o.kind}/${o.name}`).sort(),
-    indexes: sortedRecord(Object.entries(p.status?.indexes ?? {})),
-    total: p.status?.total,
-    used: p.status?.used,
-    free: p.status?.free,
-    ready: readyText(p.status?.conditions),
-  }]);
+  const pools = all.pools.map((p): [string, PoolView] => [
+    p.metadata.name ?? "",
+    {
+      ...(p.metadata.labels?.[CLUSTER_NAME_LABEL] ? { clusterLabel: p.metadata.labels[CLUSTER_NAME_LABEL] } : {}),
+      owners: (p.metadata.ownerReferences ?? []).map((o) => `${o.kind}/${o.name}`).sort(),
+      indexes: sortedRecord(Object.entries(p.status?.indexes ?? {})),
+      total: p.status?.total,
+      used: p.status?.used,
+      free: p.status?.free,
+      ready: readyText(p.status?.conditions),
+    },
+  ]);
   return {
     claims: sortedRecord(claims),
     ready: sortedRecord(ready),
-    addresses: all.addresses.map((a) => `${a.metadata.name ?? ""} ${a.spec.address}/${a.spec.prefix ?? ""} ${a.spec.gateway ?? "-"} ${a.spec.pool.name} ${a.spec.claim.name}`).sort(),
-    capiAddresses: all.capiAddresses.map((a) => `${a.metadata.name ?? ""} ${a.spec.address}/${a.spec.prefix} ${a.spec.gateway ?? "-"} ${a.spec.poolRef.name} ${a.spec.claimRef.name}`).sort(),
+    addresses: all.addresses
+      .map(
+        (a) =>
+          `${a.metadata.name ?? ""} ${a.spec.address}/${a.spec.prefix ?? ""} ${a.spec.gateway ?? "-"} ${a.spec.pool.name} ${a.spec.claim.name}`,
+      )
+      .sort(),
+    capiAddresses: all.capiAddresses
+      .map(
+        (a) =>
+          `${a.metadata.name ?? ""} ${a.spec.address}/${a.spec.prefix} ${a.spec.gateway ?? "-"} ${a.spec.poolRef.name} ${a.spec.claimRef.name}`,
+      )
+      .sort(),
     pools: sortedRecord(pools),
     counts: Object.fromEntries(Object.entries(all).map(([kind, items]) => [kind, items.length])),
-    deleting: [...all.claims, ...all.capiClaims].filter((c) => c.metadata.deletionTimestamp).map((c) => c.metadata.name ?? "").sort(),
+    deleting: [...all.claims, ...all.capiClaims]
+      .filter((c) => c.metadata.deletionTimestamp)
+      .map((c) => c.metadata.name ?? "")
+      .sort(),
   };
 }
 
@@ -334,25 +516,38 @@ export function unsettled(p: Picture, expectedClaims: number): string[] {
   const dataClaims = Object.keys(p.claims);
   if (dataClaims.length !== expectedClaims) problems.push(`${dataClaims.length} of ${expectedClaims} claims exist`);
   for (const [key, address] of Object.entries(p.claims)) {
-    if (!address || p.ready[key] !== "True/Allocated") problems.push(`${key}: ${address || "no address"} ${p.ready[key] ?? ""}`);
+    if (!address || p.ready[key] !== "True/Allocated")
+      problems.push(`${key}: ${address || "no address"} ${p.ready[key] ?? ""}`);
   }
   for (const [name, pool] of Object.entries(p.pools)) {
     const held = [...p.addresses, ...p.capiAddresses].filter((a) => a.split(" ")[3] === name).length;
     if (Object.keys(pool.indexes).length !== held || pool.used !== held || pool.ready !== "True/PoolReady") {
-      problems.push(`pool ${name}: ${Object.keys(pool.indexes).length} indexes, used ${String(pool.used)}, ${held} IPAddresses of both kinds, ${pool.ready}`);
+      problems.push(
+        `pool ${name}: ${Object.keys(pool.indexes).length} indexes, used ${String(pool.used)}, ${held} IPAddresses of both kinds, ${pool.ready}`,
+      );
     }
   }
   return problems;
 }
 
 /** Waits until every claim of `namespace` is bound and every pool's status agrees with its IPAddresses. */
-export async function settledPicture(k: Kinds, namespace: string, expectedClaims: number, timeoutMs = 90_000): Promise<Picture> {
-  return await eventually(`${expectedClaims} claims bound in ${namespace}`, async () => {
-    const p = await pictureOf(k, namespace);
-    const problems = unsettled(p, expectedClaims);
-    if (problems.length > 0) throw new Error(`${problems.length} problems, e.g. ${problems.slice(0, 4).join("; ")}`);
-    return p;
-  }, timeoutMs, 500);
+export async function settledPicture(
+  k: Kinds,
+  namespace: string,
+  expectedClaims: number,
+  timeoutMs = 90_000,
+): Promise<Picture> {
+  return await eventually(
+    `${expectedClaims} claims bound in ${namespace}`,
+    async () => {
+      const p = await pictureOf(k, namespace);
+      const problems = unsettled(p, expectedClaims);
+      if (problems.length > 0) throw new Error(`${problems.length} problems, e.g. ${problems.slice(0, 4).join("; ")}`);
+      return p;
+    },
+    timeoutMs,
+    500,
+  );
 }
 
 /** The picture without deletion state (clusterctl cannot carry a deletionTimestamp across). */
@@ -369,12 +564,21 @@ export function isEmpty(p: Picture): boolean {
 /** `name → resourceVersion` of every scenario object in `namespace` (proves "nothing changed"). */
 export async function versionsOf(k: Kinds, namespace: string): Promise<Record<string, string>> {
   const all = await listAll(k, namespace);
-  const entries = Object.entries(all).flatMap(([kind, items]) => (items as KubeObject[]).map((o): [string, string] => [`${kind}/${o.metadata.name ?? ""}`, o.metadata.resourceVersion ?? ""]));
+  const entries = Object.entries(all).flatMap(([kind, items]) =>
+    (items as KubeObject[]).map((o): [string, string] => [
+      `${kind}/${o.metadata.name ?? ""}`,
+      o.metadata.resourceVersion ?? "",
+    ]),
+  );
   return sortedRecord(entries);
 }
 
 /** Whether an object exists. */
-export async function exists<T extends KubeObject>(client: ResourceClient<T>, namespace: string, name: string): Promise<boolean> {
+export async function exists<T extends KubeObject>(
+  client: ResourceClient<T>,
+  namespace: string,
+  name: string,
+): Promise<boolean> {
   try {
     await client.get(namespace, name);
     return true;

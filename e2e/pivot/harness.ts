@@ -9,7 +9,15 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Writable } from "node:stream";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1CustomResourceDefinition } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+  type V1CustomResourceDefinition,
+} from "@kubernetes/client-node";
 import { dump } from "js-yaml";
 import { CLUSTERCTL_LABEL } from "../../api/v1alpha1/types.js";
 import { Manager } from "../../src/controllers/manager.js";
@@ -71,21 +79,35 @@ export async function ensureCrds(kc: KubeConfig, dirs: string[]): Promise<void> 
     try {
       const current = (await api.getClusterCustomObject({ ...CRD_RESOURCE, name })) as V1CustomResourceDefinition;
       if (!(CLUSTERCTL_LABEL in (current.metadata?.labels ?? {}))) {
-        await api.patchClusterCustomObject({ ...CRD_RESOURCE, name, body: { metadata: { labels: { [CLUSTERCTL_LABEL]: "" } } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
+        await api.patchClusterCustomObject(
+          { ...CRD_RESOURCE, name, body: { metadata: { labels: { [CLUSTERCTL_LABEL]: "" } } } },
+          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+        );
       }
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      const labelled = { ...crd, metadata: { ...crd.metadata, labels: { ...(crd.metadata?.labels ?? {}), [CLUSTERCTL_LABEL]: "" } } };
+      const labelled = {
+        ...crd,
+        metadata: { ...crd.metadata, labels: { ...(crd.metadata?.labels ?? {}), [CLUSTERCTL_LABEL]: "" } },
+      };
       await api.createClusterCustomObject({ ...CRD_RESOURCE, body: labelled });
     }
   }
-  await eventually("CRDs Established", async () => {
-    for (const crd of crds) {
-      const live = (await api.getClusterCustomObject({ ...CRD_RESOURCE, name: crd.metadata?.name ?? "" })) as V1CustomResourceDefinition;
-      if (!(live.status?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True")) return false;
-    }
-    return true;
-  }, 60_000, 500);
+  await eventually(
+    "CRDs Established",
+    async () => {
+      for (const crd of crds) {
+        const live = (await api.getClusterCustomObject({
+          ...CRD_RESOURCE,
+          name: crd.metadata?.name ?? "",
+        })) as V1CustomResourceDefinition;
+        if (!(live.status?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True")) return false;
+      }
+      return true;
+    },
+    60_000,
+    500,
+  );
 }
 
 function sideFrom(name: string, kubeconfigPath: string, context: string): Side {
@@ -109,7 +131,9 @@ export async function openWorld(): Promise<World> {
     return { source, target, existing: true, close: () => Promise.resolve() };
   }
   const capiDir = labelledCapiCrds();
-  const planes = await Promise.allSettled([0, 1].map(() => LocalPlane.start({ crdDirs: [OUR_CRDS, capiDir, PIVOT_CRDS] })));
+  const planes = await Promise.allSettled(
+    [0, 1].map(() => LocalPlane.start({ crdDirs: [OUR_CRDS, capiDir, PIVOT_CRDS] })),
+  );
   rmSync(capiDir, { recursive: true, force: true });
   const started = planes.flatMap((p) => (p.status === "fulfilled" ? [p.value] : []));
   const failed = planes.find((p): p is PromiseRejectedResult => p.status === "rejected");
@@ -118,8 +142,20 @@ export async function openWorld(): Promise<World> {
     throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
   }
   const [a, b] = started as [LocalPlane, LocalPlane];
-  const side = (name: string, plane: LocalPlane): Side => ({ name, kubeConfig: plane.kubeConfig, kubeconfigPath: plane.kubeconfigPath, context: "", k: kinds(plane.kubeConfig), plane });
-  return { source: side("source", a), target: side("target", b), existing: false, close: async () => void (await Promise.all([a.stop(), b.stop()])) };
+  const side = (name: string, plane: LocalPlane): Side => ({
+    name,
+    kubeConfig: plane.kubeConfig,
+    kubeconfigPath: plane.kubeconfigPath,
+    context: "",
+    k: kinds(plane.kubeConfig),
+    plane,
+  });
+  return {
+    source: side("source", a),
+    target: side("target", b),
+    existing: false,
+    close: async () => void (await Promise.all([a.stop(), b.stop()])),
+  };
 }
 
 /** One record of a controller's log. */
@@ -179,10 +215,25 @@ export interface MoveResult {
  * A move still running after `timeoutMs` is killed (clusterctl retries a failing write for minutes): the result then
  * has a null code and its output says so.
  */
-export async function clusterctlMove(from: Side, to: Side, namespace: string, timeoutMs = 100_000): Promise<MoveResult> {
+export async function clusterctlMove(
+  from: Side,
+  to: Side,
+  namespace: string,
+  timeoutMs = 100_000,
+): Promise<MoveResult> {
   const binary = process.env.PIVOT_CLUSTERCTL || (await resolveClusterctl());
   const home = mkdtempSync(join(tmpdir(), "pivot-clusterctl-"));
-  const args = ["move", "--kubeconfig", from.kubeconfigPath, "--to-kubeconfig", to.kubeconfigPath, "--namespace", namespace, "-v", "1"];
+  const args = [
+    "move",
+    "--kubeconfig",
+    from.kubeconfigPath,
+    "--to-kubeconfig",
+    to.kubeconfigPath,
+    "--namespace",
+    namespace,
+    "-v",
+    "1",
+  ];
   if (from.context) args.push("--kubeconfig-context", from.context);
   if (to.context) args.push("--to-kubeconfig-context", to.context);
   const started = Date.now();
@@ -215,7 +266,11 @@ export async function clusterctlMove(from: Side, to: Side, namespace: string, ti
 
 /** The last `lines` lines of clusterctl's output, without the API server's finalizer-name warnings. */
 export function outputTail(r: MoveResult, lines = 25): string {
-  return r.output.split("\n").filter((l) => !l.startsWith("[API Server Warning]")).slice(-lines).join("\n");
+  return r.output
+    .split("\n")
+    .filter((l) => !l.startsWith("[API Server Warning]"))
+    .slice(-lines)
+    .join("\n");
 }
 
 /** Every ADDED and DELETED event of one collection, from the moment the watch starts. */
@@ -243,21 +298,27 @@ export async function recordEvents(side: Side, collectionPath: string): Promise<
   const log: EventLog = { added: [], deleted: [], firstSeen: new Map(), stop: () => undefined };
   let stopped = false;
   let endedEarly: string | undefined;
-  const controller = await new Watch(side.kubeConfig).watch(collectionPath, {}, (type: string, obj: KubeObject & { status?: unknown }) => {
-    const name = obj.metadata.name ?? "";
-    if (type === "ADDED") {
-      log.added.push(name);
-      if (!log.firstSeen.has(name)) log.firstSeen.set(name, obj);
-    }
-    if (type === "DELETED") log.deleted.push(name);
-  }, (err: unknown) => {
-    if (!stopped) endedEarly = err instanceof Error ? err.message : "the server closed it";
-  });
+  const controller = await new Watch(side.kubeConfig).watch(
+    collectionPath,
+    {},
+    (type: string, obj: KubeObject & { status?: unknown }) => {
+      const name = obj.metadata.name ?? "";
+      if (type === "ADDED") {
+        log.added.push(name);
+        if (!log.firstSeen.has(name)) log.firstSeen.set(name, obj);
+      }
+      if (type === "DELETED") log.deleted.push(name);
+    },
+    (err: unknown) => {
+      if (!stopped) endedEarly = err instanceof Error ? err.message : "the server closed it";
+    },
+  );
   log.stop = () => {
     stopped = true;
     controller.abort();
     // An empty `deleted` list only proves something if the watch was there to see deletions.
-    if (endedEarly !== undefined) throw new Error(`the event watch on ${collectionPath} ended before it was stopped: ${endedEarly}`);
+    if (endedEarly !== undefined)
+      throw new Error(`the event watch on ${collectionPath} ended before it was stopped: ${endedEarly}`);
   };
   return log;
 }
@@ -297,7 +358,10 @@ export async function wipeNamespace(side: Side, namespace: string): Promise<void
       });
     });
   }
-  await side.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch((err: unknown) => {
-    if (!isNotFound(err)) throw err;
-  });
+  await side.kubeConfig
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name: namespace })
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
 }

@@ -54,25 +54,43 @@ const NAMESPACES = [NS, NS_LOOSE, NS_PAUSED];
 
 /** Messages our controller logs when it writes or frees an address. */
 const ALLOCATED = "Allocated IPAddress";
-const RELEASES = ["Released IPAddress", "Releasing IPAddress of a claim that is gone", "Releasing IPAddress of an IPAddressClaim that is gone"];
+const RELEASES = [
+  "Released IPAddress",
+  "Releasing IPAddress of a claim that is gone",
+  "Releasing IPAddress of an IPAddressClaim that is gone",
+];
 
 function report(what: string, r: MoveResult): void {
   console.log(`      ${what}: clusterctl exit ${String(r.code)} after ${(r.ms / 1000).toFixed(1)} s`);
 }
 
 /** `kubectl ipam preflight-move` against one side, as JSON. */
-async function preflightOn(side: Side, namespace: string): Promise<{ code: number | null; leftBehind: string[]; findings: { severity: string; kind: string; name: string }[] }> {
-  const r = await runCli(["preflight-move", "-n", namespace, "-o", "json", ...(side.context ? ["--context", side.context] : [])], { KUBECONFIG: side.kubeconfigPath });
-  const report = JSON.parse(r.stdout || "{}") as { leftBehind?: string[]; findings?: { severity: string; kind: string; name: string }[] };
+async function preflightOn(
+  side: Side,
+  namespace: string,
+): Promise<{
+  code: number | null;
+  leftBehind: string[];
+  findings: { severity: string; kind: string; name: string }[];
+}> {
+  const r = await runCli(
+    ["preflight-move", "-n", namespace, "-o", "json", ...(side.context ? ["--context", side.context] : [])],
+    { KUBECONFIG: side.kubeconfigPath },
+  );
+  const report = JSON.parse(r.stdout || "{}") as {
+    leftBehind?: string[];
+    findings?: { severity: string; kind: string; name: string }[];
+  };
   return { code: r.code, leftBehind: [...(report.leftBehind ?? [])].sort(), findings: report.findings ?? [] };
 }
 
 /** Our objects in a picture, named as preflight-move names them. */
-const ourObjects = (p: Picture): string[] => [
-  ...Object.keys(p.pools).map((n) => `IPPool/${n}`),
-  ...p.addresses.map((a) => `IPAddress.ipam.metal3.io/${a.split(" ")[0]!}`),
-  ...p.capiAddresses.map((a) => `IPAddress.ipam.cluster.x-k8s.io/${a.split(" ")[0]!}`),
-].sort();
+const ourObjects = (p: Picture): string[] =>
+  [
+    ...Object.keys(p.pools).map((n) => `IPPool/${n}`),
+    ...p.addresses.map((a) => `IPAddress.ipam.metal3.io/${a.split(" ")[0]!}`),
+    ...p.capiAddresses.map((a) => `IPAddress.ipam.cluster.x-k8s.io/${a.split(" ")[0]!}`),
+  ].sort();
 
 function expectMoved(r: MoveResult): void {
   expect(r.code, `clusterctl move failed:\n${outputTail(r)}\n`).to.equal(0);
@@ -124,7 +142,15 @@ describe("clusterctl move (pivot) between two management clusters", function () 
 
   it("starts from 3 clusters and 100 bound claims of both kinds, 40 of them mid-deletion", () => {
     expect(Object.keys(s0.claims).filter((k) => k.startsWith("IPAddressClaim/"))).to.have.length(30);
-    expect(s0.counts).to.include({ clusters: 3, machines: 50, claims: 70, addresses: 70, capiClaims: 30, capiAddresses: 30, pools: 5 });
+    expect(s0.counts).to.include({
+      clusters: 3,
+      machines: 50,
+      claims: 70,
+      addresses: 70,
+      capiClaims: 30,
+      capiAddresses: 30,
+      pools: 5,
+    });
     expect(s0.claims["IPClaim/c1-m01-prov"]).to.equal("10.10.0.150");
     expect(s0.claims["IPAddressClaim/c2-m02-bm"]).to.equal("192.168.20.77");
     expect(s0.claims["IPClaim/c2-m03-prov"]).to.equal("10.10.0.200");
@@ -140,7 +166,12 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     expect(pre.leftBehind).to.deep.equal([]);
     expect(pre.findings.filter((f) => f.severity !== "warning")).to.deep.equal([]);
     const watched: Record<string, EventLog> = {};
-    for (const [name, client] of Object.entries({ addresses: target.k.addresses, capiAddresses: target.k.capiAddresses, pools: target.k.pools, claims: target.k.claims })) {
+    for (const [name, client] of Object.entries({
+      addresses: target.k.addresses,
+      capiAddresses: target.k.capiAddresses,
+      pools: target.k.pools,
+      claims: target.k.claims,
+    })) {
       watched[name] = await recordEvents(target, client.collectionPath(NS));
     }
     const since = Date.now();
@@ -162,15 +193,24 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     expect([...watched.addresses!.added].sort()).to.deep.equal(names.m3);
     expect([...watched.capiAddresses!.added].sort()).to.deep.equal(names.capi);
     expect([...watched.addresses!.deleted, ...watched.capiAddresses!.deleted]).to.deep.equal([]);
-    const notByClusterctl = [...watched.addresses!.firstSeen.values(), ...watched.capiAddresses!.firstSeen.values()].filter((o) => !managersOf(o).includes("clusterctl"));
-    expect(notByClusterctl.map((o) => o.metadata.name), "IPAddresses not created by clusterctl").to.deep.equal([]);
+    const notByClusterctl = [
+      ...watched.addresses!.firstSeen.values(),
+      ...watched.capiAddresses!.firstSeen.values(),
+    ].filter((o) => !managersOf(o).includes("clusterctl"));
+    expect(
+      notByClusterctl.map((o) => o.metadata.name),
+      "IPAddresses not created by clusterctl",
+    ).to.deep.equal([]);
     // Status is never carried over: pools and claims arrived without one and were rebuilt from the IPAddresses.
     for (const log of [watched.pools!, watched.claims!]) {
-      expect([...log.firstSeen.values()].filter((o) => o.status !== undefined).map((o) => o.metadata.name)).to.deep.equal([]);
+      expect(
+        [...log.firstSeen.values()].filter((o) => o.status !== undefined).map((o) => o.metadata.name),
+      ).to.deep.equal([]);
     }
     if (!external) {
       expect(ctl(target, NS).count(ALLOCATED, since), "allocations by the target controller").to.equal(0);
-      for (const msg of [ALLOCATED, ...RELEASES]) expect(ctl(source, NS).count(msg, since), `source controller: ${msg}`).to.equal(0);
+      for (const msg of [ALLOCATED, ...RELEASES])
+        expect(ctl(source, NS).count(msg, since), `source controller: ${msg}`).to.equal(0);
     }
     // Nothing of the moved clusters is left in the source namespace.
     expect(isEmpty(await pictureOf(source.k, NS)), "source namespace empty").to.equal(true);
@@ -181,28 +221,49 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     const held = addressesHeld(before);
     const clusters = new Map<string, Thing>();
     for (const name of ["c1", "c2", "c3"]) clusters.set(name, await target.k.clusters.get(NS, name));
-    const [c1, c2, c3] = main.clusters as [Topology["clusters"][number], Topology["clusters"][number], Topology["clusters"][number]];
-    const fresh = [...(await createMachine(target.k, NS, c1, clusters.get("c1")!, 15)), ...(await createMachine(target.k, NS, c2, clusters.get("c2")!, 15))];
+    const [c1, c2, c3] = main.clusters as [
+      Topology["clusters"][number],
+      Topology["clusters"][number],
+      Topology["clusters"][number],
+    ];
+    const fresh = [
+      ...(await createMachine(target.k, NS, c1, clusters.get("c1")!, 15)),
+      ...(await createMachine(target.k, NS, c2, clusters.get("c2")!, 15)),
+    ];
     const withNew = await settledPicture(target.k, NS, claimCount(main) + fresh.length);
-    const freshAddresses = Object.entries(withNew.claims).filter(([key]) => fresh.includes(key.slice(key.indexOf("/") + 1))).map(([, a]) => a);
+    const freshAddresses = Object.entries(withNew.claims)
+      .filter(([key]) => fresh.includes(key.slice(key.indexOf("/") + 1)))
+      .map(([, a]) => a);
     expect(freshAddresses).to.have.length(4); // 2 machines, each with an IPClaim and an IPAddressClaim
     for (const a of freshAddresses) expect(held.has(a), `${a} collides with a moved claim`).to.equal(false);
 
     // c3's claims were being deleted when they moved; CAPM3 finishes that on its new management cluster.
-    const c3Claims = Object.keys(before.claims).filter((k) => k.startsWith("IPClaim/c3-")).map((k) => k.slice("IPClaim/".length));
+    const c3Claims = Object.keys(before.claims)
+      .filter((k) => k.startsWith("IPClaim/c3-"))
+      .map((k) => k.slice("IPClaim/".length));
     expect(c3Claims).to.have.length(40);
     await finishClaimDeletion(target.k, NS, c3Claims);
-    const released = await eventually("c3's addresses released", async () => {
-      const p = await pictureOf(target.k, NS);
-      const gone = p.addresses.every((a) => !a.startsWith("c3-")) && !Object.keys(p.claims).some((k) => k.includes("/c3-")) &&
-        [p.pools["c3-prov"]!, p.pools["c3-bm"]!].every((v) => v.used === 0 && Object.keys(v.indexes).length === 0);
-      return gone ? p : undefined;
-    }, 30_000, 500);
+    const released = await eventually(
+      "c3's addresses released",
+      async () => {
+        const p = await pictureOf(target.k, NS);
+        const gone =
+          p.addresses.every((a) => !a.startsWith("c3-")) &&
+          !Object.keys(p.claims).some((k) => k.includes("/c3-")) &&
+          [p.pools["c3-prov"]!, p.pools["c3-bm"]!].every((v) => v.used === 0 && Object.keys(v.indexes).length === 0);
+        return gone ? p : undefined;
+      },
+      30_000,
+      500,
+    );
     expect(Object.keys(released.claims).filter((k) => k.includes("/c3-"))).to.deep.equal([]);
     // A released address is free again: the next c3 machine gets the first address of each pool, a moved claim's before.
     const next = await createMachine(target.k, NS, c3, clusters.get("c3")!, 20);
     const after = await settledPicture(target.k, NS, claimCount(main) + fresh.length - 40 + next.length);
-    expect([after.claims["IPClaim/c3-m20-prov"], after.claims["IPClaim/c3-m20-bm"]]).to.deep.equal(["10.30.0.10", "fd00:30::1"]);
+    expect([after.claims["IPClaim/c3-m20-prov"], after.claims["IPClaim/c3-m20-bm"]]).to.deep.equal([
+      "10.30.0.10",
+      "fd00:30::1",
+    ]);
     expect(held.has("10.30.0.10") && held.has("fd00:30::1")).to.equal(true);
   });
 
@@ -218,18 +279,26 @@ describe("clusterctl move (pivot) between two management clusters", function () 
       const r = await clusterctlMove(target, source, NS);
       report("move back", r);
       expectMoved(r);
-      back = await eventually("the original cluster to show the picture the target had", async () => {
-        const p = await pictureOf(source.k, NS);
-        return JSON.stringify(p) === JSON.stringify(t1) ? p : undefined;
-      }, 60_000, 500).catch(() => pictureOf(source.k, NS));
+      back = await eventually(
+        "the original cluster to show the picture the target had",
+        async () => {
+          const p = await pictureOf(source.k, NS);
+          return JSON.stringify(p) === JSON.stringify(t1) ? p : undefined;
+        },
+        60_000,
+        500,
+      ).catch(() => pictureOf(source.k, NS));
     } finally {
       watched.stop();
     }
     expect(back).to.deep.equal(t1);
     expect([...watched.added].sort()).to.deep.equal(addressNames(t1).m3);
-    expect([...watched.firstSeen.values()].filter((o) => !managersOf(o).includes("clusterctl")).map((o) => o.metadata.name)).to.deep.equal([]);
+    expect(
+      [...watched.firstSeen.values()].filter((o) => !managersOf(o).includes("clusterctl")).map((o) => o.metadata.name),
+    ).to.deep.equal([]);
     expect(isEmpty(await pictureOf(target.k, NS)), "target namespace empty").to.equal(true);
-    if (!external) expect(ctl(source, NS).count(ALLOCATED, since), "allocations by the original controller").to.equal(0);
+    if (!external)
+      expect(ctl(source, NS).count(ALLOCATED, since), "allocations by the original controller").to.equal(0);
     // Every claim that existed before the round trip (all but c3's, finished above) has its original address.
     for (const [key, address] of Object.entries(s0.claims)) {
       if (key.includes("/c3-")) continue;
@@ -251,10 +320,17 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     report("move with a pool without clusterName", r);
     expectMoved(r);
     // The target: claims without their pool, waiting, with a message that says why; no address was made up.
-    const there = await eventually("the moved claims to report the missing pool", async () => {
-      const p = await pictureOf(target.k, NS_LOOSE);
-      return Object.keys(p.ready).length === 4 && Object.values(p.ready).every((v) => v.startsWith("False/")) ? p : undefined;
-    }, 30_000, 500);
+    const there = await eventually(
+      "the moved claims to report the missing pool",
+      async () => {
+        const p = await pictureOf(target.k, NS_LOOSE);
+        return Object.keys(p.ready).length === 4 && Object.values(p.ready).every((v) => v.startsWith("False/"))
+          ? p
+          : undefined;
+      },
+      30_000,
+      500,
+    );
     expect(there.ready).to.deep.equal({
       "IPAddressClaim/cl-m00-bm": "False/PoolNotReady: IPPool loose not found",
       "IPAddressClaim/cl-m01-bm": "False/PoolNotReady: IPPool loose not found",
@@ -265,16 +341,29 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     // The source: the pool stays with every IPAddress of the claims that left; they stay reserved (not orphans).
     const stays = async (): Promise<boolean> => {
       const p = await pictureOf(source.k, NS_LOOSE);
-      return p.counts.claims === 0 && p.counts.clusters === 0 && JSON.stringify([p.addresses, p.capiAddresses, p.pools]) === JSON.stringify([before.addresses, before.capiAddresses, before.pools]);
+      return (
+        p.counts.claims === 0 &&
+        p.counts.clusters === 0 &&
+        JSON.stringify([p.addresses, p.capiAddresses, p.pools]) ===
+          JSON.stringify([before.addresses, before.capiAddresses, before.pools])
+      );
     };
     await eventually("the source to keep the pool and its addresses", stays, 10_000, 250);
     await consistently("the source to keep the pool and its addresses", stays, 3_000, 250);
     // What preflight-move said would be left behind is exactly what the real move left behind.
     expect(pre.leftBehind).to.deep.equal(ourObjects(await pictureOf(source.k, NS_LOOSE)));
-    if (!external) for (const msg of [ALLOCATED, ...RELEASES]) expect(ctl(source, NS_LOOSE).count(msg, since), `source controller: ${msg}`).to.equal(0);
+    if (!external)
+      for (const msg of [ALLOCATED, ...RELEASES])
+        expect(ctl(source, NS_LOOSE).count(msg, since), `source controller: ${msg}`).to.equal(0);
     // They stay reserved: a new claim of that pool gets none of them.
-    await source.k.claims.create(NS_LOOSE, { metadata: { name: "newcomer", namespace: NS_LOOSE }, spec: { pool: { name: "loose" } } });
-    const newcomer = await eventually("newcomer bound", async () => (await pictureOf(source.k, NS_LOOSE)).claims["IPClaim/newcomer"] || undefined);
+    await source.k.claims.create(NS_LOOSE, {
+      metadata: { name: "newcomer", namespace: NS_LOOSE },
+      spec: { pool: { name: "loose" } },
+    });
+    const newcomer = await eventually(
+      "newcomer bound",
+      async () => (await pictureOf(source.k, NS_LOOSE)).claims["IPClaim/newcomer"] || undefined,
+    );
     expect(addressesHeld(before).has(newcomer), `${newcomer} was still reserved`).to.equal(false);
   });
 
@@ -287,7 +376,12 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     expect(pre.code).to.equal(1);
     expect(pre.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal(["blocker Cluster/cp"]);
     const versions = await versionsOf(source.k, NS_PAUSED);
-    await consistently("the paused namespace to stay quiet", async () => JSON.stringify(await versionsOf(source.k, NS_PAUSED)) === JSON.stringify(versions), 1_000, 250);
+    await consistently(
+      "the paused namespace to stay quiet",
+      async () => JSON.stringify(await versionsOf(source.k, NS_PAUSED)) === JSON.stringify(versions),
+      1_000,
+      250,
+    );
     const r = await clusterctlMove(source, target, NS_PAUSED);
     report("move of a paused Cluster", r);
     expect(r.code).to.not.equal(0);

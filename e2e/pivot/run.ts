@@ -51,7 +51,8 @@ function parse(argv: string[]): Options {
   for (const file of [from, to, ...(values.clusterctl ? [resolve(values.clusterctl)] : [])]) {
     if (!existsSync(file)) throw new Error(`${file} does not exist`);
   }
-  if (from === to && (values["from-context"] ?? "") === (values["to-context"] ?? "")) throw new Error("--from and --to name the same cluster");
+  if (from === to && (values["from-context"] ?? "") === (values["to-context"] ?? ""))
+    throw new Error("--from and --to name the same cluster");
   const env: Record<string, string> = { PIVOT_FROM_KUBECONFIG: from, PIVOT_TO_KUBECONFIG: to };
   if (values["from-context"]) env.PIVOT_FROM_CONTEXT = values["from-context"];
   if (values["to-context"]) env.PIVOT_TO_CONTEXT = values["to-context"];

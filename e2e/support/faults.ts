@@ -83,13 +83,19 @@ export function startControllerChild(kubeconfigPath: string, namespace: string, 
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `controller-${process.pid}-${++childCounter}.log`);
   const args = [
-    "--import", TSX_LOADER, MAIN,
-    "--kubeconfig", kubeconfigPath,
+    "--import",
+    TSX_LOADER,
+    MAIN,
+    "--kubeconfig",
+    kubeconfigPath,
     ...(namespace ? ["--namespace", namespace] : []),
     // info: waitSynced reads "Caches synced" from the log.
-    "--log-level", "info",
-    "--metrics-bind-address", "0",
-    "--health-probe-bind-address", "0",
+    "--log-level",
+    "info",
+    "--metrics-bind-address",
+    "0",
+    "--health-probe-bind-address",
+    "0",
   ];
   const proc: Supervised = startProcess("controller", process.execPath, args, logFile);
   return {
@@ -97,14 +103,19 @@ export function startControllerChild(kubeconfigPath: string, namespace: string, 
     logFile,
     exited: proc.exited,
     async waitSynced(timeoutMs = 60_000) {
-      const synced = eventually("the controller to sync its caches", () => {
-        if (!proc.isRunning()) throw new Error(`controller exited; last output:\n${proc.tail()}`);
-        try {
-          return readFileSync(logFile, "utf8").includes("Caches synced");
-        } catch {
-          return false;
-        }
-      }, timeoutMs, 100);
+      const synced = eventually(
+        "the controller to sync its caches",
+        () => {
+          if (!proc.isRunning()) throw new Error(`controller exited; last output:\n${proc.tail()}`);
+          try {
+            return readFileSync(logFile, "utf8").includes("Caches synced");
+          } catch {
+            return false;
+          }
+        },
+        timeoutMs,
+        100,
+      );
       const died = proc.exited.then((how) => {
         throw new Error(`controller exited (${how}) before syncing; last output:\n${proc.tail()}`);
       });
@@ -150,7 +161,9 @@ export class FaultProxy {
     if (!current) throw new Error("kubeconfig has no current cluster");
     const copy = new KubeConfig();
     copy.loadFromOptions({
-      clusters: kc.clusters.map((c) => (c.name === current.name ? { ...c, server: `https://127.0.0.1:${this.port}` } : c)),
+      clusters: kc.clusters.map((c) =>
+        c.name === current.name ? { ...c, server: `https://127.0.0.1:${this.port}` } : c,
+      ),
       users: kc.users,
       contexts: kc.contexts,
       currentContext: kc.currentContext,
@@ -206,7 +219,13 @@ export interface CreateClaimsOptions {
  * Creates the claims `names` in `namespace` for `poolName`, riding out an API server that restarts meanwhile: failed
  * creates are retried; AlreadyExists after a retry means an earlier attempt got through.
  */
-export async function createClaimsRetrying(c: Clients, namespace: string, poolName: string, names: readonly string[], options: CreateClaimsOptions = {}): Promise<void> {
+export async function createClaimsRetrying(
+  c: Clients,
+  namespace: string,
+  poolName: string,
+  names: readonly string[],
+  options: CreateClaimsOptions = {},
+): Promise<void> {
   const deadline = Date.now() + (options.deadlineMs ?? 180_000);
   const progress = options.progress ?? { created: 0 };
   let next = 0;
@@ -257,12 +276,18 @@ export interface AllocationAudit {
 /** Reads every claim and IPAddress of `namespace` and checks the invariants of spec §3.4 and §3.5. */
 export async function auditAllocations(c: Clients, namespace: string): Promise<AllocationAudit> {
   const [claims, addresses] = await Promise.all([c.claims.list(namespace), c.addresses.list(namespace)]);
-  const { named, ...byClaims } = auditClaims(claims.items, new Map(addresses.items.map((a) => [a.metadata.name ?? "", a])));
+  const { named, ...byClaims } = auditClaims(
+    claims.items,
+    new Map(addresses.items.map((a) => [a.metadata.name ?? "", a])),
+  );
   return { ...byClaims, ...auditAddresses(addresses.items, claims.items, named) };
 }
 
 /** The claims' side: which are bound (their status names an IPAddress that names them back), which not. */
-function auditClaims(claims: readonly IPClaim[], addressByName: ReadonlyMap<string, IPAddress>): Pick<AllocationAudit, "claims" | "bound" | "unbound" | "deleting"> & { named: Set<string> } {
+function auditClaims(
+  claims: readonly IPClaim[],
+  addressByName: ReadonlyMap<string, IPAddress>,
+): Pick<AllocationAudit, "claims" | "bound" | "unbound" | "deleting"> & { named: Set<string> } {
   const unbound: string[] = [];
   const deleting: string[] = [];
   const named = new Set<string>();
@@ -277,7 +302,11 @@ function auditClaims(claims: readonly IPClaim[], addressByName: ReadonlyMap<stri
 }
 
 /** The addresses' side: addresses held twice, claims named twice, orphans and strays. */
-function auditAddresses(addresses: readonly IPAddress[], claims: readonly IPClaim[], named: ReadonlySet<string>): Pick<AllocationAudit, "addresses" | "duplicateAddresses" | "claimsWithSeveral" | "orphans" | "strayAddresses"> {
+function auditAddresses(
+  addresses: readonly IPAddress[],
+  claims: readonly IPClaim[],
+  named: ReadonlySet<string>,
+): Pick<AllocationAudit, "addresses" | "duplicateAddresses" | "claimsWithSeveral" | "orphans" | "strayAddresses"> {
   const claimByName = new Map(claims.map((cl) => [cl.metadata.name ?? "", cl]));
   const holders = new Map<string, number>();
   const namedBy = new Map<string, number>();

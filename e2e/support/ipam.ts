@@ -35,7 +35,11 @@ export function clients(kc: KubeConfig): Clients {
  * Starts the controller for `namespace` in this process; returns a stop function. It authenticates as the
  * ServiceAccount of config/rbac (so every suite proves those rules sufficient), unless E2E_CONTROLLER_AS_ADMIN=true.
  */
-export async function startController(adminKc: KubeConfig, namespace: string, poolConcurrency = 4): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
+export async function startController(
+  adminKc: KubeConfig,
+  namespace: string,
+  poolConcurrency = 4,
+): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
   if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve() };
   const kc = process.env.E2E_CONTROLLER_AS_ADMIN === "true" ? adminKc : await serviceAccountKubeConfig(adminKc);
   // E2E_LOG=debug shows the controller's log in the test output.
@@ -56,12 +60,31 @@ export async function withController<T>(kc: KubeConfig, prefix: string, body: (n
   }
 }
 
-export function pool(namespace: string, name: string, spec: Partial<IPPool["spec"]> & { pools: IPPool["spec"]["pools"] }): IPPool {
-  return { apiVersion: apiVersionOf(IPPOOL), kind: IPPOOL.kind, metadata: { name, namespace }, spec: { namePrefix: name, ...spec } };
+export function pool(
+  namespace: string,
+  name: string,
+  spec: Partial<IPPool["spec"]> & { pools: IPPool["spec"]["pools"] },
+): IPPool {
+  return {
+    apiVersion: apiVersionOf(IPPOOL),
+    kind: IPPOOL.kind,
+    metadata: { name, namespace },
+    spec: { namePrefix: name, ...spec },
+  };
 }
 
-export function claim(namespace: string, name: string, poolName: string, meta: Partial<IPClaim["metadata"]> = {}): IPClaim {
-  return { apiVersion: apiVersionOf(IPCLAIM), kind: IPCLAIM.kind, metadata: { name, namespace, ...meta }, spec: { pool: { name: poolName } } };
+export function claim(
+  namespace: string,
+  name: string,
+  poolName: string,
+  meta: Partial<IPClaim["metadata"]> = {},
+): IPClaim {
+  return {
+    apiVersion: apiVersionOf(IPCLAIM),
+    kind: IPCLAIM.kind,
+    metadata: { name, namespace, ...meta },
+    spec: { pool: { name: poolName } },
+  };
 }
 
 /** The address a claim holds (through status.address → IPAddress), or undefined. */
@@ -77,7 +100,11 @@ export async function addressOf(c: Clients, namespace: string, claimName: string
   }
 }
 
-export async function exists(client: ResourceClient<IPPool> | ResourceClient<IPClaim> | ResourceClient<IPAddress>, namespace: string, name: string): Promise<boolean> {
+export async function exists(
+  client: ResourceClient<IPPool> | ResourceClient<IPClaim> | ResourceClient<IPAddress>,
+  namespace: string,
+  name: string,
+): Promise<boolean> {
   try {
     await client.get(namespace, name);
     return true;

@@ -13,7 +13,13 @@ import { repoRoot } from "./cluster.js";
 export const CONTROLLER_NAMESPACE = "metal3-ipam-system";
 export const CONTROLLER_SERVICE_ACCOUNT = "metal3-ipam-controller-manager";
 const PREFIX = "metal3-ipam-";
-const FILES = ["service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election_role.yaml", "leader_election_role_binding.yaml"];
+const FILES = [
+  "service_account.yaml",
+  "role.yaml",
+  "role_binding.yaml",
+  "leader_election_role.yaml",
+  "leader_election_role_binding.yaml",
+];
 
 /** config/rbac's objects as config/default renders them (namespace and name prefix applied). */
 export function renderedRbac(): KubernetesObject[] {
@@ -29,7 +35,9 @@ export function renderedRbac(): KubernetesObject[] {
     }
     return obj;
   };
-  return FILES.map((f) => fix(load(readFileSync(join(repoRoot, "config", "rbac", f), "utf8")) as Record<string, unknown> & KubernetesObject));
+  return FILES.map((f) =>
+    fix(load(readFileSync(join(repoRoot, "config", "rbac", f), "utf8")) as Record<string, unknown> & KubernetesObject),
+  );
 }
 
 async function applyAll(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {

@@ -154,13 +154,21 @@ function heapCost(c: AllocatorCase, names: readonly string[]): { empty: number; 
 }
 
 /** Measures one case: a warm-up run, then `repeats` measured runs with different seeds; medians of each figure. */
-export function measureAllocator(c: AllocatorCase, allocations: number, window: number, repeats: number): AllocatorResult {
+export function measureAllocator(
+  c: AllocatorCase,
+  allocations: number,
+  window: number,
+  repeats: number,
+): AllocatorResult {
   const names = Array.from({ length: allocations }, (_, i) => `claim-${i + 1}`);
   runOnce(c, names, window, 1);
   const samples = Array.from({ length: repeats }, (_, r) => runOnce(c, names, window, 100 + r));
   const pick = (f: (s: RunSample) => number): number => median(samples.map(f));
   const heaps = [heapCost(c, names), heapCost(c, names), heapCost(c, names)].filter((h) => h !== undefined);
-  const heap = heaps.length > 0 ? { empty: median(heaps.map((h) => h.empty)), filled: median(heaps.map((h) => h.filled)) } : undefined;
+  const heap =
+    heaps.length > 0
+      ? { empty: median(heaps.map((h) => h.empty)), filled: median(heaps.map((h) => h.filled)) }
+      : undefined;
   const last = samples[samples.length - 1];
   return {
     label: c.label,
@@ -168,7 +176,12 @@ export function measureAllocator(c: AllocatorCase, allocations: number, window: 
     strategy: c.strategy,
     allocations,
     repeats,
-    first: { from: 1, to: window, microsPerAllocation: pick((s) => s.firstNs) / window / 1000, workPerAllocation: pick((s) => s.firstWork) / window },
+    first: {
+      from: 1,
+      to: window,
+      microsPerAllocation: pick((s) => s.firstNs) / window / 1000,
+      workPerAllocation: pick((s) => s.firstWork) / window,
+    },
     last: {
       from: allocations - window + 1,
       to: allocations,

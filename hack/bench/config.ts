@@ -40,7 +40,8 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
   const large = argv.includes("--large") || env.BENCH_LARGE === "1";
   const allocations = positiveInt(env, "BENCH_ALLOCATIONS", 10_000);
   // The IPv4 case allocates from a /16 (65,535 addresses).
-  if (allocations > 65_535) throw new Error(`BENCH_ALLOCATIONS must be at most 65535 (the IPv4 case uses a /16), got ${allocations}`);
+  if (allocations > 65_535)
+    throw new Error(`BENCH_ALLOCATIONS must be at most 65535 (the IPv4 case uses a /16), got ${allocations}`);
   const window = Math.min(positiveInt(env, "BENCH_WINDOW", 100), allocations);
   return {
     claims,

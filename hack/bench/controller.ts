@@ -66,7 +66,9 @@ function track(proc: Supervised, logFile: string): ControllerProcess {
     logFile,
     async guard<T>(work: Promise<T>): Promise<T> {
       const crash = proc.exited.then((how) => {
-        throw new Error(`${proc.name} exited (${how})${stopping ? " while stopping" : ""}; log ${logFile}; last output:\n${proc.tail()}`);
+        throw new Error(
+          `${proc.name} exited (${how})${stopping ? " while stopping" : ""}; log ${logFile}; last output:\n${proc.tail()}`,
+        );
       });
       // The losing side of the race must not become an unhandled rejection when the process stops later.
       crash.catch(() => undefined);
@@ -87,13 +89,27 @@ function track(proc: Supervised, logFile: string): ControllerProcess {
  * `<logDir>/controller-<n>.log`. Throws when the build is missing.
  */
 export function startControllerProcess(kubeconfigPath: string, logDir: string, namespace?: string): ControllerProcess {
-  if (!existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: build it first (npm run build), as npm run bench does`);
+  if (!existsSync(COMPILED_MAIN))
+    throw new Error(`${COMPILED_MAIN} is missing: build it first (npm run build), as npm run bench does`);
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, `controller-${++counter}.log`);
   // Probe and metrics ports off: two runs (or a run beside a deployed controller) must not collide on :8080/:8081.
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each controller there when it stops (`node --cpu-prof`).
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const args = [...deploymentNodeFlags(), ...profile, COMPILED_MAIN, "--kubeconfig", kubeconfigPath, "--log-level", "warn", "--metrics-bind-address", "0", "--health-probe-bind-address", "0", ...(namespace ? ["--namespace", namespace] : [])];
+  const args = [
+    ...deploymentNodeFlags(),
+    ...profile,
+    COMPILED_MAIN,
+    "--kubeconfig",
+    kubeconfigPath,
+    "--log-level",
+    "warn",
+    "--metrics-bind-address",
+    "0",
+    "--health-probe-bind-address",
+    "0",
+    ...(namespace ? ["--namespace", namespace] : []),
+  ];
   const proc = startProcess("controller", process.execPath, args, logFile);
   return track(proc, logFile);
 }
@@ -105,7 +121,12 @@ export function startControllerProcess(kubeconfigPath: string, logDir: string, n
 export async function idleNodeMemory(withTsx: boolean, logDir: string, settleMs = 2_000): Promise<ProcMemory> {
   mkdirSync(logDir, { recursive: true });
   const args = [...(withTsx ? ["--import", TSX_LOADER] : []), "-e", "setInterval(() => undefined, 1 << 30)"];
-  const proc = startProcess(withTsx ? "node+tsx" : "node", process.execPath, args, join(logDir, `idle-node-${++counter}.log`));
+  const proc = startProcess(
+    withTsx ? "node+tsx" : "node",
+    process.execPath,
+    args,
+    join(logDir, `idle-node-${++counter}.log`),
+  );
   const ctl = track(proc, "(idle node)");
   try {
     await ctl.guard(new Promise((r) => setTimeout(r, settleMs)));

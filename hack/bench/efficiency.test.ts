@@ -26,6 +26,10 @@ describe("bench efficiency figures", () => {
     const r = perClaim(delta, 1000, { "POST ipam.metal3.io/ipclaims": 1000 });
     expect(r.writes).to.equal(2); // one IPAddress create and one status patch per claim
     expect(r.reads).to.equal(0.1);
-    expect(r.byVerb).to.deep.equal({ "POST ipam.metal3.io/ipaddresses": 1, "PATCH ipam.metal3.io/ipclaims/status": 1, "LIST ipam.metal3.io/ipaddresses": 0.1 });
+    expect(r.byVerb).to.deep.equal({
+      "POST ipam.metal3.io/ipaddresses": 1,
+      "PATCH ipam.metal3.io/ipclaims/status": 1,
+      "LIST ipam.metal3.io/ipaddresses": 0.1,
+    });
   });
 });

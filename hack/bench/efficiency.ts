@@ -27,7 +27,9 @@ export function parseRequestCounts(text: string): RequestCounts {
   for (const line of text.split("\n")) {
     const m = SAMPLE.exec(line);
     if (!m) continue;
-    const labels = new Map<string, string>([...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]));
+    const labels = new Map<string, string>(
+      [...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]),
+    );
     const [group, sub] = [labels.get("group"), labels.get("subresource")];
     const resource = `${group ? `${group}/` : ""}${labels.get("resource") ?? ""}${sub ? `/${sub}` : ""}`;
     const key = `${labels.get("verb") ?? "?"} ${resource}`;
@@ -39,14 +41,22 @@ export function parseRequestCounts(text: string): RequestCounts {
 /** Reads the API server's request counters with the admin identity of `kc`. */
 export async function readRequestCounts(kc: KubeConfig): Promise<RequestCounts> {
   const server = new URL(kc.getCurrentCluster()?.server ?? "");
-  const options: RequestOptions = { method: "GET", hostname: server.hostname, port: server.port, path: "/metrics", headers: {} };
+  const options: RequestOptions = {
+    method: "GET",
+    hostname: server.hostname,
+    port: server.port,
+    path: "/metrics",
+    headers: {},
+  };
   await kc.applyToHTTPSOptions(options);
   const body = await new Promise<string>((resolve, reject) => {
     const req = request(options, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics: HTTP ${res.statusCode ?? 0}`))));
+      res.on("end", () =>
+        res.statusCode === 200 ? resolve(text) : reject(new Error(`GET /metrics: HTTP ${res.statusCode ?? 0}`)),
+      );
       res.on("error", reject);
     });
     req.on("error", reject);
@@ -99,5 +109,11 @@ export function perClaim(delta: RequestCounts, claims: number, driverWrites: Rec
 
 /** Resources the controller touches; everything else (the garbage collector's discovery, say) is the plane's. */
 function isOurs(resource: string): boolean {
-  return resource.startsWith("ipam.metal3.io/") || resource.startsWith("ipam.cluster.x-k8s.io/") || resource.startsWith("cluster.x-k8s.io/") || resource === "events" || resource.endsWith("/leases");
+  return (
+    resource.startsWith("ipam.metal3.io/") ||
+    resource.startsWith("ipam.cluster.x-k8s.io/") ||
+    resource.startsWith("cluster.x-k8s.io/") ||
+    resource === "events" ||
+    resource.endsWith("/leases")
+  );
 }

@@ -53,7 +53,11 @@ export interface ClaimKind {
 }
 
 /** Drops the finalizers of `name` and deletes it; already gone counts as done. */
-async function forceDelete<T extends KubeObject>(client: ResourceClient<T>, namespace: string, name: string): Promise<void> {
+async function forceDelete<T extends KubeObject>(
+  client: ResourceClient<T>,
+  namespace: string,
+  name: string,
+): Promise<void> {
   try {
     await client.patch(namespace, name, { metadata: { finalizers: null } });
     await client.delete(namespace, name);
@@ -78,7 +82,15 @@ function cached<T>(make: (kc: KubeConfig) => T): (kc: KubeConfig) => T {
 const metal3Clients = cached(clients);
 
 function readyCondition(address: string): object[] {
-  return [{ type: READY_CONDITION, status: "True", reason: "Allocated", message: `Allocated ${address}`, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") }];
+  return [
+    {
+      type: READY_CONDITION,
+      status: "True",
+      reason: "Allocated",
+      message: `Allocated ${address}`,
+      lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+    },
+  ];
 }
 
 function readyTrue(conditions: unknown): boolean {
@@ -100,12 +112,16 @@ export const METAL3_IPCLAIM: ClaimKind = {
   async bareWrites(kc, namespace, name, poolName, address) {
     const c = metal3Clients(kc);
     const created = await c.claims.create(namespace, claim(namespace, name, poolName));
-    await c.claims.patch(namespace, name, { metadata: { finalizers: [IPCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion } });
+    await c.claims.patch(namespace, name, {
+      metadata: { finalizers: [IPCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion },
+    });
     const record = await c.addresses.create(namespace, {
       metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [IPADDRESS_FINALIZER] },
       spec: { address, prefix: 16, pool: { name: poolName, namespace }, claim: { name, namespace } },
     });
-    await c.claims.patchStatus(namespace, name, { status: { address: { name: record.metadata.name, namespace }, conditions: readyCondition(address) } });
+    await c.claims.patchStatus(namespace, name, {
+      status: { address: { name: record.metadata.name, namespace }, conditions: readyCondition(address) },
+    });
   },
   async removeBare(kc, namespace, name, poolName, address) {
     const c = metal3Clients(kc);
@@ -124,13 +140,16 @@ export const METAL3_IPCLAIM: ClaimKind = {
     for (const cl of claims.items) {
       const ref = cl.status?.address?.name;
       const address = ref ? byName.get(ref) : undefined;
-      if (address && address.spec.claim.name === cl.metadata.name) result.set(cl.metadata.name ?? "", address.spec.address);
+      if (address && address.spec.claim.name === cl.metadata.name)
+        result.set(cl.metadata.name ?? "", address.spec.address);
     }
     return result;
   },
 };
 
-const capiClaims = cached((kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE));
+const capiClaims = cached(
+  (kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE),
+);
 const capiAddresses = cached(
   (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
     new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
@@ -156,12 +175,21 @@ export const CAPI_IPADDRESSCLAIM: ClaimKind = {
   },
   async bareWrites(kc, namespace, name, poolName, address) {
     const created = await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
-    await capiClaims(kc).patch(namespace, name, { metadata: { finalizers: [IPADDRESSCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion } });
+    await capiClaims(kc).patch(namespace, name, {
+      metadata: { finalizers: [IPADDRESSCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion },
+    });
     const record = await capiAddresses(kc).create(namespace, {
       metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [CAPI_IPADDRESS_FINALIZER] },
-      spec: { address, prefix: 16, poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName }, claimRef: { name } },
+      spec: {
+        address,
+        prefix: 16,
+        poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName },
+        claimRef: { name },
+      },
     });
-    await capiClaims(kc).patchStatus(namespace, name, { status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) } });
+    await capiClaims(kc).patchStatus(namespace, name, {
+      status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) },
+    });
   },
   async removeBare(kc, namespace, name, poolName, address) {
     await forceDelete(capiAddresses(kc), namespace, ipAddressName(poolName, address));
@@ -177,7 +205,8 @@ export const CAPI_IPADDRESSCLAIM: ClaimKind = {
     const result = new Map<string, string>();
     for (const cl of claims.items) {
       const address = byName.get(cl.status?.addressRef?.name ?? "");
-      if (address && address.spec.claimRef.name === cl.metadata.name) result.set(cl.metadata.name ?? "", address.spec.address);
+      if (address && address.spec.claimRef.name === cl.metadata.name)
+        result.set(cl.metadata.name ?? "", address.spec.address);
     }
     return result;
   },

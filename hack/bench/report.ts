@@ -32,14 +32,31 @@ function spread(s: Summary): string {
 
 function burstSection(b: BurstResult): Section {
   const duplicates = b.boundVerified - b.distinctAddresses;
-  const check = duplicates === 0 && b.boundVerified === b.count ? "OK: all distinct" : duplicates > 0 ? `FAIL: ${duplicates} duplicate(s)` : "INCOMPLETE";
+  const check =
+    duplicates === 0 && b.boundVerified === b.count
+      ? "OK: all distinct"
+      : duplicates > 0
+        ? `FAIL: ${duplicates} duplicate(s)`
+        : "INCOMPLETE";
   return {
     title: `1. Burst: ${b.count} ${b.kind}s created at once on one pool (${b.concurrency} creates in flight; controller = child process)`,
     rows: [
-      { metric: "time to bind all (first create → last Ready=True)", value: fmtMs(b.bindAllMs), detail: b.timedOut ? "TIMED OUT: deadline reached" : "" },
+      {
+        metric: "time to bind all (first create → last Ready=True)",
+        value: fmtMs(b.bindAllMs),
+        detail: b.timedOut ? "TIMED OUT: deadline reached" : "",
+      },
       { metric: "creates submitted (first sent → last answered)", value: fmtMs(b.createAllMs) },
-      { metric: "throughput", value: `${fmt(b.claimsPerSecond)}/s`, detail: "claims bound per second over the whole burst" },
-      { metric: "per claim, create sent → seen bound: median", value: fmtMs(b.perClaimMs.median), detail: spread(b.perClaimMs) },
+      {
+        metric: "throughput",
+        value: `${fmt(b.claimsPerSecond)}/s`,
+        detail: "claims bound per second over the whole burst",
+      },
+      {
+        metric: "per claim, create sent → seen bound: median",
+        value: fmtMs(b.perClaimMs.median),
+        detail: spread(b.perClaimMs),
+      },
       { metric: "claims seen bound (watch)", value: `${b.boundSeen}/${b.count}` },
       { metric: "addresses verified (claim → IPAddress → spec.address)", value: `${b.boundVerified}/${b.count}` },
       { metric: "distinct addresses among them", value: `${b.distinctAddresses}/${b.boundVerified}`, detail: check },
@@ -51,11 +68,22 @@ function latencySection(l: LatencyResult): Section {
   const rows: Row[] = [
     { metric: "create → Ready=True: median", value: fmtMs(l.bindMs.median) },
     { metric: "create → Ready=True: p90", value: fmtMs(l.bindMs.p90) },
-    { metric: "create → Ready=True: min / mean / max", value: fmtMs(l.bindMs.mean), detail: `min ${fmtMs(l.bindMs.min)}, max ${fmtMs(l.bindMs.max)} (value column: mean)` },
-    { metric: "of which the create call itself: median", value: fmtMs(l.createMs.median), detail: `p90 ${fmtMs(l.createMs.p90)}` },
+    {
+      metric: "create → Ready=True: min / mean / max",
+      value: fmtMs(l.bindMs.mean),
+      detail: `min ${fmtMs(l.bindMs.min)}, max ${fmtMs(l.bindMs.max)} (value column: mean)`,
+    },
+    {
+      metric: "of which the create call itself: median",
+      value: fmtMs(l.createMs.median),
+      detail: `p90 ${fmtMs(l.createMs.p90)}`,
+    },
   ];
   if (l.timedOut > 0) rows.push({ metric: "claims not bound before the deadline", value: String(l.timedOut) });
-  return { title: `2. Single-claim latency: ${l.count} ${l.kind}s one at a time on a quiet pool (watch on the claims)`, rows };
+  return {
+    title: `2. Single-claim latency: ${l.count} ${l.kind}s one at a time on a quiet pool (watch on the claims)`,
+    rows,
+  };
 }
 
 function allocatorSection(results: readonly AllocatorResult[]): Section | undefined {
@@ -64,7 +92,19 @@ function allocatorSection(results: readonly AllocatorResult[]): Section | undefi
   const w = (c: AllocatorResult["first"]): string => `${c.from}-${c.to}`;
   return {
     title: `3. Allocator only (PoolAllocator: allocate + reserve, no API server; median of ${first.repeats} runs after a warm-up)`,
-    header: ["pool", `µs/alloc ${w(first.first)}`, `µs/alloc ${w(first.last)}`, "time ratio", "work/alloc first", "work/alloc last", "work ratio", `${first.allocations} allocs`, "heap empty", `heap at ${first.allocations}`, "heap/addr"],
+    header: [
+      "pool",
+      `µs/alloc ${w(first.first)}`,
+      `µs/alloc ${w(first.last)}`,
+      "time ratio",
+      "work/alloc first",
+      "work/alloc last",
+      "work ratio",
+      `${first.allocations} allocs`,
+      "heap empty",
+      `heap at ${first.allocations}`,
+      "heap/addr",
+    ],
     cells: results.map((r) => [
       r.label,
       fmt(r.first.microsPerAllocation),
@@ -83,27 +123,53 @@ function allocatorSection(results: readonly AllocatorResult[]): Section | undefi
 
 function memoryRow(state: string, m: ProcMemory, base?: ProcMemory): Row {
   const delta = base ? `, +${fmtBytes(m.rss - base.rss)} over idle controller` : "";
-  return { metric: state, value: fmtBytes(m.rss), detail: `peak ${fmtBytes(m.peakRss)}, anon ${fmtBytes(m.rssAnon)}${delta}` };
+  return {
+    metric: state,
+    value: fmtBytes(m.rss),
+    detail: `peak ${fmtBytes(m.peakRss)}, anon ${fmtBytes(m.rssAnon)}${delta}`,
+  };
 }
 
 function memorySection(r: BenchResults): Section | undefined {
   const idle = r.idleMemory?.find((m) => m.state.startsWith("controller"));
   const rows: Row[] = (r.idleMemory ?? []).map((m) => memoryRow(m.state, m));
   if (r.afterBurstMemory) {
-    rows.push(memoryRow(`controller, all namespaces, after scenarios 1-2 (${r.config.claims + r.config.latencyClaims} claims)`, r.afterBurstMemory, idle));
+    rows.push(
+      memoryRow(
+        `controller, all namespaces, after scenarios 1-2 (${r.config.claims + r.config.latencyClaims} claims)`,
+        r.afterBurstMemory,
+        idle,
+      ),
+    );
   }
   const mem = r.memory;
   if (mem) {
     rows.push(memoryRow(`controller, watching 1 namespace: 1 pool, ${mem.addresses} IPAddresses`, mem.loaded, idle));
     if (idle) {
       const perObject = (mem.loaded.rss - idle.rss) / mem.addresses;
-      rows.push({ metric: "  → RSS per IPAddress held", value: fmtBytes(perObject), detail: "(loaded − idle) / addresses" });
+      rows.push({
+        metric: "  → RSS per IPAddress held",
+        value: fmtBytes(perObject),
+        detail: "(loaded − idle) / addresses",
+      });
     }
-    rows.push({ metric: `  loading ${mem.addresses} IPAddresses (before the controller starts)`, value: fmtMs(mem.loadMs), detail: `${fmt(mem.addresses / (mem.loadMs / 1000))} creates/s` });
-    rows.push({ metric: "  controller start → pool status used = all", value: fmtMs(mem.syncMs), detail: `used ${mem.poolUsed}; includes process start, list, first reconcile` });
+    rows.push({
+      metric: `  loading ${mem.addresses} IPAddresses (before the controller starts)`,
+      value: fmtMs(mem.loadMs),
+      detail: `${fmt(mem.addresses / (mem.loadMs / 1000))} creates/s`,
+    });
+    rows.push({
+      metric: "  controller start → pool status used = all",
+      value: fmtMs(mem.syncMs),
+      detail: `used ${mem.poolUsed}; includes process start, list, first reconcile`,
+    });
   }
   if (rows.length === 0) return undefined;
-  return { title: "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs compiled: `node dist/src/main.js`)", rows };
+  return {
+    title:
+      "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs compiled: `node dist/src/main.js`)",
+    rows,
+  };
 }
 
 /**
@@ -115,12 +181,31 @@ function efficiencySection(r: BenchResults): Section | undefined {
   const rows: Row[] = [];
   for (const b of r.bursts) {
     const ceiling = r.ceilings.find((c) => c.kind === b.kind && c.count === b.count);
-    const ratio = ceiling && b.bindAllMs > 0 ? `${fmt(ceiling.ms / b.bindAllMs)} of the ceiling (${fmtMs(ceiling.ms)})` : "no ceiling";
-    rows.push({ metric: `${b.count} ${b.kind}s: bound in`, value: fmtMs(b.bindAllMs), detail: `${fmt(b.claimsPerSecond)} claims/s; ${ratio}` });
-    rows.push({ metric: "  controller CPU", value: `${fmt(b.cpuSeconds)} s`, detail: `${fmt((b.cpuSeconds * 1000) / b.count)} s per 1,000 claims; RSS after ${fmtBytes(b.memoryAfter.rss)}` });
-    rows.push({ metric: "  API requests per claim", value: `${fmt(b.requests.writes)} writes`, detail: `${fmt(b.requests.reads)} reads` });
+    const ratio =
+      ceiling && b.bindAllMs > 0
+        ? `${fmt(ceiling.ms / b.bindAllMs)} of the ceiling (${fmtMs(ceiling.ms)})`
+        : "no ceiling";
+    rows.push({
+      metric: `${b.count} ${b.kind}s: bound in`,
+      value: fmtMs(b.bindAllMs),
+      detail: `${fmt(b.claimsPerSecond)} claims/s; ${ratio}`,
+    });
+    rows.push({
+      metric: "  controller CPU",
+      value: `${fmt(b.cpuSeconds)} s`,
+      detail: `${fmt((b.cpuSeconds * 1000) / b.count)} s per 1,000 claims; RSS after ${fmtBytes(b.memoryAfter.rss)}`,
+    });
+    rows.push({
+      metric: "  API requests per claim",
+      value: `${fmt(b.requests.writes)} writes`,
+      detail: `${fmt(b.requests.reads)} reads`,
+    });
     const verbs = Object.entries(b.requests.byVerb).sort(([a], [c]) => (a < c ? -1 : 1));
-    rows.push({ metric: "  by verb and resource", value: "", detail: verbs.map(([k, v]) => `${k} ${fmt(v)}`).join(", ") });
+    rows.push({
+      metric: "  by verb and resource",
+      value: "",
+      detail: verbs.map(([k, v]) => `${k} ${fmt(v)}`).join(", "),
+    });
   }
   const pair = (count: number): [BurstResult | undefined, BurstResult | undefined] => [
     r.bursts.find((b) => b.kind === "IPClaim" && b.count === count),
@@ -129,9 +214,17 @@ function efficiencySection(r: BenchResults): Section | undefined {
   for (const count of new Set(r.bursts.map((b) => b.count))) {
     const [m3, capi] = pair(count);
     if (!m3 || !capi) continue;
-    rows.push({ metric: `IPAddressClaim / IPClaim at ${count}`, value: `${fmt(capi.bindAllMs / m3.bindAllMs)}× time`, detail: `${fmt(capi.cpuSeconds / m3.cpuSeconds)}× controller CPU` });
+    rows.push({
+      metric: `IPAddressClaim / IPClaim at ${count}`,
+      value: `${fmt(capi.bindAllMs / m3.bindAllMs)}× time`,
+      detail: `${fmt(capi.cpuSeconds / m3.cpuSeconds)}× controller CPU`,
+    });
   }
-  return { title: "Efficiency: bursts on one pool, compiled controller, same run (ceiling = a bare client doing the unavoidable writes)", rows };
+  return {
+    title:
+      "Efficiency: bursts on one pool, compiled controller, same run (ceiling = a bare client doing the unavoidable writes)",
+    rows,
+  };
 }
 
 function comparisonSection(r: BenchResults): Section | undefined {
@@ -141,8 +234,16 @@ function comparisonSection(r: BenchResults): Section | undefined {
   return {
     title: `2 compared: Cluster API IPAddressClaim vs IPClaim latency, same run, same controller`,
     rows: [
-      { metric: "median claim → addressRef latency", value: fmtMs(cl.bindMs.median), detail: `IPClaim → address: ${fmtMs(l.bindMs.median)}; ratio ${ratio(cl.bindMs.median, l.bindMs.median)}` },
-      { metric: "p90 claim → addressRef latency", value: fmtMs(cl.bindMs.p90), detail: `IPClaim: ${fmtMs(l.bindMs.p90)}` },
+      {
+        metric: "median claim → addressRef latency",
+        value: fmtMs(cl.bindMs.median),
+        detail: `IPClaim → address: ${fmtMs(l.bindMs.median)}; ratio ${ratio(cl.bindMs.median, l.bindMs.median)}`,
+      },
+      {
+        metric: "p90 claim → addressRef latency",
+        value: fmtMs(cl.bindMs.p90),
+        detail: `IPClaim: ${fmtMs(l.bindMs.p90)}`,
+      },
     ],
   };
 }

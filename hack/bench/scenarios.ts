@@ -13,7 +13,13 @@ import { idleNodeMemory, startControllerProcess, type ControllerProcess, type Pr
 import type { ClaimKind } from "./kinds.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
-import { cpuSeconds, perClaim as requestsPerClaim, readRequestCounts, requestDelta, type RequestsPerClaim } from "./efficiency.js";
+import {
+  cpuSeconds,
+  perClaim as requestsPerClaim,
+  readRequestCounts,
+  requestDelta,
+  type RequestsPerClaim,
+} from "./efficiency.js";
 
 /** What every scenario needs: the cluster and where controller logs go. */
 export interface BenchContext {
@@ -27,7 +33,11 @@ export interface BenchContext {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Runs `fn` over `items` with at most `limit` calls in flight; rejects with the first error once all settled. */
-export async function runLimited<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function runLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   let firstError: unknown;
   const worker = async (): Promise<void> => {
@@ -62,7 +72,10 @@ export function subnetFor(count: number): string {
 }
 
 async function createPool(kc: KubeConfig, namespace: string, name: string, count: number): Promise<IPPool> {
-  return await clients(kc).pools.create(namespace, pool(namespace, name, { pools: [{ subnet: subnetFor(count) }], prefix: 16, gateway: "10.0.0.1" }));
+  return await clients(kc).pools.create(
+    namespace,
+    pool(namespace, name, { pools: [{ subnet: subnetFor(count) }], prefix: 16, gateway: "10.0.0.1" }),
+  );
 }
 
 async function readPool(kc: KubeConfig, namespace: string, name: string): Promise<IPPool | undefined> {
@@ -75,9 +88,23 @@ async function readPool(kc: KubeConfig, namespace: string, name: string): Promis
 }
 
 /** Waits until the controller wrote the pool's status (Ready condition present): it is synced and reconciling. */
-async function waitPoolReconciled(ctx: BenchContext, controller: ControllerProcess, namespace: string, name: string): Promise<void> {
-  const ok = await controller.guard(pollUntil(async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length), ctx.timeoutMs, 50));
-  if (!ok) throw new Error(`the controller did not reconcile IPPool ${namespace}/${name} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`);
+async function waitPoolReconciled(
+  ctx: BenchContext,
+  controller: ControllerProcess,
+  namespace: string,
+  name: string,
+): Promise<void> {
+  const ok = await controller.guard(
+    pollUntil(
+      async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length),
+      ctx.timeoutMs,
+      50,
+    ),
+  );
+  if (!ok)
+    throw new Error(
+      `the controller did not reconcile IPPool ${namespace}/${name} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,
+    );
 }
 
 /** Options of {@link bindBurst}. */
@@ -137,7 +164,11 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
     );
     const createAllMs = nowMs() - start;
     const allBound = await controller.guard(watch.waitBound(names, ctx.timeoutMs));
-    const [cpuAfter, requestsAfter, memoryAfter] = await Promise.all([cpuSeconds(controller.pid), readRequestCounts(ctx.kc), controller.memory()]);
+    const [cpuAfter, requestsAfter, memoryAfter] = await Promise.all([
+      cpuSeconds(controller.pid),
+      readRequestCounts(ctx.kc),
+      controller.memory(),
+    ]);
     const boundTimes = names.map((n) => watch.boundAt.get(n)).filter((t): t is number => t !== undefined);
     const bindAllMs = allBound ? Math.max(...boundTimes) - start : nowMs() - start;
     const perClaim = names.flatMap((n) => {
@@ -182,7 +213,12 @@ export interface CeilingResult {
  * claims (see {@link ClaimKind.bareWrites}), `concurrency` claims at a time. Run it while no controller serves the
  * cluster, in the same run as the bursts, so both meet the same machine.
  */
-export async function bareClientCeiling(ctx: BenchContext, kind: ClaimKind, count: number, concurrency: number): Promise<CeilingResult> {
+export async function bareClientCeiling(
+  ctx: BenchContext,
+  kind: ClaimKind,
+  count: number,
+  concurrency: number,
+): Promise<CeilingResult> {
   const namespace = await freshNamespace(ctx.kc, "bench-ceiling");
   const names = Array.from({ length: count }, (_, i) => `bare-${String(i + 1).padStart(5, "0")}`);
   const start = nowMs();
@@ -218,7 +254,11 @@ export interface LatencyResult {
 }
 
 /** Scenario 2: `count` claims, one at a time, on a quiet pool; per-claim time from create to bound. */
-export async function singleClaimLatency(ctx: BenchContext, kind: ClaimKind, options: LatencyOptions): Promise<LatencyResult> {
+export async function singleClaimLatency(
+  ctx: BenchContext,
+  kind: ClaimKind,
+  options: LatencyOptions,
+): Promise<LatencyResult> {
   const { count, controller } = options;
   const namespace = await freshNamespace(ctx.kc, "bench-latency");
   await createPool(ctx.kc, namespace, "quiet", count);
@@ -274,12 +314,20 @@ export interface MemoryOptions {
 }
 
 /** Starts a controller watching `namespace`, waits until `ready` holds, settles, reads its memory, stops it. */
-async function controllerReading(ctx: BenchContext, namespace: string, ready: () => Promise<boolean>, settleMs: number): Promise<{ memory: ProcMemory; readyMs: number }> {
+async function controllerReading(
+  ctx: BenchContext,
+  namespace: string,
+  ready: () => Promise<boolean>,
+  settleMs: number,
+): Promise<{ memory: ProcMemory; readyMs: number }> {
   const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir, namespace);
   try {
     const start = nowMs();
     const ok = await controller.guard(pollUntil(ready, ctx.timeoutMs, 100));
-    if (!ok) throw new Error(`the controller did not sync namespace ${namespace} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`);
+    if (!ok)
+      throw new Error(
+        `the controller did not sync namespace ${namespace} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,
+      );
     const readyMs = nowMs() - start;
     await controller.guard(sleep(settleMs));
     return { memory: await controller.memory(), readyMs };
@@ -297,7 +345,12 @@ export async function idleMemory(ctx: BenchContext, settleMs = 5_000): Promise<M
   const tsx = await idleNodeMemory(true, ctx.logDir);
   const namespace = await freshNamespace(ctx.kc, "bench-idle");
   await createPool(ctx.kc, namespace, "idle", 1);
-  const idle = await controllerReading(ctx, namespace, async () => Boolean((await readPool(ctx.kc, namespace, "idle"))?.status?.conditions?.length), settleMs);
+  const idle = await controllerReading(
+    ctx,
+    namespace,
+    async () => Boolean((await readPool(ctx.kc, namespace, "idle"))?.status?.conditions?.length),
+    settleMs,
+  );
   return [
     { state: "node, nothing loaded", ...bare },
     { state: "node + tsx loader, nothing loaded", ...tsx },

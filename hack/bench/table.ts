@@ -18,7 +18,9 @@ const RULE_WIDTH = 118;
 function renderRows(rows: readonly Row[]): string[] {
   const metricWidth = Math.max(6, ...rows.map((r) => r.metric.length));
   const valueWidth = Math.max(5, ...rows.map((r) => r.value.length));
-  return rows.map((r) => `  ${r.metric.padEnd(metricWidth)}  ${r.value.padStart(valueWidth)}${r.detail ? `   ${r.detail}` : ""}`);
+  return rows.map(
+    (r) => `  ${r.metric.padEnd(metricWidth)}  ${r.value.padStart(valueWidth)}${r.detail ? `   ${r.detail}` : ""}`,
+  );
 }
 
 function renderGrid(header: readonly string[], cells: readonly string[][]): string[] {

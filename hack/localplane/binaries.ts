@@ -23,7 +23,9 @@ export class BinaryError extends Error {
 }
 
 export function cacheRoot(): string {
-  return process.env.METAL3_IPAM_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "metal3-ipam-ts");
+  return (
+    process.env.METAL3_IPAM_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "metal3-ipam-ts")
+  );
 }
 
 const HOW_TO_GET =
@@ -49,9 +51,7 @@ export async function verifyBinary(path: string): Promise<void> {
     await execFileAsync(path, ["--version"], { timeout: 15_000 });
   } catch (err) {
     const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
-    throw new BinaryError(
-      `${path} does not run (${why}); the cached build looks corrupt: delete it and ${HOW_TO_GET}`,
-    );
+    throw new BinaryError(`${path} does not run (${why}); the cached build looks corrupt: delete it and ${HOW_TO_GET}`);
   }
 }
 
@@ -79,6 +79,7 @@ export async function resolveClusterctl(): Promise<string> {
   const path = join(process.env.KUBEBUILDER_ASSETS ?? join(cacheRoot(), "bin"), "clusterctl");
   const fallback = join(cacheRoot(), "bin", "clusterctl");
   const chosen = (await isExecutable(path)) ? path : fallback;
-  if (!(await isExecutable(chosen))) throw new BinaryError(`clusterctl not found at ${chosen}; run \`npm run binaries\``);
+  if (!(await isExecutable(chosen)))
+    throw new BinaryError(`clusterctl not found at ${chosen}; run \`npm run binaries\``);
   return chosen;
 }

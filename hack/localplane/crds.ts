@@ -70,7 +70,12 @@ export async function installCrds(kc: KubeConfig, dirs: string[], timeoutMs = 60
     async () => {
       for (const crd of crds) {
         for (const v of crd.spec.versions.filter((ver) => ver.served)) {
-          await api.listClusterCustomObject({ group: crd.spec.group, version: v.name, plural: crd.spec.names.plural, limit: 1 });
+          await api.listClusterCustomObject({
+            group: crd.spec.group,
+            version: v.name,
+            plural: crd.spec.names.plural,
+            limit: 1,
+          });
         }
       }
       return true;

@@ -9,7 +9,11 @@ export interface TlsIdentity {
 }
 
 /** GETs `url`; resolves with status and body, rejects on network errors or after `timeoutMs`. */
-export async function get(url: string, tls?: TlsIdentity, timeoutMs = 3_000): Promise<{ status: number; body: string }> {
+export async function get(
+  url: string,
+  tls?: TlsIdentity,
+  timeoutMs = 3_000,
+): Promise<{ status: number; body: string }> {
   const requester = url.startsWith("https:") ? httpsRequest : httpRequest;
   return await new Promise((resolve, reject) => {
     const req = requester(url, { method: "GET", timeout: timeoutMs, ...(tls ?? {}) }, (res) => {
@@ -28,7 +32,12 @@ export async function get(url: string, tls?: TlsIdentity, timeoutMs = 3_000): Pr
 /**
  * Polls `probe` until it returns true. Rejects with `what` and the last error after `timeoutMs`; never hangs.
  */
-export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 200): Promise<void> {
+export async function waitFor(
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 200,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "";
   while (Date.now() < deadline) {

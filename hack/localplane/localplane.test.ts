@@ -28,8 +28,12 @@ async function configMapExists(kc: KubeConfig, namespace: string, name: string):
 }
 
 /** Runs plane-child.ts; resolves with what it printed once it has printed it. */
-async function startChildPlane(mode: "exit" | "wait"): Promise<{ dir: string; pids: number[]; child: ReturnType<typeof spawn> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(testdata, "plane-child.ts"), mode], { stdio: ["ignore", "pipe", "inherit"] });
+async function startChildPlane(
+  mode: "exit" | "wait",
+): Promise<{ dir: string; pids: number[]; child: ReturnType<typeof spawn> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(testdata, "plane-child.ts"), mode], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   return await new Promise((resolve, reject) => {
     child.stdout.on("data", (chunk: Buffer) => {
@@ -37,7 +41,9 @@ async function startChildPlane(mode: "exit" | "wait"): Promise<{ dir: string; pi
       const line = out.split("\n").find((l) => l.startsWith("{"));
       if (line) resolve({ ...(JSON.parse(line) as { dir: string; pids: number[] }), child });
     });
-    child.on("exit", (code) => { if (!out.includes("{")) reject(new Error(`plane child exited ${code} before printing`)); });
+    child.on("exit", (code) => {
+      if (!out.includes("{")) reject(new Error(`plane child exited ${code} before printing`));
+    });
   });
 }
 
@@ -55,7 +61,12 @@ describe("local control plane", function () {
     const namespace = await freshNamespace(kc, "roundtrip");
     const api = kc.makeApiClient(CustomObjectsApi);
     const ref = { group: "localplane.test", version: "v1", namespace, plural: "widgets" };
-    const body = { apiVersion: "localplane.test/v1", kind: "Widget", metadata: { name: "w1" }, spec: { size: 3, colour: "red" } };
+    const body = {
+      apiVersion: "localplane.test/v1",
+      kind: "Widget",
+      metadata: { name: "w1" },
+      spec: { size: 3, colour: "red" },
+    };
     await api.createNamespacedCustomObject({ ...ref, body });
     const read = (await api.getNamespacedCustomObject({ ...ref, name: "w1" })) as { spec: unknown };
     expect(read.spec).to.deep.equal({ size: 3, colour: "red" });
@@ -68,7 +79,9 @@ describe("local control plane", function () {
       rejected = err;
     }
     expect(statusCodeOf(rejected)).to.equal(422);
-    expect(String((rejected as Error).message)).to.match(/spec\.size/).and.match(/spec\.colour/);
+    expect(String((rejected as Error).message))
+      .to.match(/spec\.size/)
+      .and.match(/spec\.colour/);
   });
 
   it("garbage-collects dependents when their owner is deleted", async function () {
@@ -80,7 +93,11 @@ describe("local control plane", function () {
     const ownerReferences = [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }];
     await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "dependent", ownerReferences } } });
     await core.deleteNamespacedConfigMap({ name: "owner", namespace });
-    await eventually("the dependent to be collected", async () => !(await configMapExists(kc, namespace, "dependent")), 60_000);
+    await eventually(
+      "the dependent to be collected",
+      async () => !(await configMapExists(kc, namespace, "dependent")),
+      60_000,
+    );
   });
 
   it("removes a namespace's objects when the namespace is deleted", async function () {
@@ -90,14 +107,18 @@ describe("local control plane", function () {
     const namespace = await freshNamespace(kc, "nsdel");
     await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "inside" } } });
     await core.deleteNamespace({ name: namespace });
-    await eventually("the namespace to be gone", async () => {
-      try {
-        await core.readNamespace({ name: namespace });
-        return false;
-      } catch (err) {
-        return isNotFound(err);
-      }
-    }, 60_000);
+    await eventually(
+      "the namespace to be gone",
+      async () => {
+        try {
+          await core.readNamespace({ name: namespace });
+          return false;
+        } catch (err) {
+          return isNotFound(err);
+        }
+      },
+      60_000,
+    );
     expect(await configMapExists(kc, namespace, "inside")).to.equal(false);
   });
 
@@ -112,14 +133,22 @@ describe("local control plane", function () {
       try {
         const coreA = a.kubeConfig.makeApiClient(CoreV1Api);
         const coreB = b.kubeConfig.makeApiClient(CoreV1Api);
-        await coreA.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "only-in-a" }, data: { k: "a" } } });
-        await coreB.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: "only-in-b" }, data: { k: "b" } } });
+        await coreA.createNamespacedConfigMap({
+          namespace: "default",
+          body: { metadata: { name: "only-in-a" }, data: { k: "a" } },
+        });
+        await coreB.createNamespacedConfigMap({
+          namespace: "default",
+          body: { metadata: { name: "only-in-b" }, data: { k: "b" } },
+        });
         expect(await configMapExists(a.kubeConfig, "default", "only-in-a")).to.equal(true);
         expect(await configMapExists(a.kubeConfig, "default", "only-in-b")).to.equal(false);
         expect(await configMapExists(b.kubeConfig, "default", "only-in-a")).to.equal(false);
         expect(a.server).to.not.equal(b.server);
       } finally {
-        const pids = [a, b].flatMap((p) => (JSON.parse(readFileSync(join(p.dir, "owner.json"), "utf8")) as { children: number[] }).children);
+        const pids = [a, b].flatMap(
+          (p) => (JSON.parse(readFileSync(join(p.dir, "owner.json"), "utf8")) as { children: number[] }).children,
+        );
         await a.stop();
         await b.stop();
         expect(pids.filter(processAlive)).to.deep.equal([]);
@@ -140,7 +169,10 @@ describe("local control plane", function () {
         await plane.restartEtcd();
         expect(plane.pids.etcd).to.be.a("number").and.not.equal(before.etcd);
         expect(await configMapExists(plane.kubeConfig, "default", "survivor")).to.equal(true);
-        const twice = await plane.startApiServer().then(() => undefined, (e: unknown) => e);
+        const twice = await plane.startApiServer().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(String(twice)).to.include("kube-apiserver: it is already running");
 
         // Frozen: a request gets no answer until the server thaws, then it does.
@@ -183,7 +215,10 @@ describe("local control plane", function () {
         await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
         const port = (server.address() as { port: number }).port;
         try {
-          const err = await LocalPlane.start({ apiServerPort: port }).then(() => undefined, (e: unknown) => e);
+          const err = await LocalPlane.start({ apiServerPort: port }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
           expect(String(err)).to.include(`port 127.0.0.1:${port} is already in use`);
         } finally {
           server.close();
@@ -201,7 +236,10 @@ describe("local control plane", function () {
           writeFileSync(join(fake, "etcd"), readFileSync(real.etcd));
           chmodSync(join(fake, "etcd"), 0o755);
           try {
-            const err = await LocalPlane.start().then(() => undefined, (e: unknown) => e);
+            const err = await LocalPlane.start().then(
+              () => undefined,
+              (e: unknown) => e,
+            );
             expect(String(err)).to.include(join(fake, "kube-apiserver")).and.include("corrupt");
           } finally {
             if (previous === undefined) delete process.env.KUBEBUILDER_ASSETS;
@@ -215,7 +253,10 @@ describe("local control plane", function () {
       it("a missing CRD folder", async () => {
         const missing = join(tmpdir(), "no-such-crd-folder");
         const err = await LocalPlane.start({ controllerManager: false, crdDirs: [missing] }).then(
-          async (p) => { await p.stop(); return undefined; },
+          async (p) => {
+            await p.stop();
+            return undefined;
+          },
           (e: unknown) => e,
         );
         expect(String(err)).to.include(`CRD folder ${missing} does not exist`);

@@ -82,12 +82,21 @@ export class LocalPlane {
     const pki = generatePlanePki();
     const server = `https://127.0.0.1:${apiServerPort}`;
     const kubeconfigPath = writePlaneFiles(dir, pki, server);
-    const plane = new LocalPlane(dir, kubeconfigPath, server, pki, { etcd: etcdPort, apiServer: apiServerPort }, binaries, options);
+    const plane = new LocalPlane(
+      dir,
+      kubeconfigPath,
+      server,
+      pki,
+      { etcd: etcdPort, apiServer: apiServerPort },
+      binaries,
+      options,
+    );
     try {
       await plane.startEtcd();
       await plane.startApiServer();
       if (options.controllerManager ?? Boolean(binaries.kubeControllerManager)) await plane.startControllerManager();
-      if (options.crdDirs && options.crdDirs.length > 0) await installCrds(plane.kubeConfig, options.crdDirs, plane.timeout);
+      if (options.crdDirs && options.crdDirs.length > 0)
+        await installCrds(plane.kubeConfig, options.crdDirs, plane.timeout);
       return plane;
     } catch (err) {
       await plane.stop();
@@ -118,14 +127,19 @@ export class LocalPlane {
   async startEtcd(): Promise<void> {
     this.assertCanStart(this.etcd, "etcd");
     const url = `http://127.0.0.1:${this.ports.etcd}`;
-    this.etcd = startProcess("etcd", this.binaries.etcd, [
-      `--data-dir=${join(this.dir, "etcd")}`,
-      `--listen-client-urls=${url}`,
-      `--advertise-client-urls=${url}`,
-      "--listen-peer-urls=http://localhost:0",
-      "--unsafe-no-fsync=true",
-      "--log-level=warn",
-    ], join(this.dir, "etcd.log"));
+    this.etcd = startProcess(
+      "etcd",
+      this.binaries.etcd,
+      [
+        `--data-dir=${join(this.dir, "etcd")}`,
+        `--listen-client-urls=${url}`,
+        `--advertise-client-urls=${url}`,
+        "--listen-peer-urls=http://localhost:0",
+        "--unsafe-no-fsync=true",
+        "--log-level=warn",
+      ],
+      join(this.dir, "etcd.log"),
+    );
     this.record();
     await this.ready(this.etcd, "etcd /health", async () => (await get(`${url}/health`)).body.includes('"true"'));
   }
@@ -135,25 +149,30 @@ export class LocalPlane {
     this.assertCanStart(this.apiServer, "kube-apiserver");
     const port = this.ports.apiServer;
     const f = (name: string): string => join(this.dir, "pki", name);
-    this.apiServer = startProcess("kube-apiserver", this.binaries.kubeApiServer, [
-      `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
-      `--secure-port=${port}`,
-      "--bind-address=127.0.0.1",
-      "--advertise-address=127.0.0.1",
-      `--cert-dir=${join(this.dir, "pki")}`,
-      `--tls-cert-file=${f("serving.crt")}`,
-      `--tls-private-key-file=${f("serving.key")}`,
-      `--client-ca-file=${f("ca.crt")}`,
-      "--service-cluster-ip-range=10.0.0.0/24",
-      "--allow-privileged=true",
-      "--authorization-mode=RBAC",
-      "--disable-admission-plugins=ServiceAccount",
-      `--service-account-issuer=https://127.0.0.1:${port}/`,
-      `--service-account-key-file=${f("sa.pub")}`,
-      `--service-account-signing-key-file=${f("sa.key")}`,
-      "--enable-priority-and-fairness=false",
-      ...(this.options.apiServerFlags ?? []),
-    ], join(this.dir, "kube-apiserver.log"));
+    this.apiServer = startProcess(
+      "kube-apiserver",
+      this.binaries.kubeApiServer,
+      [
+        `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
+        `--secure-port=${port}`,
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        `--cert-dir=${join(this.dir, "pki")}`,
+        `--tls-cert-file=${f("serving.crt")}`,
+        `--tls-private-key-file=${f("serving.key")}`,
+        `--client-ca-file=${f("ca.crt")}`,
+        "--service-cluster-ip-range=10.0.0.0/24",
+        "--allow-privileged=true",
+        "--authorization-mode=RBAC",
+        "--disable-admission-plugins=ServiceAccount",
+        `--service-account-issuer=https://127.0.0.1:${port}/`,
+        `--service-account-key-file=${f("sa.pub")}`,
+        `--service-account-signing-key-file=${f("sa.key")}`,
+        "--enable-priority-and-fairness=false",
+        ...(this.options.apiServerFlags ?? []),
+      ],
+      join(this.dir, "kube-apiserver.log"),
+    );
     this.record();
     await this.waitApiServerReady(this.apiServer);
   }
@@ -223,15 +242,21 @@ export class LocalPlane {
 
   private async startControllerManager(): Promise<void> {
     const binary = this.binaries.kubeControllerManager;
-    if (!binary) throw new Error("kube-controller-manager was requested but no binary was found; run `npm run binaries`");
-    this.controllerManager = startProcess("kube-controller-manager", binary, [
-      `--kubeconfig=${this.kubeconfigPath}`,
-      `--controllers=${CONTROLLERS.join(",")}`,
-      "--use-service-account-credentials=false",
-      "--leader-elect=false",
-      "--secure-port=0",
-      "--concurrent-gc-syncs=5",
-    ], join(this.dir, "kube-controller-manager.log"));
+    if (!binary)
+      throw new Error("kube-controller-manager was requested but no binary was found; run `npm run binaries`");
+    this.controllerManager = startProcess(
+      "kube-controller-manager",
+      binary,
+      [
+        `--kubeconfig=${this.kubeconfigPath}`,
+        `--controllers=${CONTROLLERS.join(",")}`,
+        "--use-service-account-credentials=false",
+        "--leader-elect=false",
+        "--secure-port=0",
+        "--concurrent-gc-syncs=5",
+      ],
+      join(this.dir, "kube-controller-manager.log"),
+    );
     this.record();
     // It has no health endpoint with --secure-port=0: give it a moment to crash on bad flags, then trust it.
     await Promise.race([exitedWithError(this.controllerManager), new Promise((r) => setTimeout(r, 500))]);
@@ -277,7 +302,12 @@ function writePlaneFiles(dir: string, pki: PlanePki, server: string): string {
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "localplane", cluster: { server, "certificate-authority-data": b64(pki.ca.certPem) } }],
-    users: [{ name: "admin", user: { "client-certificate-data": b64(pki.admin.certPem), "client-key-data": b64(pki.admin.keyPem) } }],
+    users: [
+      {
+        name: "admin",
+        user: { "client-certificate-data": b64(pki.admin.certPem), "client-key-data": b64(pki.admin.keyPem) },
+      },
+    ],
     contexts: [{ name: "localplane", context: { cluster: "localplane", user: "admin", namespace: "default" } }],
     "current-context": "localplane",
   };

@@ -31,9 +31,15 @@ describe("Grafana dashboard", () => {
   const dashboard = loadDashboard(path);
 
   it("reads every metric the issue lists, with latency quantiles from the histogram", () => {
-    const exprs = panelQueries(dashboard).map((q) => q.expr).join("\n");
+    const exprs = panelQueries(dashboard)
+      .map((q) => q.expr)
+      .join("\n");
     for (const metric of COVERED) expect(exprs, metric).to.include(metric);
-    const quantiles = [...exprs.matchAll(/histogram_quantile\((0\.\d+), sum by \(le\) \(rate\(metal3_ipam_allocation_duration_seconds_bucket/g)].map((m) => m[1]);
+    const quantiles = [
+      ...exprs.matchAll(
+        /histogram_quantile\((0\.\d+), sum by \(le\) \(rate\(metal3_ipam_allocation_duration_seconds_bucket/g,
+      ),
+    ].map((m) => m[1]);
     expect(quantiles).to.deep.equal(["0.5", "0.9", "0.99"]);
   });
 
@@ -51,12 +57,16 @@ describe("Grafana dashboard", () => {
   });
 
   it("replaces Grafana variables in every form", () => {
-    expect(substituteVariables(dashboard, 'x{namespace=~"$namespace", pool=~"${pool}"}[$__rate_interval] [[pool]]', "1m")).to.equal('x{namespace=~".*", pool=~".*"}[1m] .*');
+    expect(
+      substituteVariables(dashboard, 'x{namespace=~"$namespace", pool=~"${pool}"}[$__rate_interval] [[pool]]', "1m"),
+    ).to.equal('x{namespace=~".*", pool=~".*"}[1m] .*');
   });
 
   it("ships unchanged in a ConfigMap labelled for Grafana's dashboard sidecar", function () {
     if (spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status !== 0) this.skip();
-    const cm = load(execFileSync("kubectl", ["kustomize", join(repoRoot, "config", "grafana")], { encoding: "utf8" })) as {
+    const cm = load(
+      execFileSync("kubectl", ["kustomize", join(repoRoot, "config", "grafana")], { encoding: "utf8" }),
+    ) as {
       kind: string;
       metadata: { labels?: Record<string, string> };
       data: Record<string, string>;

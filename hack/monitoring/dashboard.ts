@@ -56,7 +56,9 @@ export function allPanels(dashboard: Dashboard): Panel[] {
 /** Every PromQL expression of every panel. */
 export function panelQueries(dashboard: Dashboard): PanelQuery[] {
   return allPanels(dashboard).flatMap((p) =>
-    (p.targets ?? []).filter((t) => t.expr).map((t) => ({ panel: p.title ?? `panel ${p.id ?? "?"}`, refId: t.refId ?? "?", expr: t.expr ?? "" })),
+    (p.targets ?? [])
+      .filter((t) => t.expr)
+      .map((t) => ({ panel: p.title ?? `panel ${p.id ?? "?"}`, refId: t.refId ?? "?", expr: t.expr ?? "" })),
   );
 }
 
@@ -64,7 +66,7 @@ export function panelQueries(dashboard: Dashboard): PanelQuery[] {
 export function variableQueries(dashboard: Dashboard): { name: string; query: string }[] {
   return (dashboard.templating?.list ?? [])
     .filter((v) => v.type === "query")
-    .map((v) => ({ name: v.name, query: typeof v.query === "string" ? v.query : v.query?.query ?? "" }));
+    .map((v) => ({ name: v.name, query: typeof v.query === "string" ? v.query : (v.query?.query ?? "") }));
 }
 
 /**
@@ -72,9 +74,16 @@ export function variableQueries(dashboard: Dashboard): { name: string; query: st
  * `$__interval`, `$__range`) by `rateInterval`. Every `$name`, `${name}` and `[[name]]` form is replaced.
  */
 export function substituteVariables(dashboard: Dashboard, expr: string, rateInterval: string): string {
-  const values = new Map<string, string>([["__rate_interval", rateInterval], ["__interval", rateInterval], ["__range", rateInterval]]);
+  const values = new Map<string, string>([
+    ["__rate_interval", rateInterval],
+    ["__interval", rateInterval],
+    ["__range", rateInterval],
+  ]);
   for (const v of dashboard.templating?.list ?? []) if (v.allValue !== undefined) values.set(v.name, v.allValue);
-  return expr.replace(/\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)/g, (whole, a?: string, b?: string, c?: string) => values.get(a ?? b ?? c ?? "") ?? whole);
+  return expr.replace(
+    /\$\{(\w+)\}|\[\[(\w+)\]\]|\$(\w+)/g,
+    (whole, a?: string, b?: string, c?: string) => values.get(a ?? b ?? c ?? "") ?? whole,
+  );
 }
 
 /** `label_values(selector, label)` as a PromQL query that has a result exactly when the variable has values. */

@@ -71,11 +71,16 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
   writeRuleFile(dir, options.rules);
   writeFileSync(join(dir, "prometheus.yml"), config(options.targets, options.interval ?? "1s"));
   const port = await claimPort();
-  const proc = startProcess("prometheus", options.binary, [
-    `--config.file=${join(dir, "prometheus.yml")}`,
-    `--storage.tsdb.path=${join(dir, "data")}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-  ], join(dir, "prometheus.log"));
+  const proc = startProcess(
+    "prometheus",
+    options.binary,
+    [
+      `--config.file=${join(dir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    join(dir, "prometheus.log"),
+  );
   const url = `http://127.0.0.1:${port}`;
   const stop = async (): Promise<void> => {
     await proc.stop();
@@ -101,15 +106,20 @@ interface ApiAnswer<T> {
 async function api<T>(url: string): Promise<T> {
   const res = await fetch(url);
   const body = (await res.json()) as ApiAnswer<T>;
-  if (body.status !== "success" || body.data === undefined) throw new Error(`Prometheus answered ${res.status} ${body.errorType ?? ""}: ${body.error ?? "no data"} (${url})`);
+  if (body.status !== "success" || body.data === undefined)
+    throw new Error(`Prometheus answered ${res.status} ${body.errorType ?? ""}: ${body.error ?? "no data"} (${url})`);
   return body.data;
 }
 
 /** Runs an instant query; rejects when Prometheus reports an error (a bad expression, say). */
 export async function instantQuery(base: string, expr: string): Promise<PromSample[]> {
-  const data = await api<{ resultType: string; result: PromSample[] | [number, string] }>(`${base}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  const data = await api<{ resultType: string; result: PromSample[] | [number, string] }>(
+    `${base}/api/v1/query?query=${encodeURIComponent(expr)}`,
+  );
   // A scalar answer (e.g. `time()`) is one value without labels.
-  return data.resultType === "scalar" ? [{ metric: {}, value: data.result as [number, string] }] : (data.result as PromSample[]);
+  return data.resultType === "scalar"
+    ? [{ metric: {}, value: data.result as [number, string] }]
+    : (data.result as PromSample[]);
 }
 
 /** The pending and firing alerts. */

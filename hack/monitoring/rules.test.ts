@@ -10,7 +10,18 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { loadAll } from "js-yaml";
 import { repoRoot } from "../../e2e/support/cluster.js";
-import { ALERT_TESTS_PATH, ALERTS_PATH, alertsOf, findTool, headingAnchor, loadRuleFile, mapAlerts, promtool, writeRuleFile, type RuleFile } from "./rules.js";
+import {
+  ALERT_TESTS_PATH,
+  ALERTS_PATH,
+  alertsOf,
+  findTool,
+  headingAnchor,
+  loadRuleFile,
+  mapAlerts,
+  promtool,
+  writeRuleFile,
+  type RuleFile,
+} from "./rules.js";
 
 const REQUIRED = [
   "Metal3IPAMPoolNearlyFull",
@@ -59,12 +70,18 @@ describe("alerting rules (promtool) and Prometheus Operator manifests", function
   it("has the required alerts, each with a summary, a description naming the namespace (and pool) and a runbook section", () => {
     const alerts = alertsOf(rules);
     expect(alerts.map((a) => a.alert)).to.include.members(REQUIRED);
-    const anchors = new Set(readFileSync(join(repoRoot, "docs", "runbooks.md"), "utf8").split("\n").filter((l) => l.startsWith("## ")).map((l) => headingAnchor(l.slice(3))));
+    const anchors = new Set(
+      readFileSync(join(repoRoot, "docs", "runbooks.md"), "utf8")
+        .split("\n")
+        .filter((l) => l.startsWith("## "))
+        .map((l) => headingAnchor(l.slice(3))),
+    );
     for (const a of alerts) {
       const notes = a.annotations ?? {};
       expect(notes.summary, a.alert).to.be.a("string").and.not.equal("");
       expect(notes.description, a.alert).to.include("$labels.namespace");
-      if (POOL_ALERTS.includes(a.alert)) expect(`${notes.summary ?? ""} ${notes.description ?? ""}`, a.alert).to.include("$labels.pool");
+      if (POOL_ALERTS.includes(a.alert))
+        expect(`${notes.summary ?? ""} ${notes.description ?? ""}`, a.alert).to.include("$labels.pool");
       const anchor = /docs\/runbooks\.md#(.+)$/.exec(notes.runbook_url ?? "")?.[1];
       expect(anchor, `${a.alert} runbook_url`).to.equal(a.alert.toLowerCase());
       expect(anchors.has(anchor ?? ""), `docs/runbooks.md has a section for ${a.alert}`).to.equal(true);
@@ -93,7 +110,10 @@ describe("alerting rules (promtool) and Prometheus Operator manifests", function
   it("has unit tests that catch each alert firing when it should not, and staying silent when it should fire", function () {
     if (!tool) this.skip();
     for (const name of alertsOf(rules).map((a) => a.alert)) {
-      for (const [what, expr] of [["always fires", "vector(1)"], ["never fires", "vector(1) < 0"]] as const) {
+      for (const [what, expr] of [
+        ["always fires", "vector(1)"],
+        ["never fires", "vector(1) < 0"],
+      ] as const) {
         const mutated = mapAlerts(rules, (r) => (r.alert === name ? { ...r, expr, for: "0s" } : r));
         const res = promtool(tool, ["test", "rules", "alerts.test.yaml"], folder(mutated));
         expect(res.status, `${name} mutated to "${what}" still passes the unit tests`).to.not.equal(0);
@@ -120,14 +140,21 @@ describe("alerting rules (promtool) and Prometheus Operator manifests", function
       const work = mkdtempSync(join(tmpdir(), "config-"));
       dirs.push(work);
       cpSync(join(repoRoot, "config"), work, { recursive: true });
-      writeFileSync(join(work, "default", "kustomization.yaml"), defaults.replace(/^(\s*)#\s*(- \.\.\/prometheus)\s*$/m, "$1$2"));
+      writeFileSync(
+        join(work, "default", "kustomization.yaml"),
+        defaults.replace(/^(\s*)#\s*(- \.\.\/prometheus)\s*$/m, "$1$2"),
+      );
       const objs = kustomize(join(work, "default"));
       const monitor = objs.find((o) => o.kind === "ServiceMonitor");
       const service = objs.find((o) => o.kind === "Service" && o.metadata.name.endsWith("metrics-service"));
       expect(monitor?.metadata.namespace).to.equal(service?.metadata.namespace).and.equal("metal3-ipam-system");
-      const spec = monitor?.spec as { selector: { matchLabels: Record<string, string> }; endpoints: { port: string; honorLabels?: boolean }[] };
-      for (const [k, v] of Object.entries(spec.selector.matchLabels)) expect(service?.metadata.labels?.[k], k).to.equal(v);
-      const ports = ((service?.spec as { ports: { name: string }[] }).ports).map((p) => p.name);
+      const spec = monitor?.spec as {
+        selector: { matchLabels: Record<string, string> };
+        endpoints: { port: string; honorLabels?: boolean }[];
+      };
+      for (const [k, v] of Object.entries(spec.selector.matchLabels))
+        expect(service?.metadata.labels?.[k], k).to.equal(v);
+      const ports = (service?.spec as { ports: { name: string }[] }).ports.map((p) => p.name);
       expect(ports).to.include(spec.endpoints[0]?.port);
       expect(spec.endpoints[0]?.honorLabels).to.equal(true);
       expect(objs.find((o) => o.kind === "PrometheusRule")?.metadata.namespace).to.equal("metal3-ipam-system");

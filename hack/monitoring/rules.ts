@@ -27,7 +27,8 @@ export const ALERT_TESTS_PATH = join("config", "prometheus", "test", "alerts.tes
 /** Reads the PrometheusRule at `path` and returns its `spec`. Throws when it is not a PrometheusRule with groups. */
 export function loadRuleFile(path: string): RuleFile {
   const doc = load(readFileSync(path, "utf8")) as { kind?: string; spec?: RuleFile } | null;
-  if (doc?.kind !== "PrometheusRule" || !Array.isArray(doc.spec?.groups)) throw new Error(`${path} is not a PrometheusRule with spec.groups`);
+  if (doc?.kind !== "PrometheusRule" || !Array.isArray(doc.spec?.groups))
+    throw new Error(`${path} is not a PrometheusRule with spec.groups`);
   return doc.spec;
 }
 
@@ -67,5 +68,9 @@ export function promtool(binary: string, args: string[], cwd: string): { status:
 
 /** GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as dashes. */
 export function headingAnchor(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
 }

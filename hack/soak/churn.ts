@@ -11,7 +11,8 @@ import { silentLogger } from "../../src/runtime/logger.js";
 import { nowMs } from "../bench/stats.js";
 
 const isBound = (c: IPClaim): boolean =>
-  Boolean(c.status?.address?.name) && c.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True") === true;
+  Boolean(c.status?.address?.name) &&
+  c.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True") === true;
 
 /** First-bound moments of the claims of one namespace, keyed by uid, through a list+watch. */
 export class BindingWatch {
@@ -94,7 +95,9 @@ export async function churn(c: Clients, watch: BindingWatch, options: ChurnOptio
     const message = describeError(err);
     result.errors.set(message, (result.errors.get(message) ?? 0) + 1);
   };
-  const progress = options.onProgress ? setInterval(() => options.onProgress?.(result.bound, nowMs() - started), 10_000) : undefined;
+  const progress = options.onProgress
+    ? setInterval(() => options.onProgress?.(result.bound, nowMs() - started), 10_000)
+    : undefined;
   let sequence = 0;
   const loop = async (poolName: string): Promise<void> => {
     while (nowMs() < deadline) {

@@ -36,6 +36,7 @@ export function readSoakConfig(env: NodeJS.ProcessEnv, defaultOutFile: string): 
     outFile: env.SOAK_OUT || defaultOutFile,
   };
   if (config.pools > 200) throw new Error("SOAK_POOLS must be at most 200 (one /24 each in 10.100.0.0/16)");
-  if (config.residentPerPool + config.workersPerPool > 250) throw new Error("SOAK_RESIDENT + SOAK_WORKERS must fit a /24 (at most 250)");
+  if (config.residentPerPool + config.workersPerPool > 250)
+    throw new Error("SOAK_RESIDENT + SOAK_WORKERS must fit a /24 (at most 250)");
   return config;
 }

@@ -32,7 +32,13 @@ interface WebhookConfiguration extends KubeObject {
 }
 
 const configurations = (kube: Kube, plural: string, kind: string): ResourceClient<WebhookConfiguration> =>
-  new ResourceClient<WebhookConfiguration>(kube, { group: "admissionregistration.k8s.io", version: "v1", plural, kind, namespaced: false });
+  new ResourceClient<WebhookConfiguration>(kube, {
+    group: "admissionregistration.k8s.io",
+    version: "v1",
+    plural,
+    kind,
+    namespaced: false,
+  });
 
 /** The patch that puts `bundle` (base64) into every webhook that lacks it; empty when all carry it. */
 export function bundlePatch(webhooks: readonly WebhookLike[], bundle: string): PatchOp[] {

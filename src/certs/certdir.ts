@@ -57,7 +57,9 @@ export class CertDirSource implements CertificateSource {
     try {
       pair = { certPem: readFileSync(join(dir, CERT_FILE), "utf8"), keyPem: readFileSync(join(dir, KEY_FILE), "utf8") };
     } catch (err) {
-      throw new Error(`cannot read the webhook certificate from ${dir}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(
+        `cannot read the webhook certificate from ${dir}: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     const problem = pairProblem(pair);
     if (problem !== undefined) throw new Error(`the webhook certificate in ${dir} is not usable: ${problem}`);
@@ -104,7 +106,8 @@ export class CertDirSource implements CertificateSource {
     } catch (err) {
       const problem = err instanceof Error ? err.message : String(err);
       // Once per distinct problem: a renewal in progress must not flood the log.
-      if (problem !== this.lastProblem) this.logger.warn("Keeping the current webhook certificate", { dir: this.dir, problem });
+      if (problem !== this.lastProblem)
+        this.logger.warn("Keeping the current webhook certificate", { dir: this.dir, problem });
       this.lastProblem = problem;
     } finally {
       this.checking = false;

@@ -28,15 +28,22 @@ describe("certificates", function () {
     expect(cert.subjectAltName).to.contain("IP Address:127.0.0.1");
     expect(cert.keyUsage).to.include("1.3.6.1.5.5.7.3.1");
     expect(pairProblem(serving)).to.equal(undefined);
-    expect(hosts).to.include.members(["webhook-service.ipam-system.svc", "webhook-service.ipam-system.svc.cluster.local"]);
+    expect(hosts).to.include.members([
+      "webhook-service.ipam-system.svc",
+      "webhook-service.ipam-system.svc.cluster.local",
+    ]);
   });
 
   it("tells why a pair cannot serve", () => {
     expect(servingCertificateProblem(serving, ca.certPem, hosts, 0)).to.equal(undefined);
     expect(servingCertificateProblem(serving, ca.certPem, ["other.svc"], 0)).to.equal("not valid for other.svc");
     expect(servingCertificateProblem(serving, ca.certPem, ["10.0.0.1"], 0)).to.equal("not valid for 10.0.0.1");
-    expect(servingCertificateProblem(serving, createCertificateAuthority("other").certPem, hosts, 0)).to.equal("not signed by the CA");
-    expect(servingCertificateProblem({ ...serving, keyPem: ca.keyPem }, ca.certPem, hosts, 0)).to.equal("the key does not match the certificate");
+    expect(servingCertificateProblem(serving, createCertificateAuthority("other").certPem, hosts, 0)).to.equal(
+      "not signed by the CA",
+    );
+    expect(servingCertificateProblem({ ...serving, keyPem: ca.keyPem }, ca.certPem, hosts, 0)).to.equal(
+      "the key does not match the certificate",
+    );
     expect(servingCertificateProblem(serving, ca.certPem, hosts, 400 * 86_400_000)).to.match(/^expires /);
     expect(servingCertificateProblem({ certPem: "x", keyPem: "y" }, ca.certPem, hosts, 0)).to.match(/^unreadable: /);
     expect(pairProblem({ certPem: serving.certPem, keyPem: ca.keyPem })).to.be.a("string");
@@ -65,7 +72,9 @@ describe("certificates", function () {
     const keys = generateRsaKeyPair();
     expect(keys.privateKeyPem).to.match(/^-----BEGIN RSA PRIVATE KEY-----/);
     expect(keys.publicKeyPem).to.match(/^-----BEGIN PUBLIC KEY-----/);
-    expect(createPublicKey(keys.privateKeyPem).export({ type: "spki", format: "pem" }).toString()).to.equal(keys.publicKeyPem);
+    expect(createPublicKey(keys.privateKeyPem).export({ type: "spki", format: "pem" }).toString()).to.equal(
+      keys.publicKeyPem,
+    );
   });
 
   it("refuses to issue a certificate without hosts", () => {

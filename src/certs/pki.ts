@@ -148,7 +148,9 @@ export function servingCertificateProblem(
 export function usableCertificateAuthority(pair: CertificatePair, renewBeforeMs: number, now = Date.now()): boolean {
   try {
     const cert = new X509Certificate(pair.certPem);
-    return cert.ca && cert.checkPrivateKey(createPrivateKey(pair.keyPem)) && Date.parse(cert.validTo) - renewBeforeMs > now;
+    return (
+      cert.ca && cert.checkPrivateKey(createPrivateKey(pair.keyPem)) && Date.parse(cert.validTo) - renewBeforeMs > now
+    );
   } catch {
     return false;
   }

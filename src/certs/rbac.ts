@@ -3,5 +3,9 @@
  * configurations current. The shared Secret's rules are deliberately absent (see README.md).
  */
 export const CA_BUNDLE_RULES = [
-  { apiGroups: ["admissionregistration.k8s.io"], resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"], verbs: ["get", "patch"] },
+  {
+    apiGroups: ["admissionregistration.k8s.io"],
+    resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+    verbs: ["get", "patch"],
+  },
 ];

@@ -64,7 +64,8 @@ function unb64(text: string | undefined): string {
 /** A bundle that is good for `hosts`: `current` when it is, else a renewed one (the CA kept while it is usable). */
 function renewed(current: Bundle | undefined, hosts: readonly string[]): Bundle {
   const caOk = current !== undefined && usableCertificateAuthority(current.ca, RENEW_BEFORE_MS);
-  if (caOk && servingCertificateProblem(current.serving, current.ca.certPem, hosts, RENEW_BEFORE_MS) === undefined) return current;
+  if (caOk && servingCertificateProblem(current.serving, current.ca.certPem, hosts, RENEW_BEFORE_MS) === undefined)
+    return current;
   const ca = caOk ? current.ca : createCertificateAuthority(CA_NAME);
   return { ca, serving: issueServingCertificate(ca, hosts) };
 }
@@ -99,7 +100,12 @@ function toSecret(name: string, namespace: string, bundle: Bundle, base?: Secret
 }
 
 /** Reads the shared Secret, renewing (or creating) it when needed; retries a lost race by adopting the winner's. */
-async function obtainFromSecret(secrets: ResourceClient<Secret>, namespace: string, name: string, hosts: readonly string[]): Promise<Bundle> {
+async function obtainFromSecret(
+  secrets: ResourceClient<Secret>,
+  namespace: string,
+  name: string,
+  hosts: readonly string[],
+): Promise<Bundle> {
   for (let attempt = 0; attempt < 5; attempt++) {
     let secret: Secret | undefined;
     try {
@@ -143,16 +149,30 @@ export class SelfManagedSource implements CertificateSource {
   static async create(options: SelfManagedOptions, logger: Logger): Promise<SelfManagedSource> {
     const hosts = [...serviceHosts(options.serviceName, options.namespace), ...(options.extraHosts ?? [])];
     const bundle = await SelfManagedSource.obtain(options, hosts, undefined);
-    const injector = new CaBundleInjector(options.kubeConfig, [
-      { kind: "mutating", name: options.mutatingName },
-      { kind: "validating", name: options.validatingName },
-    ], logger);
+    const injector = new CaBundleInjector(
+      options.kubeConfig,
+      [
+        { kind: "mutating", name: options.mutatingName },
+        { kind: "validating", name: options.validatingName },
+      ],
+      logger,
+    );
     return new SelfManagedSource(bundle, options, hosts, injector, logger);
   }
 
-  private static async obtain(options: SelfManagedOptions, hosts: readonly string[], current: Bundle | undefined): Promise<Bundle> {
+  private static async obtain(
+    options: SelfManagedOptions,
+    hosts: readonly string[],
+    current: Bundle | undefined,
+  ): Promise<Bundle> {
     if (!options.secretName) return renewed(current, hosts);
-    const secrets = new ResourceClient<Secret>(options.kubeConfig, { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true });
+    const secrets = new ResourceClient<Secret>(options.kubeConfig, {
+      group: "",
+      version: "v1",
+      plural: "secrets",
+      kind: "Secret",
+      namespaced: true,
+    });
     return await obtainFromSecret(secrets, options.namespace, options.secretName, hosts);
   }
 

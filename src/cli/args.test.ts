@@ -15,8 +15,17 @@ function usageError(argv: string[]): string {
 
 describe("cli/args", () => {
   it("parses kubectl's flags in any order", () => {
-    expect(parseInvocation(["-n", "x", "free", "p", "-o", "json", "--context", "c", "--kubeconfig", "/k"])).to.deep.equal({
-      command: "free", args: ["p"], namespace: "x", output: "json", context: "c", kubeconfig: "/k", allNamespaces: false, watch: false,
+    expect(
+      parseInvocation(["-n", "x", "free", "p", "-o", "json", "--context", "c", "--kubeconfig", "/k"]),
+    ).to.deep.equal({
+      command: "free",
+      args: ["p"],
+      namespace: "x",
+      output: "json",
+      context: "c",
+      kubeconfig: "/k",
+      allNamespaces: false,
+      watch: false,
     });
     expect(parseInvocation(["pools", "-A", "-w"])).to.include({ command: "pools", allNamespaces: true, watch: true });
     expect(parseInvocation([]).command).to.equal("help");
@@ -30,7 +39,9 @@ describe("cli/args", () => {
     expect(usageError(["pools", "-o", "xml"])).to.equal('unknown output format "xml": use text, json or yaml');
     expect(usageError(["who", "1.2.3.4", "-w"])).to.equal("--watch only applies to pools");
     expect(usageError(["pools", "-w", "-o", "json"])).to.equal("--watch draws text; it cannot be combined with -o");
-    expect(usageError(["preflight-move", "-A"])).to.equal("preflight-move works on one namespace: use -n instead of -A");
+    expect(usageError(["preflight-move", "-A"])).to.equal(
+      "preflight-move works on one namespace: use -n instead of -A",
+    );
     expect(usageError(["pools", "--bogus"])).to.match(/Unknown option '--bogus'/);
   });
 });

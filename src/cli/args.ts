@@ -82,9 +82,11 @@ export function parseInvocation(argv: readonly string[]): Invocation {
   }
   const { values, positionals } = parsed;
   const output = values.output ?? "text";
-  if (output !== "text" && output !== "json" && output !== "yaml") throw usage(`unknown output format "${output}": use text, json or yaml`);
+  if (output !== "text" && output !== "json" && output !== "yaml")
+    throw usage(`unknown output format "${output}": use text, json or yaml`);
   const [first, ...rest] = positionals;
-  if (values.help || first === undefined || first === "help") return { command: "help", args: [], allNamespaces: false, output, watch: false };
+  if (values.help || first === undefined || first === "help")
+    return { command: "help", args: [], allNamespaces: false, output, watch: false };
   if (!(COMMANDS as readonly string[]).includes(first)) throw usage(`unknown command "${first}"`);
   const inv: Invocation = {
     command: first as Command,

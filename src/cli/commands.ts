@@ -10,7 +10,17 @@ import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
 import { ownerChain, readInventory, readMoveGraph } from "./read.js";
 import { watchPools } from "./watch.js";
-import { isAddressQuery, poolsWithFree, renderWho, targetsForAddress, targetsForClaim, whoDocument, type Target, type WhoEntry, type WhoReport } from "./who.js";
+import {
+  isAddressQuery,
+  poolsWithFree,
+  renderWho,
+  targetsForAddress,
+  targetsForClaim,
+  whoDocument,
+  type Target,
+  type WhoEntry,
+  type WhoReport,
+} from "./who.js";
 
 /** Where output goes. */
 export interface Io {
@@ -27,7 +37,12 @@ function emit(io: Io, format: Format, doc: () => object, text: () => string): vo
 async function pools(inv: Invocation, namespace: string | undefined, io: Io): Promise<number> {
   if (inv.watch) return await watchPools(namespace, io, inv.allNamespaces);
   const rows = poolRows(await readInventory(namespace));
-  emit(io, inv.output, () => poolsDocument(rows), () => renderPools(rows, styleFor(io.isTTY, io.env), inv.allNamespaces));
+  emit(
+    io,
+    inv.output,
+    () => poolsDocument(rows),
+    () => renderPools(rows, styleFor(io.isTTY, io.env), inv.allNamespaces),
+  );
   return ExitCode.ok;
 }
 
@@ -37,13 +52,20 @@ async function free(inv: Invocation, namespace: string, io: Io): Promise<number>
   const pool = inventory.pools.find((p) => p.metadata.name === name);
   if (!pool) throw unknownPool(name, namespace, inventory);
   const report = freeReport(pool, inventory);
-  emit(io, inv.output, () => freeDocument(report), () => renderFree(report));
+  emit(
+    io,
+    inv.output,
+    () => freeDocument(report),
+    () => renderFree(report),
+  );
   return ExitCode.ok;
 }
 
 function unknownPool(name: string, namespace: string, inventory: Inventory): CliError {
   const known = inventory.pools.map((p) => p.metadata.name ?? "").join(", ");
-  return new CliError(`IPPool "${name}" not found in namespace "${namespace}"${known ? ` (pools there: ${known})` : " (it has no pools)"}`);
+  return new CliError(
+    `IPPool "${name}" not found in namespace "${namespace}"${known ? ` (pools there: ${known})` : " (it has no pools)"}`,
+  );
 }
 
 function claimObject(t: Target, inventory: Inventory): Obj | undefined {
@@ -59,7 +81,11 @@ async function who(inv: Invocation, namespace: string | undefined, io: Io): Prom
   const freeIn = byAddress && targets.length === 0 ? poolsWithFree(query, inventory) : [];
   const scope = namespace ? `namespace "${namespace}"` : "any namespace";
   if (targets.length === 0 && freeIn.length === 0) {
-    throw new CliError(byAddress ? `no pool in ${scope} holds or contains address ${query}` : `no IPClaim or IPAddressClaim named "${query}" in ${scope}`);
+    throw new CliError(
+      byAddress
+        ? `no pool in ${scope} holds or contains address ${query}`
+        : `no IPClaim or IPAddressClaim named "${query}" in ${scope}`,
+    );
   }
   const entries: WhoEntry[] = [];
   for (const t of targets) {
@@ -67,7 +93,12 @@ async function who(inv: Invocation, namespace: string | undefined, io: Io): Prom
     entries.push({ ...t, owners: claim ? await ownerChain(claim, t.namespace) : [] });
   }
   const report: WhoReport = { query, by: byAddress ? "address" : "claim", entries, freeIn };
-  emit(io, inv.output, () => whoDocument(report), () => renderWho(report));
+  emit(
+    io,
+    inv.output,
+    () => whoDocument(report),
+    () => renderWho(report),
+  );
   return ExitCode.ok;
 }
 
@@ -75,12 +106,20 @@ async function preflightMove(inv: Invocation, namespace: string, io: Io): Promis
   const inventory = await readInventory(namespace);
   const graph = await readMoveGraph(namespace);
   const report = preflight({ namespace, inv: inventory, ...graph });
-  emit(io, inv.output, () => preflightDocument(report), () => renderPreflight(report));
+  emit(
+    io,
+    inv.output,
+    () => preflightDocument(report),
+    () => renderPreflight(report),
+  );
   return preflightFails(report) ? ExitCode.findings : ExitCode.ok;
 }
 
 async function dispatch(inv: Invocation, io: Io): Promise<number> {
-  const connection = connect({ ...(inv.kubeconfig ? { kubeconfig: inv.kubeconfig } : {}), ...(inv.context ? { context: inv.context } : {}) }, io.env);
+  const connection = connect(
+    { ...(inv.kubeconfig ? { kubeconfig: inv.kubeconfig } : {}), ...(inv.context ? { context: inv.context } : {}) },
+    io.env,
+  );
   useServer(connection.server);
   const namespace = inv.namespace ?? connection.defaultNamespace;
   try {

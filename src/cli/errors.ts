@@ -38,7 +38,14 @@ export interface ApiFailure {
 
 /** Whether `err` is a failed fluent-client response. */
 export function isApiFailure(err: unknown): err is ApiFailure {
-  return typeof err === "object" && err !== null && "ok" in err && err.ok === false && "status" in err && typeof err.status === "number";
+  return (
+    typeof err === "object" &&
+    err !== null &&
+    "ok" in err &&
+    err.ok === false &&
+    "status" in err &&
+    typeof err.status === "number"
+  );
 }
 
 /** HTTP status of a fluent-client failure, or undefined for anything else. */
@@ -59,7 +66,8 @@ export interface Attempt {
 
 function serverMessage(failure: ApiFailure): string | undefined {
   const data = failure.data;
-  if (typeof data === "object" && data !== null && "message" in data && typeof data.message === "string") return data.message;
+  if (typeof data === "object" && data !== null && "message" in data && typeof data.message === "string")
+    return data.message;
   return undefined;
 }
 
@@ -84,11 +92,14 @@ function where(a: Attempt): string {
 export function explainReadError(err: unknown, attempt: Attempt, server?: string): CliError {
   if (err instanceof CliError) return err;
   if (!isApiFailure(err)) return new CliError(err instanceof Error ? err.message : String(err));
-  if (err.e !== undefined) return new CliError(`cannot reach the API server${server ? ` at ${server}` : ""}: ${causeOf(err)}`);
+  if (err.e !== undefined)
+    return new CliError(`cannot reach the API server${server ? ` at ${server}` : ""}: ${causeOf(err)}`);
   const what = attempt.name ? `${attempt.resource} "${attempt.name}"` : attempt.resource;
   switch (err.status) {
     case 401:
-      return new CliError("the API server rejected your credentials (401 Unauthorized): check the user of your kubeconfig context");
+      return new CliError(
+        "the API server rejected your credentials (401 Unauthorized): check the user of your kubeconfig context",
+      );
     case 403:
       return new CliError(
         `forbidden: your user may not ${attempt.verb} ${what}${where(attempt)}; ` +
@@ -98,6 +109,8 @@ export function explainReadError(err: unknown, attempt: Attempt, server?: string
     case 404:
       return new CliError(`${what} not found${where(attempt)}`);
     default:
-      return new CliError(`${attempt.verb} ${what}${where(attempt)} failed: ${err.status} ${serverMessage(err) ?? err.statusText}`);
+      return new CliError(
+        `${attempt.verb} ${what}${where(attempt)} failed: ${err.status} ${serverMessage(err) ?? err.statusText}`,
+      );
   }
 }

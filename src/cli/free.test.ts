@@ -5,30 +5,54 @@ import { capiAddress, inventory, m3Address, pool } from "./fixtures.testutil.js"
 describe("cli/free", () => {
   it("subtracts used values from spans", () => {
     expect(subtract([[10n, 20n]], [])).to.deep.equal([[10n, 20n]]);
-    expect(subtract([[10n, 20n]], [10n, 11n, 15n, 20n])).to.deep.equal([[12n, 14n], [16n, 19n]]);
-    expect(subtract([[1n, 3n], [7n, 9n]], [0n, 2n, 5n, 9n, 12n])).to.deep.equal([[1n, 1n], [3n, 3n], [7n, 8n]]);
+    expect(subtract([[10n, 20n]], [10n, 11n, 15n, 20n])).to.deep.equal([
+      [12n, 14n],
+      [16n, 19n],
+    ]);
+    expect(
+      subtract(
+        [
+          [1n, 3n],
+          [7n, 9n],
+        ],
+        [0n, 2n, 5n, 9n, 12n],
+      ),
+    ).to.deep.equal([
+      [1n, 1n],
+      [3n, 3n],
+      [7n, 8n],
+    ]);
     expect(subtract([[1n, 2n]], [1n, 2n])).to.deep.equal([]);
   });
 
   it("lists free ranges around both kinds of records and preallocations, and the next sequential address", () => {
-    const p = pool("p", { pools: [{ start: "10.0.0.10", end: "10.0.0.40" }], preAllocations: { later: "10.0.0.13", done: "10.0.0.20" } });
+    const p = pool("p", {
+      pools: [{ start: "10.0.0.10", end: "10.0.0.40" }],
+      preAllocations: { later: "10.0.0.13", done: "10.0.0.20" },
+    });
     const inv = inventory({
       pools: [p],
-      addresses: [m3Address("p", "10.0.0.10", "a"), m3Address("p", "10.0.0.20", "done"), m3Address("other", "10.0.0.11", "x")],
+      addresses: [
+        m3Address("p", "10.0.0.10", "a"),
+        m3Address("p", "10.0.0.20", "done"),
+        m3Address("other", "10.0.0.11", "x"),
+      ],
       capiAddresses: [capiAddress("p", "10.0.0.11", "b")],
     });
     const r = freeReport(p, inv);
     expect(r.ranges.map(rangeText)).to.deep.equal(["10.0.0.12", "10.0.0.14-10.0.0.19", "10.0.0.21-10.0.0.40"]);
     expect(r.reserved).to.deep.equal([{ address: "10.0.0.13", claim: "later" }]);
     expect(r.next).to.deep.equal({ address: "10.0.0.12", random: false });
-    expect(renderFree(r)).to.equal([
-      "pool ns1/p (sequential): 27 free of 31, 3 used",
-      "  10.0.0.12             1",
-      "  10.0.0.14-10.0.0.19   6",
-      "  10.0.0.21-10.0.0.40  20",
-      "  reserved: 10.0.0.13 for claim later (preallocated, not yet claimed)",
-      "next claim gets: 10.0.0.12",
-    ].join("\n"));
+    expect(renderFree(r)).to.equal(
+      [
+        "pool ns1/p (sequential): 27 free of 31, 3 used",
+        "  10.0.0.12             1",
+        "  10.0.0.14-10.0.0.19   6",
+        "  10.0.0.21-10.0.0.40  20",
+        "  reserved: 10.0.0.13 for claim later (preallocated, not yet claimed)",
+        "next claim gets: 10.0.0.12",
+      ].join("\n"),
+    );
   });
 
   it("counts IPv6 pools exactly and names no address for random pools", () => {
@@ -46,6 +70,8 @@ describe("cli/free", () => {
     const p = pool("tiny", { pools: [{ subnet: "192.168.0.0/31" }] });
     const r = freeReport(p, inventory({ pools: [p], addresses: [m3Address("tiny", "192.168.0.1", "a")] }));
     expect(r.ranges).to.deep.equal([]);
-    expect(renderFree(r)).to.equal("pool ns1/tiny (sequential): 0 free of 1, 1 used\nnext claim gets: nothing (Exhausted IP Pools)");
+    expect(renderFree(r)).to.equal(
+      "pool ns1/tiny (sequential): 0 free of 1, 1 used\nnext claim gets: nothing (Exhausted IP Pools)",
+    );
   });
 });

@@ -53,7 +53,10 @@ export function subtract(spans: readonly (readonly [bigint, bigint])[], used: re
 const ascending = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
 function valuesOf(addresses: readonly string[], family: Family): bigint[] {
-  const values = addresses.map(parseAddress).filter((a) => a?.family === family).map((a) => a!.value);
+  const values = addresses
+    .map(parseAddress)
+    .filter((a) => a?.family === family)
+    .map((a) => a!.value);
   return [...new Set(values)].sort(ascending);
 }
 
@@ -68,14 +71,31 @@ export function freeReport(pool: IPPool, inv: Inventory): FreeReport {
     for (const [first, last] of subtract(union[family], valuesOf(taken, family))) ranges.push({ family, first, last });
   }
   const allocator = allocatorOf(pool, inv);
-  const heldKeys = new Set(held.map((a) => parseAddress(a)).filter((a) => a).map((a) => `${a!.family}/${a!.value}`));
+  const heldKeys = new Set(
+    held
+      .map((a) => parseAddress(a))
+      .filter((a) => a)
+      .map((a) => `${a!.family}/${a!.value}`),
+  );
   const reserved = pre
-    .filter(([, a]) => { const p = parseAddress(a); return p !== undefined && allocator.contains(a) && !heldKeys.has(`${p.family}/${p.value}`); })
+    .filter(([, a]) => {
+      const p = parseAddress(a);
+      return p !== undefined && allocator.contains(a) && !heldKeys.has(`${p.family}/${p.value}`);
+    })
     .map(([claim, a]) => ({ address: formatAddress(parseAddress(a)!), claim }))
     .sort((x, y) => x.claim.localeCompare(y.claim));
   const strategy = pool.spec.allocationStrategy || "sequential";
   const capacity = allocator.capacity();
-  return { namespace: pool.metadata.namespace ?? "", pool: pool.metadata.name ?? "", strategy, total: capacity.total, used: capacity.used, ranges, reserved, next: nextOf(pool, inv) };
+  return {
+    namespace: pool.metadata.namespace ?? "",
+    pool: pool.metadata.name ?? "",
+    strategy,
+    total: capacity.total,
+    used: capacity.used,
+    ranges,
+    reserved,
+    next: nextOf(pool, inv),
+  };
 }
 
 /** A claim name no real claim can have (claim names are DNS names), so no preallocation applies to it. */
@@ -103,14 +123,25 @@ export function freeCount(report: FreeReport): bigint {
 
 function nextLine(report: FreeReport): string {
   if (report.next.random) return "next claim gets: a random free address (strategy random)";
-  return report.next.address ? `next claim gets: ${report.next.address}` : `next claim gets: nothing (${report.next.error ?? "no free address"})`;
+  return report.next.address
+    ? `next claim gets: ${report.next.address}`
+    : `next claim gets: nothing (${report.next.error ?? "no free address"})`;
 }
 
 /** The text form. */
 export function renderFree(report: FreeReport): string {
-  const lines = [`pool ${report.namespace}/${report.pool} (${report.strategy}): ${freeCount(report)} free of ${report.total}, ${report.used} used`];
-  if (report.ranges.length > 0) lines.push(table(report.ranges.map((r) => [`  ${rangeText(r)}`, String(rangeSize(r))]), [1]));
-  for (const r of report.reserved) lines.push(`  reserved: ${r.address} for claim ${r.claim} (preallocated, not yet claimed)`);
+  const lines = [
+    `pool ${report.namespace}/${report.pool} (${report.strategy}): ${freeCount(report)} free of ${report.total}, ${report.used} used`,
+  ];
+  if (report.ranges.length > 0)
+    lines.push(
+      table(
+        report.ranges.map((r) => [`  ${rangeText(r)}`, String(rangeSize(r))]),
+        [1],
+      ),
+    );
+  for (const r of report.reserved)
+    lines.push(`  reserved: ${r.address} for claim ${r.claim} (preallocated, not yet claimed)`);
   lines.push(nextLine(report));
   return lines.join("\n");
 }
@@ -126,6 +157,12 @@ export function freeDocument(report: FreeReport): object {
     free: jsonCount(freeCount(report)),
     ranges: report.ranges.map((r) => ({ range: rangeText(r), count: jsonCount(rangeSize(r)) })),
     reserved: report.reserved,
-    next: report.next.random ? { strategy: "random", address: null } : { strategy: "sequential", address: report.next.address ?? null, ...(report.next.error ? { error: report.next.error } : {}) },
+    next: report.next.random
+      ? { strategy: "random", address: null }
+      : {
+          strategy: "sequential",
+          address: report.next.address ?? null,
+          ...(report.next.error ? { error: report.next.error } : {}),
+        },
   };
 }

@@ -6,7 +6,14 @@
  * and its preallocations. A Cluster API claim's only record is its Cluster API IPAddress.
  */
 import { CAPI_IPAM_GROUP, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
-import { GROUP, IPPOOL_KIND, READY_CONDITION, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
+import {
+  GROUP,
+  IPPOOL_KIND,
+  READY_CONDITION,
+  type IPAddress,
+  type IPClaim,
+  type IPPool,
+} from "../../api/v1alpha1/types.js";
 import { PoolAllocator, parseAddress, sameAddress } from "../ipam/index.js";
 
 /** Everything about addresses in the namespaces looked at. */
@@ -45,11 +52,25 @@ export function isOurPoolRef(ref: { apiGroup?: string; kind: string } | undefine
 /** Every allocation record of the inventory, both kinds. */
 export function holdings(inv: Inventory): Holding[] {
   const m3 = inv.addresses.map((a): Holding => ({
-    address: a.spec.address, object: name(a), api: GROUP, namespace: ns(a), pool: a.spec.pool?.name ?? "", claimKind: "IPClaim", claimName: a.spec.claim?.name ?? "",
+    address: a.spec.address,
+    object: name(a),
+    api: GROUP,
+    namespace: ns(a),
+    pool: a.spec.pool?.name ?? "",
+    claimKind: "IPClaim",
+    claimName: a.spec.claim?.name ?? "",
   }));
-  const capi = inv.capiAddresses.filter((a) => isOurPoolRef(a.spec.poolRef)).map((a): Holding => ({
-    address: a.spec.address, object: name(a), api: CAPI_IPAM_GROUP, namespace: ns(a), pool: a.spec.poolRef.name, claimKind: "IPAddressClaim", claimName: a.spec.claimRef?.name ?? "",
-  }));
+  const capi = inv.capiAddresses
+    .filter((a) => isOurPoolRef(a.spec.poolRef))
+    .map((a): Holding => ({
+      address: a.spec.address,
+      object: name(a),
+      api: CAPI_IPAM_GROUP,
+      namespace: ns(a),
+      pool: a.spec.poolRef.name,
+      claimKind: "IPAddressClaim",
+      claimName: a.spec.claimRef?.name ?? "",
+    }));
   return [...m3, ...capi];
 }
 
@@ -61,7 +82,8 @@ export function holdingsOf(pool: IPPool, inv: Inventory): Holding[] {
 /** The pool's allocator with every record reserved: what the controller would decide from. */
 export function allocatorOf(pool: IPPool, inv: Inventory): PoolAllocator {
   const allocator = new PoolAllocator(pool.spec);
-  for (const h of holdingsOf(pool, inv)) allocator.reserve(h.address, { kind: "claim", claimName: `${h.claimKind}/${h.claimName}` });
+  for (const h of holdingsOf(pool, inv))
+    allocator.reserve(h.address, { kind: "claim", claimName: `${h.claimKind}/${h.claimName}` });
   return allocator;
 }
 
@@ -79,9 +101,18 @@ export function holdingsOfAddress(address: string, inv: Inventory): Holding[] {
 export type ClaimState = "bound" | "pending" | "failed";
 
 /** Reasons that mean "this claim cannot get an address as things are" (the rest means waiting). */
-const FAILURE_REASONS = new Set(["PoolExhausted", "AllocationFailed", "PoolNotFound", "PoolNotReady", "InvalidSpec", "NameCollision"]);
+const FAILURE_REASONS = new Set([
+  "PoolExhausted",
+  "AllocationFailed",
+  "PoolNotFound",
+  "PoolNotReady",
+  "InvalidSpec",
+  "NameCollision",
+]);
 
-function readyOf(conditions: readonly { type: string; status: string; reason?: string }[] | undefined): { status: string; reason?: string } | undefined {
+function readyOf(
+  conditions: readonly { type: string; status: string; reason?: string }[] | undefined,
+): { status: string; reason?: string } | undefined {
   return conditions?.find((c) => c.type === READY_CONDITION);
 }
 
@@ -107,6 +138,8 @@ export function claimPool(c: IPClaim | IPAddressClaim): string | undefined {
 }
 
 /** Sorts by namespace then name (stable output for people and golden files). */
-export function byNamespaceAndName<T extends { metadata: { namespace?: string; name?: string } }>(items: readonly T[]): T[] {
+export function byNamespaceAndName<T extends { metadata: { namespace?: string; name?: string } }>(
+  items: readonly T[],
+): T[] {
   return [...items].sort((a, b) => ns(a).localeCompare(ns(b)) || name(a).localeCompare(name(b)));
 }

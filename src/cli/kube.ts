@@ -49,7 +49,11 @@ function attempt(verb: Attempt["verb"], k: ResourceKind, namespace?: string, nam
 }
 
 /** Lists `k` in `namespace` (all namespaces when undefined). A 404 means the type is not served: `missing` decides. */
-export async function list<T extends Obj>(k: ResourceKind, namespace: string | undefined, opts: { labelKey?: string; missing?: "empty" | "error" } = {}): Promise<T[]> {
+export async function list<T extends Obj>(
+  k: ResourceKind,
+  namespace: string | undefined,
+  opts: { labelKey?: string; missing?: "empty" | "error" } = {},
+): Promise<T[]> {
   const c = client(k);
   try {
     const filtered = namespace && k.namespaced ? c.InNamespace(namespace) : c;
@@ -78,7 +82,8 @@ export async function get<T extends Obj>(k: ResourceKind, namespace: string, nam
 
 /** The message for a resource type the cluster does not serve. */
 export function crdMissing(k: ResourceKind): string {
-  const hint = k.group === GROUP ? ': install them with "kubectl apply -k config/crd" or "clusterctl init --ipam metal3-ts"' : "";
+  const hint =
+    k.group === GROUP ? ': install them with "kubectl apply -k config/crd" or "clusterctl init --ipam metal3-ts"' : "";
   return `the cluster does not serve ${resourceName(k)} (${k.group}/${k.version}): its CRD is not installed${hint}`;
 }
 
@@ -124,7 +129,12 @@ export interface WatchHandle {
  * Watches `k` (list, then watch, reconnecting as the fluent client does) and reports every change. Failures of the
  * watch are reported through `onError`; the fluent client keeps retrying.
  */
-export async function watch<T extends Obj>(k: ResourceKind, namespace: string | undefined, onChange: (c: Change<T>) => void, onError: (message: string) => void): Promise<WatchHandle> {
+export async function watch<T extends Obj>(
+  k: ResourceKind,
+  namespace: string | undefined,
+  onChange: (c: Change<T>) => void,
+  onError: (message: string) => void,
+): Promise<WatchHandle> {
   const c = client(k);
   const target = namespace && k.namespaced ? c.InNamespace(namespace) : c;
   const watcher = target.Watch((object, phase) => {
@@ -133,7 +143,8 @@ export async function watch<T extends Obj>(k: ResourceKind, namespace: string | 
     else if (phase === WatchPhase.Added || phase === WatchPhase.Modified) onChange({ type: "upsert", object: obj });
   });
   // The fluent client retries on its own; the user only needs to know that the picture may be stale.
-  const report = (err: unknown): void => onError(`watch of ${resourceName(k)}: ${err instanceof Error ? err.message : String(err)}`);
+  const report = (err: unknown): void =>
+    onError(`watch of ${resourceName(k)}: ${err instanceof Error ? err.message : String(err)}`);
   watcher.events.on("list_error", report);
   watcher.events.on("watch_error", report);
   await watcher.start();

@@ -57,7 +57,11 @@ export function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process
   const kc = load();
   if (flags.context) {
     if (!kc.getContextObject(flags.context)) {
-      const known = kc.getContexts().map((c) => c.name).join(", ") || "none";
+      const known =
+        kc
+          .getContexts()
+          .map((c) => c.name)
+          .join(", ") || "none";
       throw new CliError(`context "${flags.context}" not found in the kubeconfig (known: ${known})`, ExitCode.usage);
     }
     kc.setCurrentContext(flags.context);
@@ -65,6 +69,7 @@ export function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process
   }
   const context = kc.getContextObject(kc.getCurrentContext());
   const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new CliError("the kubeconfig has no current context with a cluster: pass --kubeconfig or --context");
+  if (!cluster)
+    throw new CliError("the kubeconfig has no current context with a cluster: pass --kubeconfig or --context");
   return { defaultNamespace: context?.namespace || "default", server: cluster.server, context: kc.getCurrentContext() };
 }

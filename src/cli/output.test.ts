@@ -4,8 +4,13 @@ import { bar, jsonCount, levelColour, paint, percent, PLAIN, styleFor, table, vi
 describe("cli/output", () => {
   it("computes percentages exactly, also for pools beyond 2^64", () => {
     const cases: [bigint, bigint, string][] = [
-      [0n, 10n, "0.0%"], [1n, 3n, "33.3%"], [2n, 3n, "66.7%"], [10n, 10n, "100.0%"], [5n, 0n, "0.0%"],
-      [1n << 63n, 1n << 64n, "50.0%"], [3n, 1n << 64n, "0.0%"],
+      [0n, 10n, "0.0%"],
+      [1n, 3n, "33.3%"],
+      [2n, 3n, "66.7%"],
+      [10n, 10n, "100.0%"],
+      [5n, 0n, "0.0%"],
+      [1n << 63n, 1n << 64n, "50.0%"],
+      [3n, 1n << 64n, "0.0%"],
     ];
     for (const [part, whole, want] of cases) expect(percent(part, whole), `${part}/${whole}`).to.equal(want);
   });
@@ -18,7 +23,9 @@ describe("cli/output", () => {
   });
 
   it("colours by level: green, yellow from 70 %, red from 90 %", () => {
-    expect([levelColour(69n, 100n), levelColour(70n, 100n), levelColour(90n, 100n), levelColour(0n, 0n)]).to.deep.equal(["green", "yellow", "red", "red"]);
+    expect([levelColour(69n, 100n), levelColour(70n, 100n), levelColour(90n, 100n), levelColour(0n, 0n)]).to.deep.equal(
+      ["green", "yellow", "red", "red"],
+    );
   });
 
   it("keeps JSON counts exact: numbers while safe, decimal strings beyond", () => {
@@ -30,7 +37,15 @@ describe("cli/output", () => {
   it("pads columns by visible width, so colour does not shift them", () => {
     const red = paint({ bars: true, color: true }, "red", "9");
     expect(visibleWidth(red)).to.equal(1);
-    expect(table([["A", "BB"], [red, "1"]], [1])).to.equal(`A  BB\n${red}   1`);
+    expect(
+      table(
+        [
+          ["A", "BB"],
+          [red, "1"],
+        ],
+        [1],
+      ),
+    ).to.equal(`A  BB\n${red}   1`);
   });
 
   it("decorates only terminals, honouring NO_COLOR and FORCE_COLOR", () => {

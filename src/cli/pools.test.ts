@@ -4,7 +4,9 @@ import { PLAIN } from "./output.js";
 import { capiAddress, capiClaim, inventory, ipClaim, m3Address, pool } from "./fixtures.testutil.js";
 
 const now = "2024-01-01T00:00:00Z";
-const failedCondition = (reason: string) => [{ type: "Ready", status: "False" as const, reason, message: "m", lastTransitionTime: now }];
+const failedCondition = (reason: string) => [
+  { type: "Ready", status: "False" as const, reason, message: "m", lastTransitionTime: now },
+];
 
 describe("cli/pools", () => {
   const a = pool("a", { clusterName: "c1", pools: [{ start: "10.0.0.1", end: "10.0.0.10" }] });
@@ -16,7 +18,9 @@ describe("cli/pools", () => {
     claims: [
       ipClaim("bound", "a", { status: { address: { name: "a-10-0-0-1" } } }),
       ipClaim("waiting", "a"),
-      ipClaim("exhausted", "b", { status: { errorMessage: "Exhausted IP Pools", conditions: failedCondition("PoolExhausted") } }),
+      ipClaim("exhausted", "b", {
+        status: { errorMessage: "Exhausted IP Pools", conditions: failedCondition("PoolExhausted") },
+      }),
       ipClaim("paused", "a", { status: { conditions: failedCondition("Paused") } }),
     ],
     capiClaims: [
@@ -37,11 +41,13 @@ describe("cli/pools", () => {
 
   it("renders plain columns when piped, and bars with colour on a terminal", () => {
     const rows = poolRows(inv);
-    expect(renderPools(rows, PLAIN, false)).to.equal([
-      "NAME  CLUSTER  STRATEGY                USED/TOTAL      %  PENDING     FAILED",
-      "a     c1       sequential                    3/10  30.0%  3 (1 capi)  1 (1 capi)",
-      "b     -        random      0/18446744073709551615   0.0%  0           1",
-    ].join("\n"));
+    expect(renderPools(rows, PLAIN, false)).to.equal(
+      [
+        "NAME  CLUSTER  STRATEGY                USED/TOTAL      %  PENDING     FAILED",
+        "a     c1       sequential                    3/10  30.0%  3 (1 capi)  1 (1 capi)",
+        "b     -        random      0/18446744073709551615   0.0%  0           1",
+      ].join("\n"),
+    );
     const tty = renderPools(rows, { bars: true, color: true }, true);
     expect(tty).to.include("NAMESPACE").and.to.include("USAGE").and.to.include("\u001b[32m██████░");
     expect(renderPools([], PLAIN, false)).to.equal("No pools found.");
@@ -49,6 +55,9 @@ describe("cli/pools", () => {
 
   it("gives scripts exact counts", () => {
     const doc = poolsDocument(poolRows(inv)) as { pools: { total: unknown; used: unknown }[] };
-    expect(doc.pools.map((p) => [p.total, p.used])).to.deep.equal([[10, 3], ["18446744073709551615", 0]]);
+    expect(doc.pools.map((p) => [p.total, p.used])).to.deep.equal([
+      [10, 3],
+      ["18446744073709551615", 0],
+    ]);
   });
 });

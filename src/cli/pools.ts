@@ -3,7 +3,15 @@
  * inventory, text and machine renderings of rows.
  */
 import type { IPPool } from "../../api/v1alpha1/types.js";
-import { allocatorOf, byNamespaceAndName, claimPool, ipAddressClaimState, ipClaimState, type ClaimState, type Inventory } from "./inventory.js";
+import {
+  allocatorOf,
+  byNamespaceAndName,
+  claimPool,
+  ipAddressClaimState,
+  ipClaimState,
+  type ClaimState,
+  type Inventory,
+} from "./inventory.js";
 import { bar, jsonCount, levelColour, paint, percent, table, type Style } from "./output.js";
 
 /** Claims of one pool in one state, per kind. */
@@ -29,8 +37,11 @@ function countClaims(pool: IPPool, inv: Inventory, state: ClaimState): ClaimCoun
   const namespace = pool.metadata.namespace ?? "";
   const mine = <T extends { metadata: { namespace?: string } }>(c: T): boolean => c.metadata.namespace === namespace;
   return {
-    ipClaims: inv.claims.filter((c) => mine(c) && claimPool(c) === pool.metadata.name && ipClaimState(c) === state).length,
-    ipAddressClaims: inv.capiClaims.filter((c) => mine(c) && claimPool(c) === pool.metadata.name && ipAddressClaimState(c) === state).length,
+    ipClaims: inv.claims.filter((c) => mine(c) && claimPool(c) === pool.metadata.name && ipClaimState(c) === state)
+      .length,
+    ipAddressClaims: inv.capiClaims.filter(
+      (c) => mine(c) && claimPool(c) === pool.metadata.name && ipAddressClaimState(c) === state,
+    ).length,
   };
 }
 
@@ -65,7 +76,17 @@ function claimsCell(c: ClaimCounts): string {
 /** The table; the NAMESPACE column only when rows span namespaces (kubectl's -A convention). */
 export function renderPools(rows: readonly PoolRow[], style: Style, withNamespace: boolean): string {
   if (rows.length === 0) return "No pools found.";
-  const head = [...(withNamespace ? ["NAMESPACE"] : []), "NAME", "CLUSTER", "STRATEGY", ...(style.bars ? ["USAGE"] : []), "USED/TOTAL", "%", "PENDING", "FAILED"];
+  const head = [
+    ...(withNamespace ? ["NAMESPACE"] : []),
+    "NAME",
+    "CLUSTER",
+    "STRATEGY",
+    ...(style.bars ? ["USAGE"] : []),
+    "USED/TOTAL",
+    "%",
+    "PENDING",
+    "FAILED",
+  ];
   const body = rows.map((r) => {
     const colour = levelColour(r.used, r.total);
     const failed = sum(r.failed) > 0 ? paint(style, "red", claimsCell(r.failed)) : claimsCell(r.failed);

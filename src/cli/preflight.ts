@@ -9,7 +9,13 @@
  * - a Cluster with `spec.paused: true` makes clusterctl refuse to start.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
-import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
+import {
+  IPADDRESS_FINALIZER,
+  IPCLAIM_FINALIZER,
+  type IPAddress,
+  type IPClaim,
+  type IPPool,
+} from "../../api/v1alpha1/types.js";
 import { IPADDRESSCLAIM_FINALIZER } from "../../api/capi/types.js";
 import { byNamespaceAndName, claimPool, isOurPoolRef, type Inventory } from "./inventory.js";
 
@@ -54,7 +60,7 @@ export function tenancy(nodes: readonly MoveNode[]): Map<string, Set<string>> {
 export function movedSet(nodes: readonly MoveNode[]): Set<string> {
   const tenants = tenancy(nodes);
   const moved = new Set<string>();
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const n of nodes) {
       if (moved.has(n.uid) || !(tenants.has(n.uid) || n.forceMove)) continue;
@@ -118,7 +124,10 @@ function kubectl(c: Context, args: string): string {
   return `kubectl -n ${c.input.namespace} ${args}`;
 }
 
-function missingOwners(c: Context, o: { metadata: { ownerReferences?: { kind: string; name: string; uid: string }[] } }): string[] {
+function missingOwners(
+  c: Context,
+  o: { metadata: { ownerReferences?: { kind: string; name: string; uid: string }[] } },
+): string[] {
   return (o.metadata.ownerReferences ?? []).filter((r) => !c.known.has(r.uid)).map((r) => `${r.kind} ${r.name}`);
 }
 
@@ -127,7 +136,9 @@ function clustersOfPoolClaims(c: Context, pool: IPPool): string[] {
   const names = new Set<string>();
   const mine = [...c.input.inv.claims, ...c.input.inv.capiClaims].filter((cl) => claimPool(cl) === nameOf(pool));
   for (const cl of mine) {
-    const label = cl.metadata.labels?.["cluster.x-k8s.io/cluster-name"] ?? ("clusterName" in cl.spec ? cl.spec.clusterName : undefined);
+    const label =
+      cl.metadata.labels?.["cluster.x-k8s.io/cluster-name"] ??
+      ("clusterName" in cl.spec ? cl.spec.clusterName : undefined);
     for (const cluster of c.tenants.get(uidOf(cl)) ?? (label ? [label] : [])) names.add(cluster);
   }
   return [...names].sort();
@@ -141,9 +152,16 @@ function checkPool(c: Context, pool: IPPool): void {
   let fix: string;
   if (!clusterName) {
     const suggested = clustersOfPoolClaims(c, pool);
-    problem = "has no spec.clusterName, so no owner reference ties it to a Cluster: it stays, with every address it holds";
-    fix = kubectl(c, `patch ippool ${nameOf(pool)} --type merge -p '{"spec":{"clusterName":"${suggested.length === 1 ? suggested[0]! : "<cluster>"}"}}'`) +
-      (suggested.length > 1 ? ` (its claims belong to ${suggested.join(", ")}: one pool per Cluster moves cleanly)` : "");
+    problem =
+      "has no spec.clusterName, so no owner reference ties it to a Cluster: it stays, with every address it holds";
+    fix =
+      kubectl(
+        c,
+        `patch ippool ${nameOf(pool)} --type merge -p '{"spec":{"clusterName":"${suggested.length === 1 ? suggested[0]! : "<cluster>"}"}}'`,
+      ) +
+      (suggested.length > 1
+        ? ` (its claims belong to ${suggested.join(", ")}: one pool per Cluster moves cleanly)`
+        : "");
   } else if (!cluster) {
     problem = `names Cluster ${clusterName}, which does not exist in this namespace`;
     fix = `create Cluster ${clusterName} or set spec.clusterName to an existing one`;
@@ -161,29 +179,48 @@ function checkClaim(c: Context, kind: "IPClaim" | "IPAddressClaim", claim: IPCla
   if (c.moved.has(uidOf(claim))) return;
   const owners = claim.metadata.ownerReferences ?? [];
   const missing = missingOwners(c, claim);
-  const problem = owners.length === 0
-    ? "is not tied to a Cluster: it has no owner, so no owner chain reaches one"
-    : missing.length > 0
-      ? `is not tied to a Cluster: its owner ${missing.join(", ")} does not exist or is of a kind clusterctl does not move`
-      : "is not tied to a Cluster: no owner chain reaches one";
-  const fix = "let the object that uses the address own the claim (CAPM3's Metal3Data does), or delete the claim if nothing uses it";
+  const problem =
+    owners.length === 0
+      ? "is not tied to a Cluster: it has no owner, so no owner chain reaches one"
+      : missing.length > 0
+        ? `is not tied to a Cluster: its owner ${missing.join(", ")} does not exist or is of a kind clusterctl does not move`
+        : "is not tied to a Cluster: no owner chain reaches one";
+  const fix =
+    "let the object that uses the address own the claim (CAPM3's Metal3Data does), or delete the claim if nothing uses it";
   c.out.push({ severity: "left-behind", kind, name: nameOf(claim), problem, fix });
 }
 
-function addressProblem(c: Context, a: { metadata: IPAddress["metadata"] }, pool: IPPool | undefined, claim: { metadata: { uid?: string } } | undefined, claimName: string): { problem: string; fix: string } {
+function addressProblem(
+  c: Context,
+  a: { metadata: IPAddress["metadata"] },
+  pool: IPPool | undefined,
+  claim: { metadata: { uid?: string } } | undefined,
+  claimName: string,
+): { problem: string; fix: string } {
   const owners = a.metadata.ownerReferences ?? [];
   if (!claim) {
     const tail = owners.length === 0 ? "and has no owners" : "and an owner stays behind";
     return {
       problem: `is a person-made reservation (claim ${claimName || "-"} does not exist) outside the move graph ${tail}`,
-      fix: pool ? `add an owner reference to IPPool ${nameOf(pool)} (uid ${uidOf(pool)}) so it moves with the pool, or re-create it on the target after the move` : "re-create it on the target after the move",
+      fix: pool
+        ? `add an owner reference to IPPool ${nameOf(pool)} (uid ${uidOf(pool)}) so it moves with the pool, or re-create it on the target after the move`
+        : "re-create it on the target after the move",
     };
   }
-  if (owners.length === 0) return { problem: "has no owners: clusterctl never moves it", fix: "let the IPAM controller restore its owner references (IPPool and claim), or re-create it on the target" };
-  if (pool && !c.moved.has(uidOf(pool))) return { problem: `stays with its pool ${nameOf(pool)}`, fix: `fix IPPool ${nameOf(pool)} (see its finding)` };
-  if (!c.moved.has(uidOf(claim))) return { problem: `stays with its claim ${claimName}`, fix: `fix the claim ${claimName} (see its finding)` };
+  if (owners.length === 0)
+    return {
+      problem: "has no owners: clusterctl never moves it",
+      fix: "let the IPAM controller restore its owner references (IPPool and claim), or re-create it on the target",
+    };
+  if (pool && !c.moved.has(uidOf(pool)))
+    return { problem: `stays with its pool ${nameOf(pool)}`, fix: `fix IPPool ${nameOf(pool)} (see its finding)` };
+  if (!c.moved.has(uidOf(claim)))
+    return { problem: `stays with its claim ${claimName}`, fix: `fix the claim ${claimName} (see its finding)` };
   const missing = missingOwners(c, a);
-  return { problem: `an owner does not move (${missing.join(", ") || "see the other findings"})`, fix: "remove owner references to objects that do not move" };
+  return {
+    problem: `an owner does not move (${missing.join(", ") || "see the other findings"})`,
+    fix: "remove owner references to objects that do not move",
+  };
 }
 
 function checkAddresses(c: Context): void {
@@ -193,13 +230,25 @@ function checkAddresses(c: Context): void {
     if (c.moved.has(uidOf(a))) continue;
     const claim = inv.claims.find((x) => nameOf(x) === a.spec.claim?.name);
     const { problem, fix } = addressProblem(c, a, poolByName(a.spec.pool?.name ?? ""), claim, a.spec.claim?.name ?? "");
-    c.out.push({ severity: "left-behind", kind: "IPAddress.ipam.metal3.io", name: nameOf(a), problem: `${a.spec.address} ${problem}`, fix });
+    c.out.push({
+      severity: "left-behind",
+      kind: "IPAddress.ipam.metal3.io",
+      name: nameOf(a),
+      problem: `${a.spec.address} ${problem}`,
+      fix,
+    });
   }
   for (const a of byNamespaceAndName(inv.capiAddresses).filter((x: CapiIPAddress) => isOurPoolRef(x.spec.poolRef))) {
     if (c.moved.has(uidOf(a))) continue;
     const claim = inv.capiClaims.find((x) => nameOf(x) === a.spec.claimRef?.name);
     const { problem, fix } = addressProblem(c, a, poolByName(a.spec.poolRef.name), claim, a.spec.claimRef?.name ?? "");
-    c.out.push({ severity: "left-behind", kind: "IPAddress.ipam.cluster.x-k8s.io", name: nameOf(a), problem: `${a.spec.address} ${problem}`, fix });
+    c.out.push({
+      severity: "left-behind",
+      kind: "IPAddress.ipam.cluster.x-k8s.io",
+      name: nameOf(a),
+      problem: `${a.spec.address} ${problem}`,
+      fix,
+    });
   }
 }
 
@@ -223,7 +272,13 @@ const SEVERITY_ORDER: Record<Severity, number> = { blocker: 0, "left-behind": 1,
 /** Runs every check. */
 export function preflight(input: PreflightInput): PreflightReport {
   const moved = movedSet(input.nodes);
-  const c: Context = { input, moved, known: new Set(input.nodes.map((n) => n.uid)), tenants: tenancy(input.nodes), out: [] };
+  const c: Context = {
+    input,
+    moved,
+    known: new Set(input.nodes.map((n) => n.uid)),
+    tenants: tenancy(input.nodes),
+    out: [],
+  };
   for (const crd of input.unlabelledCrds) {
     c.out.push({
       severity: "blocker",
@@ -234,7 +289,13 @@ export function preflight(input: PreflightInput): PreflightReport {
     });
   }
   for (const cl of input.clusters.filter((x) => x.paused)) {
-    c.out.push({ severity: "blocker", kind: "Cluster", name: cl.name, problem: "is paused (spec.paused): clusterctl move refuses to start", fix: kubectl(c, `patch cluster ${cl.name} --type merge -p '{"spec":{"paused":false}}'`) });
+    c.out.push({
+      severity: "blocker",
+      kind: "Cluster",
+      name: cl.name,
+      problem: "is paused (spec.paused): clusterctl move refuses to start",
+      fix: kubectl(c, `patch cluster ${cl.name} --type merge -p '{"spec":{"paused":false}}'`),
+    });
   }
   const { inv } = input;
   for (const p of byNamespaceAndName(inv.pools)) checkPool(c, p);
@@ -243,7 +304,10 @@ export function preflight(input: PreflightInput): PreflightReport {
   checkAddresses(c);
   for (const cl of byNamespaceAndName(inv.claims)) checkDeleting(c, "IPClaim", cl);
   for (const cl of byNamespaceAndName(inv.capiClaims)) checkDeleting(c, "IPAddressClaim", cl);
-  const findings = c.out.map((f, i) => ({ f, i })).sort((a, b) => SEVERITY_ORDER[a.f.severity] - SEVERITY_ORDER[b.f.severity] || a.i - b.i).map(({ f }) => f);
+  const findings = c.out
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => SEVERITY_ORDER[a.f.severity] - SEVERITY_ORDER[b.f.severity] || a.i - b.i)
+    .map(({ f }) => f);
   const leftBehind = findings.filter((f) => f.severity === "left-behind").map((f) => `${f.kind}/${f.name}`);
   return { namespace: input.namespace, findings, leftBehind };
 }
@@ -264,16 +328,22 @@ export function renderPreflight(report: PreflightReport): string {
   }
   const count = (s: Severity): number => report.findings.filter((f) => f.severity === s).length;
   const [blockers, behind, warnings] = [count("blocker"), count("left-behind"), count("warning")];
-  const verdict = blockers > 0
-    ? `clusterctl move -n ${report.namespace} would be refused or incomplete: ${blockers} blocker(s), ${behind} object(s) left behind, ${warnings} warning(s)`
-    : behind > 0
-      ? `clusterctl move -n ${report.namespace} would leave ${behind} object(s) behind (${warnings} warning(s))`
-      : `clusterctl move -n ${report.namespace} would take every pool, claim and address along (${warnings} warning(s))`;
+  const verdict =
+    blockers > 0
+      ? `clusterctl move -n ${report.namespace} would be refused or incomplete: ${blockers} blocker(s), ${behind} object(s) left behind, ${warnings} warning(s)`
+      : behind > 0
+        ? `clusterctl move -n ${report.namespace} would leave ${behind} object(s) behind (${warnings} warning(s))`
+        : `clusterctl move -n ${report.namespace} would take every pool, claim and address along (${warnings} warning(s))`;
   lines.push(verdict);
   return lines.join("\n");
 }
 
 /** The machine form. */
 export function preflightDocument(report: PreflightReport): object {
-  return { namespace: report.namespace, ok: !preflightFails(report), leftBehind: report.leftBehind, findings: report.findings };
+  return {
+    namespace: report.namespace,
+    ok: !preflightFails(report),
+    leftBehind: report.leftBehind,
+    findings: report.findings,
+  };
 }

@@ -3,7 +3,18 @@
  * clusterctl's view of a namespace for preflight-move.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, CLUSTER_API_VERSIONS, IPADDRESS, IPCLAIM, IPPOOL, qualifiedName, resourceType, type ResourceDescriptor } from "../../api/registry.js";
+import {
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  CLUSTER,
+  CLUSTER_API_VERSIONS,
+  IPADDRESS,
+  IPCLAIM,
+  IPPOOL,
+  qualifiedName,
+  resourceType,
+  type ResourceDescriptor,
+} from "../../api/registry.js";
 import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { get, list, listCrds, raw, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
 import type { Inventory } from "./inventory.js";
@@ -19,7 +30,8 @@ export const IPADDRESSES: ResourceKind = resourceType(IPADDRESS);
  * serves; undefined when none is.
  */
 export async function capiKind(descriptor: ResourceDescriptor): Promise<ResourceKind | undefined> {
-  for (const version of descriptor.versions) if (await served(descriptor.group, version)) return resourceType(descriptor, version);
+  for (const version of descriptor.versions)
+    if (await served(descriptor.group, version)) return resourceType(descriptor, version);
   return undefined;
 }
 
@@ -34,7 +46,11 @@ const servedCache = new Map<string, Promise<boolean>>();
 /** Whether the API server serves `group/version` (discovery). */
 async function served(group: string, version: string): Promise<boolean> {
   const key = `${group}/${version}`;
-  if (!servedCache.has(key)) servedCache.set(key, raw<object>(`/apis/${key}`).then((d) => d !== undefined));
+  if (!servedCache.has(key))
+    servedCache.set(
+      key,
+      raw<object>(`/apis/${key}`).then((d) => d !== undefined),
+    );
   return await servedCache.get(key)!;
 }
 
@@ -90,7 +106,13 @@ export async function ownerChain(obj: Obj, namespace: string): Promise<ChainLink
     }
     const host = owner.metadata.annotations?.[BAREMETALHOST_ANNOTATION];
     const node = ref.kind === "Machine" ? owner.status?.nodeRef?.name : undefined;
-    links.push({ apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, ...(host ? { host } : {}), ...(node ? { node } : {}) });
+    links.push({
+      apiVersion: ref.apiVersion,
+      kind: ref.kind,
+      name: ref.name,
+      ...(host ? { host } : {}),
+      ...(node ? { node } : {}),
+    });
     if (ref.kind === CLUSTER.kind && ref.apiVersion.startsWith(`${CLUSTER.group}/`)) break;
     current = owner;
   }
@@ -100,7 +122,11 @@ export async function ownerChain(obj: Obj, namespace: string): Promise<ChainLink
 /** Kinds whose CRD labels make clusterctl treat them as move roots or force-moved (see clusterctl's objectgraph). */
 const MOVE_LABEL = "clusterctl.cluster.x-k8s.io/move";
 const MOVE_HIERARCHY_LABEL = "clusterctl.cluster.x-k8s.io/move-hierarchy";
-const ROOT_KINDS = new Set([`${CLUSTER.group}/${CLUSTER.kind}`, "cluster.x-k8s.io/ClusterClass", "addons.cluster.x-k8s.io/ClusterResourceSet"]);
+const ROOT_KINDS = new Set([
+  `${CLUSTER.group}/${CLUSTER.kind}`,
+  "cluster.x-k8s.io/ClusterClass",
+  "addons.cluster.x-k8s.io/ClusterResourceSet",
+]);
 
 /** The kinds whose CRDs matter to a move of addresses; installed ones missing the label are reported. */
 const MOVE_KINDS = [IPPOOL, IPCLAIM, IPADDRESS, CLUSTER, CAPI_IPADDRESSCLAIM, CAPI_IPADDRESS];
@@ -114,7 +140,10 @@ interface ClusterObj extends Obj {
 function toNode(o: Obj, crd: CrdObj, version: string): MoveNode {
   const labels = crd.metadata.labels ?? {};
   const objLabels = o.metadata.labels ?? {};
-  const root = ROOT_KINDS.has(`${crd.spec.group}/${crd.spec.names.kind}`) || MOVE_HIERARCHY_LABEL in labels || MOVE_HIERARCHY_LABEL in objLabels;
+  const root =
+    ROOT_KINDS.has(`${crd.spec.group}/${crd.spec.names.kind}`) ||
+    MOVE_HIERARCHY_LABEL in labels ||
+    MOVE_HIERARCHY_LABEL in objLabels;
   return {
     uid: o.metadata.uid ?? "",
     apiVersion: `${crd.spec.group}/${version}`,
@@ -127,20 +156,33 @@ function toNode(o: Obj, crd: CrdObj, version: string): MoveNode {
 }
 
 /** clusterctl's discovery of `namespace`: every object of every labelled namespaced kind, at its storage version. */
-export async function readMoveGraph(namespace: string): Promise<{ nodes: MoveNode[]; clusters: ClusterInfo[]; unlabelledCrds: string[] }> {
+export async function readMoveGraph(
+  namespace: string,
+): Promise<{ nodes: MoveNode[]; clusters: ClusterInfo[]; unlabelledCrds: string[] }> {
   const crds = await listCrds(CLUSTERCTL_LABEL);
   const labelled = new Set(crds.map((c) => c.metadata.name ?? ""));
   const nodes: MoveNode[] = [];
   const clusters: ClusterInfo[] = [];
-  await Promise.all(crds.filter((c) => c.spec.scope === "Namespaced").map(async (crd) => {
-    const version = crd.spec.versions.find((v) => v.storage)?.name ?? crd.spec.versions[0]?.name ?? "";
-    const kind: ResourceKind = { group: crd.spec.group, version, kind: crd.spec.names.kind, plural: crd.spec.names.plural, namespaced: true };
-    const items = await list<ClusterObj>(kind, namespace, { missing: "empty" });
-    for (const o of items) nodes.push(toNode(o, crd, version));
-    if (crd.spec.group === CLUSTER.group && crd.spec.names.kind === CLUSTER.kind) {
-      for (const o of items) clusters.push({ name: o.metadata.name ?? "", uid: o.metadata.uid ?? "", paused: o.spec?.paused === true });
-    }
-  }));
+  await Promise.all(
+    crds
+      .filter((c) => c.spec.scope === "Namespaced")
+      .map(async (crd) => {
+        const version = crd.spec.versions.find((v) => v.storage)?.name ?? crd.spec.versions[0]?.name ?? "";
+        const kind: ResourceKind = {
+          group: crd.spec.group,
+          version,
+          kind: crd.spec.names.kind,
+          plural: crd.spec.names.plural,
+          namespaced: true,
+        };
+        const items = await list<ClusterObj>(kind, namespace, { missing: "empty" });
+        for (const o of items) nodes.push(toNode(o, crd, version));
+        if (crd.spec.group === CLUSTER.group && crd.spec.names.kind === CLUSTER.kind) {
+          for (const o of items)
+            clusters.push({ name: o.metadata.name ?? "", uid: o.metadata.uid ?? "", paused: o.spec?.paused === true });
+        }
+      }),
+  );
   const unlabelledCrds: string[] = [];
   for (const d of MOVE_KINDS.filter((k) => !labelled.has(qualifiedName(k)))) {
     if (await crdInstalled(d.group, d.plural)) unlabelledCrds.push(qualifiedName(d));

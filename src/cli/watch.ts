@@ -53,7 +53,13 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   let timer: NodeJS.Timeout | undefined;
   const draw = (): void => {
     timer = undefined;
-    const inv: Inventory = { pools: mirrors.pools.values, claims: mirrors.claims.values, addresses: mirrors.addresses.values, capiClaims: mirrors.capiClaims.values, capiAddresses: mirrors.capiAddresses.values };
+    const inv: Inventory = {
+      pools: mirrors.pools.values,
+      claims: mirrors.claims.values,
+      addresses: mirrors.addresses.values,
+      capiClaims: mirrors.capiClaims.values,
+      capiAddresses: mirrors.capiAddresses.values,
+    };
     const text = renderPools(poolRows(inv), style, withNamespace);
     if (text === last) return;
     io.out(io.isTTY ? `${CLEAR}${text}\n` : `${last ? "\n" : ""}${text}\n`);
@@ -67,7 +73,17 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   const handles: WatchHandle[] = [];
   const start = async <T extends Obj>(kind: ResourceKind | undefined, mirror: Mirror<T>): Promise<void> => {
     if (!kind) return;
-    handles.push(await watch<T>(kind, namespace, (c) => { mirror.apply(c); changed(); }, (message) => io.err(`warning: ${message}\n`)));
+    handles.push(
+      await watch<T>(
+        kind,
+        namespace,
+        (c) => {
+          mirror.apply(c);
+          changed();
+        },
+        (message) => io.err(`warning: ${message}\n`),
+      ),
+    );
   };
   await start(IPPOOLS, mirrors.pools);
   await start(IPCLAIMS, mirrors.claims);

@@ -6,7 +6,16 @@
 import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
 import { canonicalAddress, parseAddress } from "../ipam/index.js";
-import { allocatorOf, holdingsOfAddress, ipAddressClaimState, ipClaimState, type ClaimKind, type ClaimState, type Holding, type Inventory } from "./inventory.js";
+import {
+  allocatorOf,
+  holdingsOfAddress,
+  ipAddressClaimState,
+  ipClaimState,
+  type ClaimKind,
+  type ClaimState,
+  type Holding,
+  type Inventory,
+} from "./inventory.js";
 import { table } from "./output.js";
 
 /** CAPM3's annotation on a Metal3Machine naming its BareMetalHost (`namespace/name`). */
@@ -57,12 +66,22 @@ function claimTarget(inv: Inventory, kind: ClaimKind, namespace: string, name: s
     const c = inv.claims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
     if (!c) return { ...base, pool: holding?.pool ?? "" };
     const cluster = c.metadata.labels?.[CLUSTER_NAME_LABEL];
-    return { ...base, pool: c.spec.pool.name, claimState: ipClaimState(c), ...(cluster ? { clusterByName: cluster } : {}) };
+    return {
+      ...base,
+      pool: c.spec.pool.name,
+      claimState: ipClaimState(c),
+      ...(cluster ? { clusterByName: cluster } : {}),
+    };
   }
   const c = inv.capiClaims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
   if (!c) return { ...base, pool: holding?.pool ?? "" };
   const cluster = c.spec.clusterName || c.metadata.labels?.[CLUSTER_NAME_LABEL];
-  return { ...base, pool: c.spec.poolRef.name, claimState: ipAddressClaimState(c), ...(cluster ? { clusterByName: cluster } : {}) };
+  return {
+    ...base,
+    pool: c.spec.poolRef.name,
+    claimState: ipAddressClaimState(c),
+    ...(cluster ? { clusterByName: cluster } : {}),
+  };
 }
 
 /** Targets for an address: every record holding it (both kinds). */
@@ -84,7 +103,8 @@ export function parseClaimQuery(query: string): { kind?: ClaimKind; name: string
   const kind = query.slice(0, slash).toLowerCase();
   const name = query.slice(slash + 1);
   if (["ipclaim", "ipclaims", "ipc", "ipclaim.ipam.metal3.io"].includes(kind)) return { kind: "IPClaim", name };
-  if (["ipaddressclaim", "ipaddressclaims", "ipaddressclaim.ipam.cluster.x-k8s.io"].includes(kind)) return { kind: "IPAddressClaim", name };
+  if (["ipaddressclaim", "ipaddressclaims", "ipaddressclaim.ipam.cluster.x-k8s.io"].includes(kind))
+    return { kind: "IPAddressClaim", name };
   return { name: query };
 }
 
@@ -94,10 +114,22 @@ export function targetsForClaim(query: string, inv: Inventory): Target[] {
   const out: Target[] = [];
   const record = (k: ClaimKind, namespace: string): Holding | undefined => holdingFor(inv, k, namespace, name);
   if (kind !== "IPAddressClaim") {
-    for (const c of inv.claims.filter((x) => x.metadata.name === name)) out.push(claimTarget(inv, "IPClaim", c.metadata.namespace ?? "", name, record("IPClaim", c.metadata.namespace ?? "")));
+    for (const c of inv.claims.filter((x) => x.metadata.name === name))
+      out.push(
+        claimTarget(inv, "IPClaim", c.metadata.namespace ?? "", name, record("IPClaim", c.metadata.namespace ?? "")),
+      );
   }
   if (kind !== "IPClaim") {
-    for (const c of inv.capiClaims.filter((x) => x.metadata.name === name)) out.push(claimTarget(inv, "IPAddressClaim", c.metadata.namespace ?? "", name, record("IPAddressClaim", c.metadata.namespace ?? "")));
+    for (const c of inv.capiClaims.filter((x) => x.metadata.name === name))
+      out.push(
+        claimTarget(
+          inv,
+          "IPAddressClaim",
+          c.metadata.namespace ?? "",
+          name,
+          record("IPAddressClaim", c.metadata.namespace ?? ""),
+        ),
+      );
   }
   return out;
 }
@@ -106,12 +138,36 @@ export function targetsForClaim(query: string, inv: Inventory): Target[] {
 function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: string): Holding | undefined {
   if (kind === "IPClaim") {
     const c = inv.claims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
-    const a = inv.addresses.find((x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.address?.name);
-    return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: GROUP, namespace, pool: a.spec.pool.name, claimKind: kind, claimName: name } : undefined;
+    const a = inv.addresses.find(
+      (x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.address?.name,
+    );
+    return a
+      ? {
+          address: a.spec.address,
+          object: a.metadata.name ?? "",
+          api: GROUP,
+          namespace,
+          pool: a.spec.pool.name,
+          claimKind: kind,
+          claimName: name,
+        }
+      : undefined;
   }
   const c = inv.capiClaims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
-  const a = inv.capiAddresses.find((x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.addressRef?.name);
-  return a ? { address: a.spec.address, object: a.metadata.name ?? "", api: CAPI_IPAM_GROUP, namespace, pool: a.spec.poolRef.name, claimKind: kind, claimName: name } : undefined;
+  const a = inv.capiAddresses.find(
+    (x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.addressRef?.name,
+  );
+  return a
+    ? {
+        address: a.spec.address,
+        object: a.metadata.name ?? "",
+        api: CAPI_IPAM_GROUP,
+        namespace,
+        pool: a.spec.poolRef.name,
+        claimKind: kind,
+        claimName: name,
+      }
+    : undefined;
 }
 
 /** Whether the query is an address (any spelling). */
@@ -162,7 +218,12 @@ export function whoDocument(report: WhoReport): object {
       pool: e.pool || null,
       ipAddress: e.holding ? { name: e.holding.object, apiGroup: e.holding.api } : null,
       claim: { kind: e.claimKind, name: e.claimName, state: e.claimState ?? "missing" },
-      owners: e.owners.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.name, ...(o.missing ? { missing: true } : {}) })),
+      owners: e.owners.map((o) => ({
+        apiVersion: o.apiVersion,
+        kind: o.kind,
+        name: o.name,
+        ...(o.missing ? { missing: true } : {}),
+      })),
       cluster: e.owners.find((o) => o.kind === "Cluster" && !o.missing)?.name ?? e.clusterByName ?? null,
       host: e.owners.find((o) => o.host)?.host ?? null,
       node: e.owners.find((o) => o.node)?.node ?? null,

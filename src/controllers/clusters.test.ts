@@ -4,7 +4,11 @@ import { clusterPaused, pauseState, type Cluster, type PauseState } from "./clus
 
 function cluster(name: string, paused?: { field?: boolean; annotation?: string }, namespace = "ns"): Cluster {
   return {
-    metadata: { name, namespace, ...(paused?.annotation !== undefined ? { annotations: { [PAUSED_ANNOTATION]: paused.annotation } } : {}) },
+    metadata: {
+      name,
+      namespace,
+      ...(paused?.annotation !== undefined ? { annotations: { [PAUSED_ANNOTATION]: paused.annotation } } : {}),
+    },
     ...(paused?.field !== undefined ? { spec: { paused: paused.field } } : {}),
   };
 }
@@ -22,23 +26,54 @@ describe("clusterPaused (spec §4, pure)", () => {
 });
 
 describe("pauseState (spec §4, pure)", () => {
-  const clusters = [cluster("live"), cluster("frozen", { field: true }), cluster("tagged", { annotation: "" }), cluster("elsewhere", undefined, "other")];
-  const lookup = (ns: string, name: string): Cluster | undefined => clusters.find((c) => c.metadata.namespace === ns && c.metadata.name === name);
-  const meta = (annotations?: Record<string, string>): ObjectMeta => ({ name: "p", namespace: "ns", ...(annotations ? { annotations } : {}) });
+  const clusters = [
+    cluster("live"),
+    cluster("frozen", { field: true }),
+    cluster("tagged", { annotation: "" }),
+    cluster("elsewhere", undefined, "other"),
+  ];
+  const lookup = (ns: string, name: string): Cluster | undefined =>
+    clusters.find((c) => c.metadata.namespace === ns && c.metadata.name === name);
+  const meta = (annotations?: Record<string, string>): ObjectMeta => ({
+    name: "p",
+    namespace: "ns",
+    ...(annotations ? { annotations } : {}),
+  });
 
   const rows: [string, ObjectMeta, string | undefined, PauseState][] = [
     ["no cluster name: not paused, no Cluster asked for", meta(), undefined, { paused: false }],
     ["an empty cluster name is no cluster", meta(), "", { paused: false }],
-    ["the object's own annotation", meta({ [PAUSED_ANNOTATION]: "" }), undefined, { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` }],
-    ["the object's annotation wins over a live Cluster", meta({ [PAUSED_ANNOTATION]: "" }), "live", { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` }],
-    ["the object's annotation wins over a missing Cluster", meta({ [PAUSED_ANNOTATION]: "" }), "ghost", { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` }],
+    [
+      "the object's own annotation",
+      meta({ [PAUSED_ANNOTATION]: "" }),
+      undefined,
+      { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` },
+    ],
+    [
+      "the object's annotation wins over a live Cluster",
+      meta({ [PAUSED_ANNOTATION]: "" }),
+      "live",
+      { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` },
+    ],
+    [
+      "the object's annotation wins over a missing Cluster",
+      meta({ [PAUSED_ANNOTATION]: "" }),
+      "ghost",
+      { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` },
+    ],
     ["a Cluster paused by its field", meta(), "frozen", { paused: true, why: "Cluster frozen is paused" }],
     ["a Cluster paused by its annotation", meta(), "tagged", { paused: true, why: "Cluster tagged is paused" }],
     ["a live Cluster is returned (owner references need it)", meta(), "live", { paused: false, cluster: clusters[0]! }],
     ["a missing Cluster", meta(), "ghost", { paused: false, clusterMissing: "ghost" }],
-    ["a Cluster of another namespace is missing here", meta(), "elsewhere", { paused: false, clusterMissing: "elsewhere" }],
+    [
+      "a Cluster of another namespace is missing here",
+      meta(),
+      "elsewhere",
+      { paused: false, clusterMissing: "elsewhere" },
+    ],
   ];
-  for (const [what, m, clusterName, expected] of rows) it(what, () => expect(pauseState(m, clusterName, lookup)).to.deep.equal(expected));
+  for (const [what, m, clusterName, expected] of rows)
+    it(what, () => expect(pauseState(m, clusterName, lookup)).to.deep.equal(expected));
 
   it("looks the Cluster up in the object's namespace, by the given name", () => {
     const asked: string[] = [];

@@ -12,7 +12,9 @@ export interface Cluster extends KubeObject {
 }
 
 /** RBAC for reading Clusters (pause, owner references). */
-export const CLUSTER_RULES = [{ apiGroups: [CLUSTER.group], resources: [CLUSTER.plural], verbs: ["get", "list", "watch"] }];
+export const CLUSTER_RULES = [
+  { apiGroups: [CLUSTER.group], resources: [CLUSTER.plural], verbs: ["get", "list", "watch"] },
+];
 
 export const clusterPaused = (cluster: Cluster): boolean =>
   cluster.spec?.paused === true || PAUSED_ANNOTATION in (cluster.metadata.annotations ?? {});
@@ -24,8 +26,13 @@ export type PauseState = { paused: true; why: string } | { paused: false; cluste
  * Pause of an object that belongs to `clusterName` (if any): the object's own annotation, or its Cluster paused.
  * A named Cluster that does not exist is reported as `clusterMissing` (blocks allocation, not release).
  */
-export function pauseState(meta: ObjectMeta, clusterName: string | undefined, lookup: (ns: string, name: string) => Cluster | undefined): PauseState {
-  if (PAUSED_ANNOTATION in (meta.annotations ?? {})) return { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` };
+export function pauseState(
+  meta: ObjectMeta,
+  clusterName: string | undefined,
+  lookup: (ns: string, name: string) => Cluster | undefined,
+): PauseState {
+  if (PAUSED_ANNOTATION in (meta.annotations ?? {}))
+    return { paused: true, why: `the object carries ${PAUSED_ANNOTATION}` };
   if (!clusterName) return { paused: false };
   const cluster = lookup(meta.namespace ?? "", clusterName);
   if (!cluster) return { paused: false, clusterMissing: clusterName };

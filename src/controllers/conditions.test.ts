@@ -61,7 +61,8 @@ describe("setCondition (pure)", () => {
       [other, { ...ready("True"), lastTransitionTime: NOW_STAMP }],
     ],
   ];
-  for (const [what, conditions, input, expected] of rows) it(what, () => expect(setCondition(conditions, input, NOW)).to.deep.equal(expected));
+  for (const [what, conditions, input, expected] of rows)
+    it(what, () => expect(setCondition(conditions, input, NOW)).to.deep.equal(expected));
 
   it("never changes the list it was given", () => {
     const conditions = [ready("True")];
@@ -81,13 +82,24 @@ describe("conditionUnchanged and getCondition (pure)", () => {
   const list = [other, ready("True")];
   const rows: [string, readonly Condition[] | undefined, ConditionInput, boolean][] = [
     ["no list", undefined, { type: "Ready", status: "True", reason: "PoolReady", message: "Pool is ready" }, false],
-    ["no condition of that type", [other], { type: "Ready", status: "True", reason: "PoolReady", message: "Pool is ready" }, false],
-    ["same status, reason and message", list, { type: "Ready", status: "True", reason: "PoolReady", message: "Pool is ready" }, true],
+    [
+      "no condition of that type",
+      [other],
+      { type: "Ready", status: "True", reason: "PoolReady", message: "Pool is ready" },
+      false,
+    ],
+    [
+      "same status, reason and message",
+      list,
+      { type: "Ready", status: "True", reason: "PoolReady", message: "Pool is ready" },
+      true,
+    ],
     ["status differs", list, { type: "Ready", status: "False", reason: "PoolReady", message: "Pool is ready" }, false],
     ["reason differs", list, { type: "Ready", status: "True", reason: "Allocated", message: "Pool is ready" }, false],
     ["message differs", list, { type: "Ready", status: "True", reason: "PoolReady", message: "other" }, false],
   ];
-  for (const [what, conditions, input, expected] of rows) it(what, () => expect(conditionUnchanged(conditions, input)).to.equal(expected));
+  for (const [what, conditions, input, expected] of rows)
+    it(what, () => expect(conditionUnchanged(conditions, input)).to.equal(expected));
 
   it("agrees with setCondition on an empty reason: what was set is unchanged", () => {
     const input: ConditionInput = { type: "Ready", status: "False", reason: "", message: "m" };

@@ -10,7 +10,11 @@ const storedReason = (reason: string): string => reason || "Unknown";
  * Returns `conditions` with `input` set. `lastTransitionTime` moves only when the status flips, so a repeated pass
  * writes nothing new. Reasons must be non-empty (the CRDs require it): an empty one becomes "Unknown".
  */
-export function setCondition(conditions: readonly Condition[] | undefined, input: ConditionInput, now: Date): Condition[] {
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  input: ConditionInput,
+  now: Date,
+): Condition[] {
   const list = [...(conditions ?? [])];
   const i = list.findIndex((c) => c.type === input.type);
   const previous = i >= 0 ? list[i] : undefined;
@@ -19,7 +23,10 @@ export function setCondition(conditions: readonly Condition[] | undefined, input
     status: input.status,
     reason: storedReason(input.reason),
     message: input.message,
-    lastTransitionTime: previous && previous.status === input.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+    lastTransitionTime:
+      previous && previous.status === input.status
+        ? previous.lastTransitionTime
+        : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   };
   if (i >= 0) list[i] = next;
   else list.push(next);
@@ -37,5 +44,10 @@ export function getCondition(conditions: readonly Condition[] | undefined, type:
  */
 export function conditionUnchanged(conditions: readonly Condition[] | undefined, input: ConditionInput): boolean {
   const c = getCondition(conditions, input.type);
-  return c !== undefined && c.status === input.status && c.reason === storedReason(input.reason) && c.message === input.message;
+  return (
+    c !== undefined &&
+    c.status === input.status &&
+    c.reason === storedReason(input.reason) &&
+    c.message === input.message
+  );
 }

@@ -42,7 +42,14 @@ const MAX_MESSAGE = 1024;
 
 /** The core/v1 Event fields we write. */
 interface CoreEvent extends KubeObject {
-  involvedObject: { apiVersion?: string; kind?: string; name?: string; namespace: string; uid?: string; resourceVersion?: string };
+  involvedObject: {
+    apiVersion?: string;
+    kind?: string;
+    name?: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion?: string;
+  };
   reason: string;
   message: string;
   type: string;
@@ -61,7 +68,16 @@ const timestamp = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, "Z")
 /** What makes two occurrences "the same Event": the object (this incarnation of it), type, reason and message. */
 export function aggregationKey(obj: KubeObject, type: string, reason: string, message: string): string {
   const m = obj.metadata;
-  return JSON.stringify([obj.apiVersion, obj.kind, m.namespace ?? "", m.name ?? "", m.uid ?? "", type, reason, message.slice(0, MAX_MESSAGE)]);
+  return JSON.stringify([
+    obj.apiVersion,
+    obj.kind,
+    m.namespace ?? "",
+    m.name ?? "",
+    m.uid ?? "",
+    type,
+    reason,
+    message.slice(0, MAX_MESSAGE),
+  ]);
 }
 
 export class EventRecorder implements EventSink {
@@ -73,7 +89,11 @@ export class EventRecorder implements EventSink {
   private readonly maxTracked: number;
   private readonly clock: () => Date;
 
-  constructor(kube: Kube, private readonly logger: Logger, options: EventRecorderOptions = {}) {
+  constructor(
+    kube: Kube,
+    private readonly logger: Logger,
+    options: EventRecorderOptions = {},
+  ) {
     this.events = new ResourceClient<CoreEvent>(kube, EVENT_TYPE);
     this.windowMs = options.aggregateWindowMs ?? 600_000;
     this.maxTracked = options.maxTracked ?? 4096;
@@ -102,14 +122,26 @@ export class EventRecorder implements EventSink {
     return next;
   }
 
-  private async write(key: string, obj: KubeObject, type: "Normal" | "Warning", reason: string, message: string, now: Date): Promise<void> {
+  private async write(
+    key: string,
+    obj: KubeObject,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+    now: Date,
+  ): Promise<void> {
     const seen = this.tracked.get(key);
     if (seen && now.getTime() - seen.lastSeenMs <= this.windowMs && (await this.bump(seen, now))) {
       this.remember(key, { ...seen, count: seen.count + 1, lastSeenMs: now.getTime() });
       return;
     }
     const created = await this.events.create(namespaceOf(obj), newEvent(obj, type, reason, message, now));
-    this.remember(key, { namespace: namespaceOf(obj), name: created.metadata?.name ?? "", count: 1, lastSeenMs: now.getTime() });
+    this.remember(key, {
+      namespace: namespaceOf(obj),
+      name: created.metadata?.name ?? "",
+      count: 1,
+      lastSeenMs: now.getTime(),
+    });
   }
 
   /** Adds one occurrence to an Event already written; false when it no longer exists. */

@@ -65,7 +65,10 @@ export class Manager {
       onMetrics: metrics.queue("ippool"),
       onError: (key, err) => {
         metrics.reconcileError("ippool");
-        log.error("Reconcile failed; retrying with backoff", { pool: key, error: err instanceof Error ? err.message : String(err) });
+        log.error("Reconcile failed; retrying with backoff", {
+          pool: key,
+          error: err instanceof Error ? err.message : String(err),
+        });
       },
     });
     this.queue = queue;
@@ -75,7 +78,11 @@ export class Manager {
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
     await store.start();
-    this.bridge = new CapiBridge(store, { logger: log, enqueuePool: add, discoveryRetryMs: this.options.capiDiscoveryRetryMs });
+    this.bridge = new CapiBridge(store, {
+      logger: log,
+      enqueuePool: add,
+      discoveryRetryMs: this.options.capiDiscoveryRetryMs,
+    });
     await this.bridge.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });

@@ -1,7 +1,8 @@
 /** Pure helpers on object metadata: finalizers, pause, deletion, ordering. */
 import { DELETE_FOR_MOVE_ANNOTATION, PAUSED_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
 
-export const hasFinalizer = (meta: ObjectMeta, finalizer: string): boolean => (meta.finalizers ?? []).includes(finalizer);
+export const hasFinalizer = (meta: ObjectMeta, finalizer: string): boolean =>
+  (meta.finalizers ?? []).includes(finalizer);
 
 /** True when the only finalizers left are ours (or none): the object is ours to release. */
 export function onlyOurFinalizers(meta: ObjectMeta, ours: readonly string[]): boolean {
@@ -15,7 +16,8 @@ export const isDeleting = (meta: ObjectMeta): boolean => Boolean(meta.deletionTi
  * every finalizer itself. Nothing is released for such an object: its addresses either moved along (clusterctl
  * deletes their source copies too) or stay reserved with a pool that did not move.
  */
-export const isDeletedForMove = (meta: ObjectMeta): boolean => isDeleting(meta) && DELETE_FOR_MOVE_ANNOTATION in (meta.annotations ?? {});
+export const isDeletedForMove = (meta: ObjectMeta): boolean =>
+  isDeleting(meta) && DELETE_FOR_MOVE_ANNOTATION in (meta.annotations ?? {});
 
 export const hasPausedAnnotation = (meta: ObjectMeta): boolean => PAUSED_ANNOTATION in (meta.annotations ?? {});
 

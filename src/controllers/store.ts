@@ -19,7 +19,17 @@ import { ResourceClient, type KubeObject, type ResourceType } from "../kube/reso
 import type { Logger } from "../runtime/logger.js";
 import type { CapiInformers } from "./capi/claims.js";
 import type { Cluster } from "./clusters.js";
-import { addressToClaim, addressToPool, BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, claimToCluster, claimToPool, poolToCluster } from "./ippool/indexes.js";
+import {
+  addressToClaim,
+  addressToPool,
+  BY_CLAIM,
+  BY_CLUSTER,
+  BY_NAMESPACE,
+  BY_POOL,
+  claimToCluster,
+  claimToPool,
+  poolToCluster,
+} from "./ippool/indexes.js";
 
 /** RBAC the store's reads and writes need (rendered into config/rbac by `npm run generate`). */
 export const STORE_RULES = [
@@ -55,7 +65,10 @@ export class Store {
 
   private readonly informerOptions: ConstructorParameters<typeof Informer>[2];
 
-  constructor(readonly kubeConfig: Kube, options: StoreOptions) {
+  constructor(
+    readonly kubeConfig: Kube,
+    options: StoreOptions,
+  ) {
     const informerOptions = {
       namespace: options.namespace,
       resyncMs: options.resyncMs,
@@ -80,7 +93,8 @@ export class Store {
 
   /** Informer handler for claims of either kind: remembers those deleted by `clusterctl move`. */
   readonly recordMovedAway = (kind: string, claim: KubeObject): void => {
-    if (kind === "delete" && claim.metadata.uid && DELETE_FOR_MOVE_ANNOTATION in (claim.metadata.annotations ?? {})) this.movedAway.add(claim.metadata.uid);
+    if (kind === "delete" && claim.metadata.uid && DELETE_FOR_MOVE_ANNOTATION in (claim.metadata.annotations ?? {}))
+      this.movedAway.add(claim.metadata.uid);
   };
 
   /** Starts every informer; resolves when the Metal3 kinds are synced (Clusters may be absent and keep retrying). */
@@ -90,7 +104,8 @@ export class Store {
   }
 
   stop(): void {
-    for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capi?.claims, this.capi?.addresses]) i?.stop();
+    for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capi?.claims, this.capi?.addresses])
+      i?.stop();
   }
 
   /** Creates (not starts) an informer for another resource with this store's options. */
@@ -132,11 +147,17 @@ export class Store {
    * clusterctl, users), so on Conflict it re-reads and tries again: dropping our own finalizer is right whatever
    * changed. An object already gone counts as done.
    */
-  async removeFinalizer<T extends KubeObject>(informer: Informer<T>, obj: T, finalizer: string): Promise<T | undefined> {
+  async removeFinalizer<T extends KubeObject>(
+    informer: Informer<T>,
+    obj: T,
+    finalizer: string,
+  ): Promise<T | undefined> {
     let current: T | undefined = obj;
     for (let attempt = 0; current && (current.metadata.finalizers ?? []).includes(finalizer); attempt++) {
       try {
-        return await this.patchMetadata(informer, current, { finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== finalizer) });
+        return await this.patchMetadata(informer, current, {
+          finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== finalizer),
+        });
       } catch (err) {
         if (isNotFound(err)) {
           informer.remove(current);
@@ -151,7 +172,9 @@ export class Store {
 
   /** Merge-patches `status` (ours alone to write, so no precondition). */
   async patchStatus<T extends KubeObject>(informer: Informer<T>, obj: T, status: object): Promise<T> {
-    const patched = await informer.client.patchStatus(obj.metadata.namespace ?? "", obj.metadata.name ?? "", { status });
+    const patched = await informer.client.patchStatus(obj.metadata.namespace ?? "", obj.metadata.name ?? "", {
+      status,
+    });
     informer.upsert(patched);
     return patched;
   }
@@ -173,7 +196,13 @@ export class Store {
    * this an IPAddress created (by hand) before a claim could still be missing from the cache when the claim arrives.
    */
   async refreshPoolAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
-    const items = await this.addresses.client.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name, notOlderThan ? { notOlderThan } : {});
+    const items = await this.addresses.client.listWhere(
+      namespace,
+      "spec.pool.name",
+      poolName,
+      (a) => a.spec?.pool?.name,
+      notOlderThan ? { notOlderThan } : {},
+    );
     for (const item of items) this.addresses.upsert(item);
   }
 
@@ -181,7 +210,13 @@ export class Store {
   async refreshPoolCapiAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
     const capi = this.capi;
     if (!capi) return;
-    const items = await capi.addresses.client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name, notOlderThan ? { notOlderThan } : {});
+    const items = await capi.addresses.client.listWhere(
+      namespace,
+      "spec.poolRef.name",
+      poolName,
+      (a) => a.spec?.poolRef?.name,
+      notOlderThan ? { notOlderThan } : {},
+    );
     for (const item of items) capi.addresses.upsert(item);
   }
 

@@ -104,7 +104,7 @@ function formatIPv6(value: bigint): string {
   // Longest run of zero groups, leftmost on ties (strict '>'), and only runs of two or more (RFC 5952).
   let bestStart = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

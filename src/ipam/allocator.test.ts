@@ -32,7 +32,11 @@ function allocateMany(a: PoolAllocator, n: number): string[] {
 describe("PoolAllocator (spec §3.2)", () => {
   describe("sequential over the rows of spec §2", () => {
     const cases: Array<{ name: string; pools: Pool[]; expected: string[] }> = [
-      { name: "/30 yields .1 .2 .3", pools: [{ subnet: "192.168.0.0/30" }], expected: ["192.168.0.1", "192.168.0.2", "192.168.0.3"] },
+      {
+        name: "/30 yields .1 .2 .3",
+        pools: [{ subnet: "192.168.0.0/30" }],
+        expected: ["192.168.0.1", "192.168.0.2", "192.168.0.3"],
+      },
       { name: "/31 yields .1", pools: [{ subnet: "10.0.0.0/31" }], expected: ["10.0.0.1"] },
       { name: "/32 yields nothing", pools: [{ subnet: "10.0.0.7/32" }], expected: [] },
       { name: "/127", pools: [{ subnet: "2001:db8::/127" }], expected: ["2001:db8::1"] },
@@ -42,7 +46,11 @@ describe("PoolAllocator (spec §3.2)", () => {
         pools: [{ subnet: "192.168.0.250/24" }],
         expected: ["192.168.0.251", "192.168.0.252", "192.168.0.253", "192.168.0.254", "192.168.0.255"],
       },
-      { name: "top of IPv4, start only", pools: [{ start: "255.255.255.254" }], expected: ["255.255.255.254", "255.255.255.255"] },
+      {
+        name: "top of IPv4, start only",
+        pools: [{ start: "255.255.255.254" }],
+        expected: ["255.255.255.254", "255.255.255.255"],
+      },
       {
         name: "top of IPv6, start only",
         pools: [{ start: "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe" }],
@@ -53,7 +61,11 @@ describe("PoolAllocator (spec §3.2)", () => {
         pools: [{ start: "2001:db8::ffff:fffe", end: "2001:db8::1:0:0" }],
         expected: ["2001:db8::ffff:fffe", "2001:db8::ffff:ffff", "2001:db8::1:0:0"],
       },
-      { name: "start below subnet yields nothing", pools: [{ start: "10.0.0.254", end: "10.0.1.2", subnet: "10.0.1.0/24" }], expected: [] },
+      {
+        name: "start below subnet yields nothing",
+        pools: [{ start: "10.0.0.254", end: "10.0.1.2", subnet: "10.0.1.0/24" }],
+        expected: [],
+      },
       {
         name: "start+end past the subnet stops at the subnet",
         pools: [{ start: "10.0.0.254", end: "10.0.1.2", subnet: "10.0.0.0/24" }],
@@ -61,12 +73,19 @@ describe("PoolAllocator (spec §3.2)", () => {
       },
       {
         name: "entries in declaration order, across families",
-        pools: [{ start: "10.0.0.5", end: "10.0.0.6" }, { subnet: "2001:db8::/126" }, { start: "10.0.0.1", end: "10.0.0.1" }],
+        pools: [
+          { start: "10.0.0.5", end: "10.0.0.6" },
+          { subnet: "2001:db8::/126" },
+          { start: "10.0.0.1", end: "10.0.0.1" },
+        ],
         expected: ["10.0.0.5", "10.0.0.6", "2001:db8::1", "2001:db8::2", "2001:db8::3", "10.0.0.1"],
       },
       {
         name: "overlapping entries hand out each address once",
-        pools: [{ start: "10.0.0.1", end: "10.0.0.3" }, { start: "10.0.0.2", end: "10.0.0.4" }],
+        pools: [
+          { start: "10.0.0.1", end: "10.0.0.3" },
+          { start: "10.0.0.2", end: "10.0.0.4" },
+        ],
         expected: ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"],
       },
     ];
@@ -128,40 +147,99 @@ describe("PoolAllocator (spec §3.2)", () => {
       a.reserve("10.0.0.4", claim("self"));
       return a;
     };
-    const fail = (message: string, reason: "AllocationFailed" | "PoolExhausted" = "AllocationFailed"): AllocationResult => ({
+    const fail = (
+      message: string,
+      reason: "AllocationFailed" | "PoolExhausted" = "AllocationFailed",
+    ): AllocationResult => ({
       ok: false,
       reason,
       message,
     });
     const cases: Array<{ name: string; claimName: string; requested?: string; expected: AllocationResult | string }> = [
-      { name: "annotation not an IP", claimName: "x", requested: "10.0.0.300", expected: fail('Invalid ipAddress annotation "10.0.0.300": not a valid IP address') },
+      {
+        name: "annotation not an IP",
+        claimName: "x",
+        requested: "10.0.0.300",
+        expected: fail('Invalid ipAddress annotation "10.0.0.300": not a valid IP address'),
+      },
       // Metal3 treats `ipAddress: ""` as absent: no request, so the first free address (and no conflict below).
       { name: "empty annotation is no request", claimName: "x", requested: "", expected: "10.0.0.1" },
-      { name: "empty annotation does not conflict with the preallocation", claimName: "pre", requested: "", expected: "10.0.0.5" },
-      { name: "invalid annotation is checked before the preallocation", claimName: "pre", requested: "x", expected: fail('Invalid ipAddress annotation "x": not a valid IP address') },
-      { name: "preallocation vs different annotation", claimName: "pre", requested: "10.0.0.6", expected: fail("PreAllocation and requested ip address are conflicting") },
-      { name: "conflict is checked before out of bounds", claimName: "outside", requested: "10.0.0.6", expected: fail("PreAllocation and requested ip address are conflicting") },
-      { name: "preallocation equal to annotation (numerically)", claimName: "pre6", requested: "2001:DB8:0::5", expected: "2001:db8::5" },
+      {
+        name: "empty annotation does not conflict with the preallocation",
+        claimName: "pre",
+        requested: "",
+        expected: "10.0.0.5",
+      },
+      {
+        name: "invalid annotation is checked before the preallocation",
+        claimName: "pre",
+        requested: "x",
+        expected: fail('Invalid ipAddress annotation "x": not a valid IP address'),
+      },
+      {
+        name: "preallocation vs different annotation",
+        claimName: "pre",
+        requested: "10.0.0.6",
+        expected: fail("PreAllocation and requested ip address are conflicting"),
+      },
+      {
+        name: "conflict is checked before out of bounds",
+        claimName: "outside",
+        requested: "10.0.0.6",
+        expected: fail("PreAllocation and requested ip address are conflicting"),
+      },
+      {
+        name: "preallocation equal to annotation (numerically)",
+        claimName: "pre6",
+        requested: "2001:DB8:0::5",
+        expected: "2001:db8::5",
+      },
       { name: "preallocation, no annotation", claimName: "pre", expected: "10.0.0.5" },
       { name: "non-canonical IPv6 preallocation", claimName: "pre6", expected: "2001:db8::5" },
       { name: "preallocation out of bounds", claimName: "outside", expected: fail("Pre-allocated IP out of bounds") },
       { name: "preallocation not an IP", claimName: "garbage", expected: fail("Pre-allocated IP out of bounds") },
-      { name: "preallocation held by another claim", claimName: "taken", expected: fail('Pre-allocated IP 10.0.0.7 is held by claim "thief"') },
-      { name: "preallocation held by a person-made IPAddress", claimName: "person", expected: fail('Pre-allocated IP 10.0.0.8 is held by IPAddress "keep-me" (no claim)') },
+      {
+        name: "preallocation held by another claim",
+        claimName: "taken",
+        expected: fail('Pre-allocated IP 10.0.0.7 is held by claim "thief"'),
+      },
+      {
+        name: "preallocation held by a person-made IPAddress",
+        claimName: "person",
+        expected: fail('Pre-allocated IP 10.0.0.8 is held by IPAddress "keep-me" (no claim)'),
+      },
       { name: "preallocation held by its own claim", claimName: "mine", expected: "10.0.0.9" },
       { name: "requested free", claimName: "x", requested: "10.0.0.6", expected: "10.0.0.6" },
       { name: "requested in another spelling", claimName: "x", requested: "2001:db8::000a", expected: "2001:db8::a" },
       { name: "requested held", claimName: "x", requested: "10.0.0.3", expected: fail("Requested IP not available") },
-      { name: "requested preallocated to another claim", claimName: "x", requested: "10.0.0.5", expected: fail("Requested IP not available") },
+      {
+        name: "requested preallocated to another claim",
+        claimName: "x",
+        requested: "10.0.0.5",
+        expected: fail("Requested IP not available"),
+      },
       { name: "requested held by the claim itself", claimName: "self", requested: "10.0.0.4", expected: "10.0.0.4" },
-      { name: "requested in no entry", claimName: "x", requested: "10.0.0.11", expected: fail("Requested IP 10.0.0.11 is out of bounds: it lies in no range of the pool") },
-      { name: "requested other family, no entry", claimName: "x", requested: "2001:db8::11", expected: fail("Requested IP 2001:db8::11 is out of bounds: it lies in no range of the pool") },
+      {
+        name: "requested in no entry",
+        claimName: "x",
+        requested: "10.0.0.11",
+        expected: fail("Requested IP 10.0.0.11 is out of bounds: it lies in no range of the pool"),
+      },
+      {
+        name: "requested other family, no entry",
+        claimName: "x",
+        requested: "2001:db8::11",
+        expected: fail("Requested IP 2001:db8::11 is out of bounds: it lies in no range of the pool"),
+      },
       { name: "sequential skips held and preallocated", claimName: "x", expected: "10.0.0.1" },
     ];
     for (const c of cases) {
       it(c.name, () => {
         const a = make();
-        const r = a.allocate({ claimName: c.claimName, ...(c.requested !== undefined ? { requestedAddress: c.requested } : {}) });
+        const r = a.allocate({
+          claimName: c.claimName,
+          ...(c.requested !== undefined ? { requestedAddress: c.requested } : {}),
+        });
         if (typeof c.expected === "string") expect(addressOf(r)).to.equal(c.expected);
         else expect(r).to.deep.equal(c.expected);
       });
@@ -187,7 +265,9 @@ describe("PoolAllocator (spec §3.2)", () => {
       a.release("10.0.0.5");
       expect(a.holderOf("10.0.0.5")).to.equal(undefined);
       expect(a.preallocatedTo("10.0.0.5")).to.deep.equal(["pre"]);
-      expect(a.allocate({ claimName: "x", requestedAddress: "10.0.0.5" })).to.deep.equal(fail("Requested IP not available"));
+      expect(a.allocate({ claimName: "x", requestedAddress: "10.0.0.5" })).to.deep.equal(
+        fail("Requested IP not available"),
+      );
       expect(addressOf(a.allocate({ claimName: "pre" }))).to.equal("10.0.0.5");
     });
 
@@ -204,18 +284,53 @@ describe("PoolAllocator (spec §3.2)", () => {
       [
         { start: "10.0.0.1", end: "10.0.0.1" },
         { start: "10.0.1.1", end: "10.0.1.1", prefix: 26, gateway: "10.0.1.254", dnsServers: ["1.1.1.1"] },
-        { start: "2001:db8::1", end: "2001:db8::1", gateway: "2001:DB8::00FE", dnsServers: ["2001:4860:4860:0:0:0:0:8888"] },
+        {
+          start: "2001:db8::1",
+          end: "2001:db8::1",
+          gateway: "2001:DB8::00FE",
+          dnsServers: ["2001:4860:4860:0:0:0:0:8888"],
+        },
         { start: "10.0.2.1", end: "10.0.2.1", gateway: "bad" },
         { start: "10.0.3.1", end: "10.0.3.1", dnsServers: ["9.9.9.9", "bad-dns"] },
       ],
       { prefix: 24, gateway: "10.0.0.254", dnsServers: ["8.8.8.8"] },
     );
     const cases: Array<[string, AllocationResult]> = [
-      ["10.0.0.1", { ok: true, address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254", dnsServers: ["8.8.8.8"], entryIndex: 0 }],
-      ["10.0.1.1", { ok: true, address: "10.0.1.1", prefix: 26, gateway: "10.0.1.254", dnsServers: ["1.1.1.1"], entryIndex: 1 }],
-      ["2001:db8::1", { ok: true, address: "2001:db8::1", prefix: 24, gateway: "2001:db8::fe", dnsServers: ["2001:4860:4860::8888"], entryIndex: 2 }],
-      ["10.0.2.1", { ok: false, reason: "AllocationFailed", message: 'Invalid gateway "bad" for addresses of spec.pools[3]: not a valid IP address' }],
-      ["10.0.3.1", { ok: false, reason: "AllocationFailed", message: 'Invalid DNS server "bad-dns" for addresses of spec.pools[4]: not a valid IP address' }],
+      [
+        "10.0.0.1",
+        { ok: true, address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254", dnsServers: ["8.8.8.8"], entryIndex: 0 },
+      ],
+      [
+        "10.0.1.1",
+        { ok: true, address: "10.0.1.1", prefix: 26, gateway: "10.0.1.254", dnsServers: ["1.1.1.1"], entryIndex: 1 },
+      ],
+      [
+        "2001:db8::1",
+        {
+          ok: true,
+          address: "2001:db8::1",
+          prefix: 24,
+          gateway: "2001:db8::fe",
+          dnsServers: ["2001:4860:4860::8888"],
+          entryIndex: 2,
+        },
+      ],
+      [
+        "10.0.2.1",
+        {
+          ok: false,
+          reason: "AllocationFailed",
+          message: 'Invalid gateway "bad" for addresses of spec.pools[3]: not a valid IP address',
+        },
+      ],
+      [
+        "10.0.3.1",
+        {
+          ok: false,
+          reason: "AllocationFailed",
+          message: 'Invalid DNS server "bad-dns" for addresses of spec.pools[4]: not a valid IP address',
+        },
+      ],
     ];
     for (const [address, expected] of cases) {
       it(address, () => {
@@ -232,7 +347,9 @@ describe("PoolAllocator (spec §3.2)", () => {
   describe("random (spec §3.2.3)", () => {
     it("finds the single free address of a nearly full entry", () => {
       for (let seed = 0; seed < 20; seed++) {
-        const a = new PoolAllocator(spec([{ subnet: "10.0.0.0/24" }], { allocationStrategy: "random" }), { rng: seededRng(seed) });
+        const a = new PoolAllocator(spec([{ subnet: "10.0.0.0/24" }], { allocationStrategy: "random" }), {
+          rng: seededRng(seed),
+        });
         for (let i = 1; i <= 255; i++) if (i !== 137) a.reserve(`10.0.0.${i}`, claim(`c${i}`));
         expect(addressOf(a.allocate({ claimName: "last" }))).to.equal("10.0.0.137");
         a.reserve("10.0.0.137", claim("last"));
@@ -259,12 +376,16 @@ describe("PoolAllocator (spec §3.2)", () => {
 
     it("indices past the entry (subnet written above its network) wrap to the first candidate", () => {
       // 10.0.0.4/29: space = 7 (.0 … .7 minus network), candidates .5 .6 .7 (3); index 5 is out of bounds
-      const a = new PoolAllocator(spec([{ subnet: "10.0.0.4/29" }], { allocationStrategy: "random" }), { rng: () => 5 / 7 });
+      const a = new PoolAllocator(spec([{ subnet: "10.0.0.4/29" }], { allocationStrategy: "random" }), {
+        rng: () => 5 / 7,
+      });
       expect(addressOf(a.allocate({ claimName: "c" }))).to.equal("10.0.0.5");
     });
 
     it("spreads over a /64 and stays inside it", () => {
-      const a = new PoolAllocator(spec([{ subnet: "2001:db8::/64" }], { allocationStrategy: "random" }), { rng: seededRng(9) });
+      const a = new PoolAllocator(spec([{ subnet: "2001:db8::/64" }], { allocationStrategy: "random" }), {
+        rng: seededRng(9),
+      });
       const got = allocateMany(a, 200);
       expect(new Set(got).size).to.equal(200);
       for (const g of got) expect(a.contains(g)).to.equal(true);
@@ -272,11 +393,18 @@ describe("PoolAllocator (spec §3.2)", () => {
     });
 
     it("start-only entries use their exact size (the webhook rejects this spec; the allocator copes)", () => {
-      const a = new PoolAllocator(spec([{ start: "255.255.255.250" }], { allocationStrategy: "random" }), { rng: seededRng(1) });
+      const a = new PoolAllocator(spec([{ start: "255.255.255.250" }], { allocationStrategy: "random" }), {
+        rng: seededRng(1),
+      });
       expect(a.specErrors.some((e) => e.startsWith("spec.allocationStrategy"))).to.equal(true);
-      expect(allocateMany(a, 6).sort()).to.deep.equal(
-        ["255.255.255.250", "255.255.255.251", "255.255.255.252", "255.255.255.253", "255.255.255.254", "255.255.255.255"],
-      );
+      expect(allocateMany(a, 6).sort()).to.deep.equal([
+        "255.255.255.250",
+        "255.255.255.251",
+        "255.255.255.252",
+        "255.255.255.253",
+        "255.255.255.254",
+        "255.255.255.255",
+      ]);
       expect(a.allocate({ claimName: "x" }).ok).to.equal(false);
     });
   });
@@ -335,15 +463,24 @@ describe("PoolAllocator (spec §3.2)", () => {
     it("a requested address held by the other kind of the same name is not available", () => {
       const a = new PoolAllocator(spec([{ start: "10.0.0.1", end: "10.0.0.9" }]));
       a.reserve("10.0.0.5", ipClaim("n"));
-      expect(a.allocate({ claimName: "n", claimKind: "IPAddressClaim", requestedAddress: "10.0.0.5" })).to.deep.include({ ok: false, message: AllocationMessages.requestedNotAvailable });
-      expect(addressOf(a.allocate({ claimName: "n", claimKind: "IPClaim", requestedAddress: "10.0.0.5" }))).to.equal("10.0.0.5");
+      expect(a.allocate({ claimName: "n", claimKind: "IPAddressClaim", requestedAddress: "10.0.0.5" })).to.deep.include(
+        { ok: false, message: AllocationMessages.requestedNotAvailable },
+      );
+      expect(addressOf(a.allocate({ claimName: "n", claimKind: "IPClaim", requestedAddress: "10.0.0.5" }))).to.equal(
+        "10.0.0.5",
+      );
     });
 
     it("a preallocation goes to the first claim of that name; the other kind is told who holds it", () => {
-      const a = new PoolAllocator(spec([{ start: "10.0.0.1", end: "10.0.0.9" }], { preAllocations: { n: "10.0.0.7" } }));
+      const a = new PoolAllocator(
+        spec([{ start: "10.0.0.1", end: "10.0.0.9" }], { preAllocations: { n: "10.0.0.7" } }),
+      );
       expect(addressOf(a.allocate({ claimName: "n", claimKind: "IPAddressClaim" }))).to.equal("10.0.0.7");
       a.reserve("10.0.0.7", capiClaim("n"));
-      expect(a.allocate({ claimName: "n", claimKind: "IPClaim" })).to.deep.include({ ok: false, message: 'Pre-allocated IP 10.0.0.7 is held by IPAddressClaim "n"' });
+      expect(a.allocate({ claimName: "n", claimKind: "IPClaim" })).to.deep.include({
+        ok: false,
+        message: 'Pre-allocated IP 10.0.0.7 is held by IPAddressClaim "n"',
+      });
     });
 
     it("releasing one kind's hold leaves the other kind's", () => {
@@ -359,7 +496,11 @@ describe("PoolAllocator (spec §3.2)", () => {
   describe("capacity and specErrors", () => {
     it("counts distinct addresses of overlapping entries once", () => {
       const a = new PoolAllocator(
-        spec([{ start: "10.0.0.1", end: "10.0.0.10" }, { start: "10.0.0.5", end: "10.0.0.20" }, { subnet: "2001:db8::/126" }]),
+        spec([
+          { start: "10.0.0.1", end: "10.0.0.10" },
+          { start: "10.0.0.5", end: "10.0.0.20" },
+          { subnet: "2001:db8::/126" },
+        ]),
       );
       a.reserve("10.0.0.7", claim("a"));
       a.reserve("2001:db8::3", claim("b"));
@@ -391,7 +532,11 @@ describe("PoolAllocator (spec §3.2)", () => {
 
     it("never throws on an empty or odd spec", () => {
       const a = new PoolAllocator({ namePrefix: "" });
-      expect(a.allocate({ claimName: "c" })).to.deep.equal({ ok: false, reason: "PoolExhausted", message: "Exhausted IP Pools" });
+      expect(a.allocate({ claimName: "c" })).to.deep.equal({
+        ok: false,
+        reason: "PoolExhausted",
+        message: "Exhausted IP Pools",
+      });
       expect(a.capacity()).to.deep.equal({ total: 0n, used: 0n, free: 0n });
       expect(a.specErrors).to.deep.equal(["spec.namePrefix: Required value: a non-empty prefix for IPAddress names"]);
     });
@@ -430,7 +575,9 @@ describe("PoolAllocator (spec §3.2)", () => {
     });
 
     it("random allocations in a /16 with 10,000 fragmented holders stay logarithmic", () => {
-      const a = new PoolAllocator(spec([{ subnet: "10.1.0.0/16" }], { allocationStrategy: "random" }), { rng: seededRng(4) });
+      const a = new PoolAllocator(spec([{ subnet: "10.1.0.0/16" }], { allocationStrategy: "random" }), {
+        rng: seededRng(4),
+      });
       let worst = 0;
       for (let i = 0; i < 10_000; i++) {
         const before = a.work;
@@ -467,8 +614,14 @@ describe("PoolAllocator (spec §3.2)", () => {
         for (let i = 0; i < n; i++) pools.push(randomPool(rng, rng() < 0.5 ? 4 : 6));
         const bounded = pools.every((p) => p.end !== undefined || p.subnet !== undefined);
         const random = bounded && rng() < 0.5;
-        const a = new PoolAllocator(spec(pools, random ? { allocationStrategy: "random" } : {}), { rng: seededRng(round) });
-        const oracle = new Set(pools.flatMap((p) => metal3Scan(p).map((v) => `${p.start ?? p.subnet}`.includes(":") ? `6/${v}` : `4/${v}`)));
+        const a = new PoolAllocator(spec(pools, random ? { allocationStrategy: "random" } : {}), {
+          rng: seededRng(round),
+        });
+        const oracle = new Set(
+          pools.flatMap((p) =>
+            metal3Scan(p).map((v) => (`${p.start ?? p.subnet}`.includes(":") ? `6/${v}` : `4/${v}`)),
+          ),
+        );
         const seen = new Set<string>();
         for (;;) {
           const r = a.allocate({ claimName: `c${seen.size}` });

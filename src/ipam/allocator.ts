@@ -246,7 +246,11 @@ export class PoolAllocator {
     return this.allocateFree();
   }
 
-  private allocatePreallocated(claimName: string, claimKind: string | undefined, addr: Addr | undefined): AllocationResult {
+  private allocatePreallocated(
+    claimName: string,
+    claimKind: string | undefined,
+    addr: Addr | undefined,
+  ): AllocationResult {
     const entry = addr && firstEntryContaining(this.entries, addr);
     if (!addr || !entry) return failed(AllocationMessages.preallocatedOutOfBounds);
     const other = (this.holders.get(addressKey(addr)) ?? []).find((h) => !isClaim(h, claimName, claimKind));

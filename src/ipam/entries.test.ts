@@ -19,8 +19,20 @@ function show(e: CompiledEntry | undefined): string {
 describe("entries (spec §2)", () => {
   describe("compileEntry: the rows of spec §2", () => {
     const cases: Array<{ name: string; pool: Pool; range: string; size: bigint; space: bigint | undefined }> = [
-      { name: "start+end", pool: { start: "10.0.0.1", end: "10.0.0.3" }, range: "10.0.0.1 … 10.0.0.3", size: 3n, space: 3n },
-      { name: "start=end", pool: { start: "10.0.0.1", end: "10.0.0.1" }, range: "10.0.0.1 … 10.0.0.1", size: 1n, space: 1n },
+      {
+        name: "start+end",
+        pool: { start: "10.0.0.1", end: "10.0.0.3" },
+        range: "10.0.0.1 … 10.0.0.3",
+        size: 3n,
+        space: 3n,
+      },
+      {
+        name: "start=end",
+        pool: { start: "10.0.0.1", end: "10.0.0.1" },
+        range: "10.0.0.1 … 10.0.0.1",
+        size: 1n,
+        space: 1n,
+      },
       {
         name: "start+end past the subnet: the subnet ends it",
         pool: { start: "10.0.0.250", end: "10.0.1.5", subnet: "10.0.0.0/24" },
@@ -56,7 +68,13 @@ describe("entries (spec §2)", () => {
         size: 0n,
         space: 12n,
       },
-      { name: "subnet /30", pool: { subnet: "192.168.0.0/30" }, range: "192.168.0.1 … 192.168.0.3", size: 3n, space: 3n },
+      {
+        name: "subnet /30",
+        pool: { subnet: "192.168.0.0/30" },
+        range: "192.168.0.1 … 192.168.0.3",
+        size: 3n,
+        space: 3n,
+      },
       {
         name: "subnet written above its network",
         pool: { subnet: "192.168.0.10/24" },
@@ -64,11 +82,29 @@ describe("entries (spec §2)", () => {
         size: 245n,
         space: 255n,
       },
-      { name: "subnet written at its broadcast", pool: { subnet: "192.168.0.255/24" }, range: "empty", size: 0n, space: 255n },
+      {
+        name: "subnet written at its broadcast",
+        pool: { subnet: "192.168.0.255/24" },
+        range: "empty",
+        size: 0n,
+        space: 255n,
+      },
       { name: "subnet /31", pool: { subnet: "10.0.0.0/31" }, range: "10.0.0.1 … 10.0.0.1", size: 1n, space: 1n },
       { name: "subnet /32", pool: { subnet: "10.0.0.7/32" }, range: "empty", size: 0n, space: 0n },
-      { name: "subnet /0", pool: { subnet: "0.0.0.0/0" }, range: "0.0.0.1 … 255.255.255.255", size: 4294967295n, space: 4294967295n },
-      { name: "subnet 255.255.255.255/32", pool: { subnet: "255.255.255.255/32" }, range: "empty", size: 0n, space: 0n },
+      {
+        name: "subnet /0",
+        pool: { subnet: "0.0.0.0/0" },
+        range: "0.0.0.1 … 255.255.255.255",
+        size: 4294967295n,
+        space: 4294967295n,
+      },
+      {
+        name: "subnet 255.255.255.255/32",
+        pool: { subnet: "255.255.255.255/32" },
+        range: "empty",
+        size: 0n,
+        space: 0n,
+      },
       {
         name: "subnet 255.255.255.254/31",
         pool: { subnet: "255.255.255.254/31" },
@@ -76,7 +112,13 @@ describe("entries (spec §2)", () => {
         size: 1n,
         space: 1n,
       },
-      { name: "subnet /127", pool: { subnet: "2001:db8::/127" }, range: "2001:db8::1 … 2001:db8::1", size: 1n, space: 1n },
+      {
+        name: "subnet /127",
+        pool: { subnet: "2001:db8::/127" },
+        range: "2001:db8::1 … 2001:db8::1",
+        size: 1n,
+        space: 1n,
+      },
       { name: "subnet /128", pool: { subnet: "2001:db8::1/128" }, range: "empty", size: 0n, space: 0n },
       {
         name: "subnet /64",
@@ -99,7 +141,13 @@ describe("entries (spec §2)", () => {
         size: 2n,
         space: undefined,
       },
-      { name: "start only at the top", pool: { start: "255.255.255.255" }, range: "255.255.255.255 … 255.255.255.255", size: 1n, space: undefined },
+      {
+        name: "start only at the top",
+        pool: { start: "255.255.255.255" },
+        range: "255.255.255.255 … 255.255.255.255",
+        size: 1n,
+        space: undefined,
+      },
       {
         name: "start only IPv6",
         pool: { start: "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0" },
@@ -122,7 +170,13 @@ describe("entries (spec §2)", () => {
         size: 7n,
         space: 7n,
       },
-      { name: "end before start: yields nothing", pool: { start: "10.0.0.9", end: "10.0.0.1" }, range: "empty", size: 0n, space: 0n },
+      {
+        name: "end before start: yields nothing",
+        pool: { start: "10.0.0.9", end: "10.0.0.1" },
+        range: "empty",
+        size: 0n,
+        space: 0n,
+      },
     ];
     for (const c of cases) {
       it(`${c.name}: ${JSON.stringify(c.pool)} → ${c.range}`, () => {
@@ -185,19 +239,25 @@ describe("entries (spec §2)", () => {
       {
         pool: { start: "10.0.0.1", end: "2001:db8::1" },
         errors: [],
-        warnings: ['spec.pools[2].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address'],
+        warnings: [
+          'spec.pools[2].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address',
+        ],
         hasEntry: false,
       },
       {
         pool: { start: "10.0.0.1", subnet: "2001:db8::/64" },
         errors: [],
-        warnings: ['spec.pools[2].subnet "2001:db8::/64": start, end and subnet are of different address families: the entry yields no address'],
+        warnings: [
+          'spec.pools[2].subnet "2001:db8::/64": start, end and subnet are of different address families: the entry yields no address',
+        ],
         hasEntry: false,
       },
       {
         pool: { subnet: "10.0.0.0/30", end: "2001:db8::1" },
         errors: [],
-        warnings: ['spec.pools[2].end "2001:db8::1": start, end and subnet are of different address families (end is ignored without start)'],
+        warnings: [
+          'spec.pools[2].end "2001:db8::1": start, end and subnet are of different address families (end is ignored without start)',
+        ],
         hasEntry: true,
       },
       {
@@ -223,11 +283,41 @@ describe("entries (spec §2)", () => {
     const defaults = { prefix: 24, gateway: "10.0.0.1", dnsServers: ["8.8.8.8"] };
     const cases: Array<{ name: string; pool: Pool; prefix: number; gateway?: string; dns?: string[] }> = [
       { name: "pool defaults", pool: { start: "10.0.0.2" }, prefix: 24, gateway: "10.0.0.1", dns: ["8.8.8.8"] },
-      { name: "zero prefix does not override", pool: { start: "10.0.0.2", prefix: 0 }, prefix: 24, gateway: "10.0.0.1", dns: ["8.8.8.8"] },
-      { name: "entry prefix", pool: { start: "10.0.0.2", prefix: 26 }, prefix: 26, gateway: "10.0.0.1", dns: ["8.8.8.8"] },
-      { name: "entry gateway", pool: { start: "10.0.0.2", gateway: "10.0.0.254" }, prefix: 24, gateway: "10.0.0.254", dns: ["8.8.8.8"] },
-      { name: "empty DNS list does not override", pool: { start: "10.0.0.2", dnsServers: [] }, prefix: 24, gateway: "10.0.0.1", dns: ["8.8.8.8"] },
-      { name: "entry DNS", pool: { start: "10.0.0.2", dnsServers: ["1.1.1.1", "9.9.9.9"] }, prefix: 24, gateway: "10.0.0.1", dns: ["1.1.1.1", "9.9.9.9"] },
+      {
+        name: "zero prefix does not override",
+        pool: { start: "10.0.0.2", prefix: 0 },
+        prefix: 24,
+        gateway: "10.0.0.1",
+        dns: ["8.8.8.8"],
+      },
+      {
+        name: "entry prefix",
+        pool: { start: "10.0.0.2", prefix: 26 },
+        prefix: 26,
+        gateway: "10.0.0.1",
+        dns: ["8.8.8.8"],
+      },
+      {
+        name: "entry gateway",
+        pool: { start: "10.0.0.2", gateway: "10.0.0.254" },
+        prefix: 24,
+        gateway: "10.0.0.254",
+        dns: ["8.8.8.8"],
+      },
+      {
+        name: "empty DNS list does not override",
+        pool: { start: "10.0.0.2", dnsServers: [] },
+        prefix: 24,
+        gateway: "10.0.0.1",
+        dns: ["8.8.8.8"],
+      },
+      {
+        name: "entry DNS",
+        pool: { start: "10.0.0.2", dnsServers: ["1.1.1.1", "9.9.9.9"] },
+        prefix: 24,
+        gateway: "10.0.0.1",
+        dns: ["1.1.1.1", "9.9.9.9"],
+      },
     ];
     for (const c of cases) {
       it(c.name, () => {

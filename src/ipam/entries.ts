@@ -190,7 +190,13 @@ function intervalOf(f: ParsedFields): Interval | undefined {
   if (f.start) return startInterval(f.start, f.end, f.subnet);
   if (f.subnet) {
     const s = f.subnet;
-    return { family: s.network.family, first: s.network.value + 1n, last: s.last, bounded: true, indexSpace: s.last - s.first };
+    return {
+      family: s.network.family,
+      first: s.network.value + 1n,
+      last: s.last,
+      bounded: true,
+      indexSpace: s.last - s.first,
+    };
   }
   if (f.end) return { family: f.end.family, first: 0n, last: -1n, bounded: true, indexSpace: undefined };
   return undefined;

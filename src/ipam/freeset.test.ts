@@ -18,9 +18,25 @@ describe("FreeSet", () => {
       { name: "adjacent ascending", mark: [1, 2, 3], runs: [[1, 3]] },
       { name: "adjacent descending", mark: [3, 2, 1], runs: [[1, 3]] },
       { name: "bridge two runs", mark: [1, 2, 4, 5, 3], runs: [[1, 5]] },
-      { name: "gaps", mark: [1, 3, 5], runs: [[1, 1], [3, 3], [5, 5]] },
+      {
+        name: "gaps",
+        mark: [1, 3, 5],
+        runs: [
+          [1, 1],
+          [3, 3],
+          [5, 5],
+        ],
+      },
       { name: "duplicate mark", mark: [1, 1, 2], runs: [[1, 2]] },
-      { name: "split middle", mark: [1, 2, 3, 4, 5], unmark: [3], runs: [[1, 2], [4, 5]] },
+      {
+        name: "split middle",
+        mark: [1, 2, 3, 4, 5],
+        unmark: [3],
+        runs: [
+          [1, 2],
+          [4, 5],
+        ],
+      },
       { name: "trim ends", mark: [1, 2, 3], unmark: [1, 3], runs: [[2, 2]] },
       { name: "remove all", mark: [7], unmark: [7, 7, 8], runs: [] },
     ];

@@ -22,7 +22,10 @@ function messages(errors: ReturnType<typeof validateIPPool>): string[] {
 describe("validation (spec §6)", () => {
   describe("formatFieldError", () => {
     const cases: Array<[Parameters<typeof formatFieldError>[0], string]> = [
-      [{ field: "spec.pools[1].end", type: "Invalid", value: "10.0.0.1", detail: "end is before start" }, 'spec.pools[1].end: Invalid value: "10.0.0.1": end is before start'],
+      [
+        { field: "spec.pools[1].end", type: "Invalid", value: "10.0.0.1", detail: "end is before start" },
+        'spec.pools[1].end: Invalid value: "10.0.0.1": end is before start',
+      ],
       [{ field: "spec.namePrefix", type: "Required", detail: "x" }, "spec.namePrefix: Required value: x"],
       [{ field: "spec", type: "Forbidden", detail: "field is immutable" }, "spec: Forbidden: field is immutable"],
       [{ field: "a[b]", type: "Duplicate", value: "v", detail: "" }, 'a[b]: Duplicate value: "v"'],
@@ -35,13 +38,24 @@ describe("validation (spec §6)", () => {
 
   describe("validateIPPool on create", () => {
     const cases: Array<{ name: string; spec: Partial<IPPoolSpec>; errors: string[] }> = [
-      { name: "valid", spec: { pools: [{ subnet: "10.0.0.0/24" }], gateway: "10.0.0.254", dnsServers: ["8.8.8.8"] }, errors: [] },
+      {
+        name: "valid",
+        spec: { pools: [{ subnet: "10.0.0.0/24" }], gateway: "10.0.0.254", dnsServers: ["8.8.8.8"] },
+        errors: [],
+      },
       { name: "empty pools are allowed", spec: {}, errors: [] },
-      { name: "namePrefix required", spec: { namePrefix: "" }, errors: ["spec.namePrefix: Required value: a non-empty prefix for IPAddress names"] },
+      {
+        name: "namePrefix required",
+        spec: { namePrefix: "" },
+        errors: ["spec.namePrefix: Required value: a non-empty prefix for IPAddress names"],
+      },
       {
         name: "unparsable fields, per entry and pool-wide, all at once",
         spec: {
-          pools: [{ start: "10.0.0.256", end: "10.0.1.x", gateway: "gw" }, { subnet: "10.0.0.0/40", dnsServers: ["d"] }],
+          pools: [
+            { start: "10.0.0.256", end: "10.0.1.x", gateway: "gw" },
+            { subnet: "10.0.0.0/40", dnsServers: ["d"] },
+          ],
           gateway: "g",
           dnsServers: ["1.1.1.1", "010.1.1.1"],
         },
@@ -55,14 +69,24 @@ describe("validation (spec §6)", () => {
           'spec.dnsServers[1]: Invalid value: "010.1.1.1": not a valid IP address',
         ],
       },
-      { name: "end before start", spec: { pools: [{}, { start: "10.0.0.2", end: "10.0.0.1" }] }, errors: [
-        "spec.pools[0]: Required value: one of start, end or subnet is required",
-        'spec.pools[1].end: Invalid value: "10.0.0.1": end is before start',
-      ] },
-      { name: "end before start compared as numbers", spec: { pools: [{ start: "2001:db8::a", end: "2001:db8::0009" }] }, errors: [
-        'spec.pools[0].end: Invalid value: "2001:db8::0009": end is before start',
-      ] },
-      { name: "end-only entries are accepted (Metal3 accepts them)", spec: { pools: [{ end: "10.0.0.1" }] }, errors: [] },
+      {
+        name: "end before start",
+        spec: { pools: [{}, { start: "10.0.0.2", end: "10.0.0.1" }] },
+        errors: [
+          "spec.pools[0]: Required value: one of start, end or subnet is required",
+          'spec.pools[1].end: Invalid value: "10.0.0.1": end is before start',
+        ],
+      },
+      {
+        name: "end before start compared as numbers",
+        spec: { pools: [{ start: "2001:db8::a", end: "2001:db8::0009" }] },
+        errors: ['spec.pools[0].end: Invalid value: "2001:db8::0009": end is before start'],
+      },
+      {
+        name: "end-only entries are accepted (Metal3 accepts them)",
+        spec: { pools: [{ end: "10.0.0.1" }] },
+        errors: [],
+      },
       {
         name: "preallocations: not an IP, out of bounds, repeated as numbers",
         spec: {
@@ -89,7 +113,10 @@ describe("validation (spec §6)", () => {
       },
       {
         name: "preallocation outside every entry's box is refused",
-        spec: { pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.2.1", end: "10.0.2.9" }], preAllocations: { a: "10.0.1.1", b: "10.0.2.10" } },
+        spec: {
+          pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.2.1", end: "10.0.2.9" }],
+          preAllocations: { a: "10.0.1.1", b: "10.0.2.10" },
+        },
         errors: [
           'spec.preAllocations[a]: Invalid value: "10.0.1.1": out of bounds: the address lies in no entry of spec.pools',
           'spec.preAllocations[b]: Invalid value: "10.0.2.10": out of bounds: the address lies in no entry of spec.pools',
@@ -97,18 +124,31 @@ describe("validation (spec §6)", () => {
       },
       {
         name: "mixed-family entries are accepted (Metal3 accepts them)",
-        spec: { pools: [{ start: "10.0.0.1", end: "2001:db8::1" }, { start: "2001:db8::1", subnet: "10.0.0.0/24" }, { subnet: "10.0.1.0/24", end: "2001:db8::9" }] },
+        spec: {
+          pools: [
+            { start: "10.0.0.1", end: "2001:db8::1" },
+            { start: "2001:db8::1", subnet: "10.0.0.0/24" },
+            { subnet: "10.0.1.0/24", end: "2001:db8::9" },
+          ],
+        },
         errors: [],
       },
       {
         name: "random with a start-only entry",
-        spec: { allocationStrategy: "random", pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.1.1" }, { end: "10.0.2.1" }] },
+        spec: {
+          allocationStrategy: "random",
+          pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.1.1" }, { end: "10.0.2.1" }],
+        },
         errors: [
           'spec.allocationStrategy: Invalid value: "random": spec.pools[1] has no known size: random needs start with end or subnet, or a subnet',
           'spec.allocationStrategy: Invalid value: "random": spec.pools[2] has no known size: random needs start with end or subnet, or a subnet',
         ],
       },
-      { name: "sequential with a start-only entry", spec: { allocationStrategy: "sequential", pools: [{ start: "10.0.1.1" }] }, errors: [] },
+      {
+        name: "sequential with a start-only entry",
+        spec: { allocationStrategy: "sequential", pools: [{ start: "10.0.1.1" }] },
+        errors: [],
+      },
       {
         name: "unknown strategy",
         spec: { allocationStrategy: "fancy" as "random" },
@@ -123,30 +163,69 @@ describe("validation (spec §6)", () => {
   });
 
   describe("validateIPPool on update", () => {
-    const base: Partial<IPPoolSpec> = { pools: [{ start: "10.0.0.1", end: "10.0.0.20" }], allocationStrategy: "sequential" };
-    const cases: Array<{ name: string; old: Partial<IPPoolSpec>; next: Partial<IPPoolSpec>; inUse?: string[]; errors: string[] }> = [
-      { name: "unchanged spec passes even when invalid", old: { namePrefix: "" }, next: { namePrefix: "" }, errors: [] },
-      { name: "namePrefix change", old: base, next: { ...base, namePrefix: "other" }, errors: ['spec.namePrefix: Invalid value: "other": field is immutable'] },
-      { name: "strategy change", old: base, next: { ...base, allocationStrategy: "random" }, errors: ['spec.allocationStrategy: Invalid value: "random": field is immutable'] },
-      { name: "absent → random", old: { pools: base.pools! }, next: { ...base, allocationStrategy: "random" }, errors: ['spec.allocationStrategy: Invalid value: "random": field is immutable'] },
-      { name: "\"\" → sequential allowed", old: { ...base, allocationStrategy: "" }, next: base, errors: [] },
-      { name: "sequential → \"\" allowed", old: base, next: { ...base, allocationStrategy: "" }, errors: [] },
+    const base: Partial<IPPoolSpec> = {
+      pools: [{ start: "10.0.0.1", end: "10.0.0.20" }],
+      allocationStrategy: "sequential",
+    };
+    const cases: Array<{
+      name: string;
+      old: Partial<IPPoolSpec>;
+      next: Partial<IPPoolSpec>;
+      inUse?: string[];
+      errors: string[];
+    }> = [
+      {
+        name: "unchanged spec passes even when invalid",
+        old: { namePrefix: "" },
+        next: { namePrefix: "" },
+        errors: [],
+      },
+      {
+        name: "namePrefix change",
+        old: base,
+        next: { ...base, namePrefix: "other" },
+        errors: ['spec.namePrefix: Invalid value: "other": field is immutable'],
+      },
+      {
+        name: "strategy change",
+        old: base,
+        next: { ...base, allocationStrategy: "random" },
+        errors: ['spec.allocationStrategy: Invalid value: "random": field is immutable'],
+      },
+      {
+        name: "absent → random",
+        old: { pools: base.pools! },
+        next: { ...base, allocationStrategy: "random" },
+        errors: ['spec.allocationStrategy: Invalid value: "random": field is immutable'],
+      },
+      { name: '"" → sequential allowed', old: { ...base, allocationStrategy: "" }, next: base, errors: [] },
+      { name: 'sequential → "" allowed', old: base, next: { ...base, allocationStrategy: "" }, errors: [] },
       { name: "absent → sequential allowed", old: { pools: base.pools! }, next: base, errors: [] },
       {
         name: "shrinking below an address in use",
         old: base,
         next: { ...base, pools: [{ start: "10.0.0.1", end: "10.0.0.9" }] },
         inUse: ["10.0.0.5", "10.0.0.15", "10.0.0.015", "10.0.0.99", "junk"],
-        errors: ['spec.pools: Invalid value: "10.0.0.15": the address is in use and would be out of bounds of the pools'],
+        errors: [
+          'spec.pools: Invalid value: "10.0.0.15": the address is in use and would be out of bounds of the pools',
+        ],
       },
       {
         name: "in-use address compared as numbers",
         old: { pools: [{ subnet: "2001:db8::/120" }] },
         next: { pools: [{ subnet: "2001:db8::/124" }] },
         inUse: ["2001:db8::000f", "2001:DB8::10"],
-        errors: ['spec.pools: Invalid value: "2001:db8::10": the address is in use and would be out of bounds of the pools'],
+        errors: [
+          'spec.pools: Invalid value: "2001:db8::10": the address is in use and would be out of bounds of the pools',
+        ],
       },
-      { name: "growing is fine", old: base, next: { ...base, pools: [{ subnet: "10.0.0.0/16" }] }, inUse: ["10.0.0.5"], errors: [] },
+      {
+        name: "growing is fine",
+        old: base,
+        next: { ...base, pools: [{ subnet: "10.0.0.0/16" }] },
+        inUse: ["10.0.0.5"],
+        errors: [],
+      },
       {
         // 10.0.0.0 is in use; the new subnet-only entry starts at .1 but its box (the subnet) still holds .0.
         name: "dropping an in-use address still inside Metal3's bounds is accepted",
@@ -188,7 +267,10 @@ describe("validation (spec §6)", () => {
         pool({ pools: [{ subnet: "10.0.0.8/29" }] }, "b"),
         { ...pool({ namePrefix: "other", pools: [{ start: "2001:db8::5" }] }, "c") },
         pool({ pools: [{ start: "10.0.0.1" }] }, "a"),
-        { metadata: { name: "d", namespace: "elsewhere" }, spec: { namePrefix: "pfx", pools: [{ start: "10.0.0.1" }] } },
+        {
+          metadata: { name: "d", namespace: "elsewhere" },
+          spec: { namePrefix: "pfx", pools: [{ start: "10.0.0.1" }] },
+        },
         pool({ namePrefix: "x", pools: [{ start: "10.0.0.11", end: "10.0.0.20" }] }, "e"),
       ];
       expect(ipPoolWarnings(mine, others)).to.deep.equal([
@@ -212,7 +294,14 @@ describe("validation (spec §6)", () => {
     });
 
     it("entries that yield nothing and an ignored end", () => {
-      const p = pool({ pools: [{ start: "10.0.0.5", subnet: "10.0.1.0/24" }, { subnet: "10.0.0.1/32" }, { end: "10.0.0.1" }, { subnet: "10.0.0.0/24", end: "10.0.0.9" }] });
+      const p = pool({
+        pools: [
+          { start: "10.0.0.5", subnet: "10.0.1.0/24" },
+          { subnet: "10.0.0.1/32" },
+          { end: "10.0.0.1" },
+          { subnet: "10.0.0.0/24", end: "10.0.0.9" },
+        ],
+      });
       expect(ipPoolWarnings(p, [])).to.deep.equal([
         "spec.pools[0] yields no address: start lies outside subnet",
         "spec.pools[1] yields no address: no address follows the one written in subnet",
@@ -233,7 +322,9 @@ describe("validation (spec §6)", () => {
     it("says nothing on create, for an unchanged spec, or for addresses it refuses", () => {
       expect(ipPoolUpdateWarnings(old, undefined, ["10.0.0.0"])).to.deep.equal([]);
       expect(ipPoolUpdateWarnings(old, old, ["10.0.0.0"])).to.deep.equal([]);
-      expect(ipPoolUpdateWarnings(pool({ pools: [{ start: "10.0.0.1", end: "10.0.0.9" }] }), old, ["10.0.0.15"])).to.deep.equal([]);
+      expect(
+        ipPoolUpdateWarnings(pool({ pools: [{ start: "10.0.0.1", end: "10.0.0.9" }] }), old, ["10.0.0.15"]),
+      ).to.deep.equal([]);
     });
   });
 
@@ -244,16 +335,53 @@ describe("validation (spec §6)", () => {
     });
     const cases: Array<{ name: string; claim: IPClaim; old?: IPClaim; errors: string[] }> = [
       { name: "valid", claim: claim("p", { ipAddress: "2001:db8::0005" }), errors: [] },
-      { name: "pool name required", claim: claim(""), errors: ["spec.pool.name: Required value: the name of the IPPool to allocate from"] },
-      { name: "missing spec", claim: { metadata: {} } as IPClaim, errors: ["spec.pool.name: Required value: the name of the IPPool to allocate from"] },
-      { name: "annotation not an IP", claim: claim("p", { ipAddress: "10.0.0.1/24" }), errors: ['metadata.annotations[ipAddress]: Invalid value: "10.0.0.1/24": not a valid IP address'] },
-      { name: "pool immutable", claim: claim("q"), old: claim("p"), errors: ["spec.pool: Forbidden: field is immutable"] },
-      { name: "empty namespace equals own namespace", claim: claim("p", undefined, "ns"), old: claim("p", undefined, ""), errors: [] },
-      { name: "namespace change", claim: claim("p", undefined, "other"), old: claim("p"), errors: ["spec.pool: Forbidden: field is immutable"] },
-      { name: "annotation may change", claim: claim("p", { ipAddress: "10.0.0.2" }), old: claim("p", { ipAddress: "10.0.0.1" }), errors: [] },
+      {
+        name: "pool name required",
+        claim: claim(""),
+        errors: ["spec.pool.name: Required value: the name of the IPPool to allocate from"],
+      },
+      {
+        name: "missing spec",
+        claim: { metadata: {} } as IPClaim,
+        errors: ["spec.pool.name: Required value: the name of the IPPool to allocate from"],
+      },
+      {
+        name: "annotation not an IP",
+        claim: claim("p", { ipAddress: "10.0.0.1/24" }),
+        errors: ['metadata.annotations[ipAddress]: Invalid value: "10.0.0.1/24": not a valid IP address'],
+      },
+      {
+        name: "pool immutable",
+        claim: claim("q"),
+        old: claim("p"),
+        errors: ["spec.pool: Forbidden: field is immutable"],
+      },
+      {
+        name: "empty namespace equals own namespace",
+        claim: claim("p", undefined, "ns"),
+        old: claim("p", undefined, ""),
+        errors: [],
+      },
+      {
+        name: "namespace change",
+        claim: claim("p", undefined, "other"),
+        old: claim("p"),
+        errors: ["spec.pool: Forbidden: field is immutable"],
+      },
+      {
+        name: "annotation may change",
+        claim: claim("p", { ipAddress: "10.0.0.2" }),
+        old: claim("p", { ipAddress: "10.0.0.1" }),
+        errors: [],
+      },
       // Metal3 treats `ipAddress: ""` as absent and its webhook accepts it.
       { name: "empty annotation is accepted", claim: claim("p", { ipAddress: "" }), errors: [] },
-      { name: "empty annotation on update", claim: claim("p", { ipAddress: "" }), old: claim("p", { ipAddress: "10.0.0.1" }), errors: [] },
+      {
+        name: "empty annotation on update",
+        claim: claim("p", { ipAddress: "" }),
+        old: claim("p", { ipAddress: "10.0.0.1" }),
+        errors: [],
+      },
     ];
     for (const c of cases) {
       it(c.name, () => {
@@ -285,44 +413,121 @@ describe("validation (spec §6)", () => {
     const cases: Array<{ name: string; addr: IPAddress; old?: IPAddress; errors: string[] }> = [
       { name: "valid", addr: addr("10.0.0.1", { gateway: "10.0.0.254", dnsServers: ["8.8.8.8"] }), errors: [] },
       { name: "address required", addr: addr(""), errors: ["spec.address: Required value: the address"] },
-      { name: "address an IP", addr: addr("10.0.0.1/24"), errors: ['spec.address: Invalid value: "10.0.0.1/24": not a valid IP address'] },
+      {
+        name: "address an IP",
+        addr: addr("10.0.0.1/24"),
+        errors: ['spec.address: Invalid value: "10.0.0.1/24": not a valid IP address'],
+      },
       {
         name: "references required",
         addr: { metadata: {}, spec: { address: "10.0.0.1", pool: { name: "" }, claim: { name: "" } } },
-        errors: ["spec.pool.name: Required value: the IPPool of the address", "spec.claim.name: Required value: the claim of the address"],
+        errors: [
+          "spec.pool.name: Required value: the IPPool of the address",
+          "spec.claim.name: Required value: the claim of the address",
+        ],
       },
-      { name: "missing spec", addr: { metadata: {} } as IPAddress, errors: [
-        "spec.pool.name: Required value: the IPPool of the address",
-        "spec.claim.name: Required value: the claim of the address",
-        "spec.address: Required value: the address",
-      ] },
-      { name: "gateway an IP", addr: addr("10.0.0.1", { gateway: "gw" }), errors: ['spec.gateway: Invalid value: "gw": not a valid IP address'] },
+      {
+        name: "missing spec",
+        addr: { metadata: {} } as IPAddress,
+        errors: [
+          "spec.pool.name: Required value: the IPPool of the address",
+          "spec.claim.name: Required value: the claim of the address",
+          "spec.address: Required value: the address",
+        ],
+      },
+      {
+        name: "gateway an IP",
+        addr: addr("10.0.0.1", { gateway: "gw" }),
+        errors: ['spec.gateway: Invalid value: "gw": not a valid IP address'],
+      },
       { name: "unchanged spec", addr: addr("10.0.0.1"), old: addr("10.0.0.1"), errors: [] },
       // Immutable exactly where Metal3's webhook says so (spec §1.3): address, pool (name, namespace, kind), claim.
-      { name: "address immutable", addr: addr("10.0.0.2"), old: addr("10.0.0.1"), errors: ['spec.address: Invalid value: "10.0.0.2": field is immutable'] },
-      { name: "address respelled is a change", addr: addr("2001:db8::0005"), old: addr("2001:db8::5"), errors: ['spec.address: Invalid value: "2001:db8::0005": field is immutable'] },
-      { name: "pool name immutable", addr: addr("10.0.0.1", { pool: { name: "q" } }), old: addr("10.0.0.1"), errors: ["spec.pool: Forbidden: field is immutable"] },
-      { name: "pool namespace immutable", addr: addr("10.0.0.1", { pool: { name: "p", namespace: "other" } }), old: addr("10.0.0.1"), errors: ["spec.pool: Forbidden: field is immutable"] },
-      { name: "pool kind immutable", addr: addr("10.0.0.1", { pool: { name: "p", kind: "Other" } }), old: addr("10.0.0.1", { pool: { name: "p", kind: "IPPool" } }), errors: ["spec.pool: Forbidden: field is immutable"] },
-      { name: "claim name immutable", addr: addr("10.0.0.1", { claim: { name: "d" } }), old: addr("10.0.0.1"), errors: ["spec.claim: Forbidden: field is immutable"] },
-      { name: "claim namespace immutable", addr: addr("10.0.0.1", { claim: { name: "c", namespace: "other" } }), old: addr("10.0.0.1", { claim: { name: "c", namespace: "ns" } }), errors: ["spec.claim: Forbidden: field is immutable"] },
+      {
+        name: "address immutable",
+        addr: addr("10.0.0.2"),
+        old: addr("10.0.0.1"),
+        errors: ['spec.address: Invalid value: "10.0.0.2": field is immutable'],
+      },
+      {
+        name: "address respelled is a change",
+        addr: addr("2001:db8::0005"),
+        old: addr("2001:db8::5"),
+        errors: ['spec.address: Invalid value: "2001:db8::0005": field is immutable'],
+      },
+      {
+        name: "pool name immutable",
+        addr: addr("10.0.0.1", { pool: { name: "q" } }),
+        old: addr("10.0.0.1"),
+        errors: ["spec.pool: Forbidden: field is immutable"],
+      },
+      {
+        name: "pool namespace immutable",
+        addr: addr("10.0.0.1", { pool: { name: "p", namespace: "other" } }),
+        old: addr("10.0.0.1"),
+        errors: ["spec.pool: Forbidden: field is immutable"],
+      },
+      {
+        name: "pool kind immutable",
+        addr: addr("10.0.0.1", { pool: { name: "p", kind: "Other" } }),
+        old: addr("10.0.0.1", { pool: { name: "p", kind: "IPPool" } }),
+        errors: ["spec.pool: Forbidden: field is immutable"],
+      },
+      {
+        name: "claim name immutable",
+        addr: addr("10.0.0.1", { claim: { name: "d" } }),
+        old: addr("10.0.0.1"),
+        errors: ["spec.claim: Forbidden: field is immutable"],
+      },
+      {
+        name: "claim namespace immutable",
+        addr: addr("10.0.0.1", { claim: { name: "c", namespace: "other" } }),
+        old: addr("10.0.0.1", { claim: { name: "c", namespace: "ns" } }),
+        errors: ["spec.claim: Forbidden: field is immutable"],
+      },
       {
         name: "all three at once",
         addr: addr("10.0.0.2", { pool: { name: "q" }, claim: { name: "d" } }),
         old: addr("10.0.0.1"),
-        errors: ['spec.address: Invalid value: "10.0.0.2": field is immutable', "spec.pool: Forbidden: field is immutable", "spec.claim: Forbidden: field is immutable"],
+        errors: [
+          'spec.address: Invalid value: "10.0.0.2": field is immutable',
+          "spec.pool: Forbidden: field is immutable",
+          "spec.claim: Forbidden: field is immutable",
+        ],
       },
       { name: "prefix may change", addr: addr("10.0.0.1", { prefix: 26 }), old: addr("10.0.0.1"), errors: [] },
-      { name: "gateway may change", addr: addr("10.0.0.1", { gateway: "10.0.0.253" }), old: addr("10.0.0.1", { gateway: "10.0.0.254" }), errors: [] },
-      { name: "dnsServers may change", addr: addr("10.0.0.1", { dnsServers: ["1.1.1.1"] }), old: addr("10.0.0.1", { dnsServers: ["8.8.8.8"] }), errors: [] },
+      {
+        name: "gateway may change",
+        addr: addr("10.0.0.1", { gateway: "10.0.0.253" }),
+        old: addr("10.0.0.1", { gateway: "10.0.0.254" }),
+        errors: [],
+      },
+      {
+        name: "dnsServers may change",
+        addr: addr("10.0.0.1", { dnsServers: ["1.1.1.1"] }),
+        old: addr("10.0.0.1", { dnsServers: ["8.8.8.8"] }),
+        errors: [],
+      },
       {
         // A Go client omits zero values: prefix 0, an empty list and "" strings are absent in its full update.
         name: "a Go client's full update with zero values omitted",
-        addr: { metadata: { name: "a", namespace: "ns" }, spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" } } },
-        old: addr("10.0.0.1", { prefix: 0, dnsServers: [], pool: { name: "p", namespace: "", kind: "" }, claim: { name: "c", namespace: "" } }),
+        addr: {
+          metadata: { name: "a", namespace: "ns" },
+          spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" } },
+        },
+        old: addr("10.0.0.1", {
+          prefix: 0,
+          dnsServers: [],
+          pool: { name: "p", namespace: "", kind: "" },
+          claim: { name: "c", namespace: "" },
+        }),
         errors: [],
       },
-      { name: "reference fields Metal3 does not compare may change", addr: addr("10.0.0.1", { pool: { name: "p", uid: "2" } }), old: addr("10.0.0.1", { pool: { name: "p", uid: "1" } }), errors: [] },
+      {
+        name: "reference fields Metal3 does not compare may change",
+        addr: addr("10.0.0.1", { pool: { name: "p", uid: "2" } }),
+        old: addr("10.0.0.1", { pool: { name: "p", uid: "1" } }),
+        errors: [],
+      },
     ];
     for (const c of cases) {
       it(c.name, () => {

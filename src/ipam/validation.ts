@@ -6,7 +6,13 @@ import lodash from "lodash";
 import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef } from "../../api/v1alpha1/types.js";
 import { addressKey, formatAddress, parseAddress } from "./address.js";
-import { addressListErrors, compileEntries, compileEntry, firstEntryContaining, withinMetal3Bounds } from "./entries.js";
+import {
+  addressListErrors,
+  compileEntries,
+  compileEntry,
+  firstEntryContaining,
+  withinMetal3Bounds,
+} from "./entries.js";
 import type { CompiledEntry } from "./entries.js";
 import type { Addr } from "./address.js";
 import type { FieldError } from "./fielderror.js";
@@ -47,7 +53,12 @@ function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]
     }
     // Outside Metal3's own bounds check Metal3 refuses too; inside it but yielded by no entry is only a warning.
     if (!firstEntryContaining(entries, a) && !withinMetal3Bounds(spec.pools, a)) {
-      errors.push({ field, type: "Invalid", value: text, detail: "out of bounds: the address lies in no entry of spec.pools" });
+      errors.push({
+        field,
+        type: "Invalid",
+        value: text,
+        detail: "out of bounds: the address lies in no entry of spec.pools",
+      });
     }
     const first = seen.get(addressKey(a));
     if (first !== undefined) {
@@ -86,7 +97,11 @@ function normalStrategy(s: string | null | undefined): string {
  * Addresses in use that the old entries yield and the new ones do not, each once, split by Metal3's bounds check:
  * `outside` ones Metal3 refuses too; `inside` ones only leave the ranges of our arithmetic (a warning).
  */
-function droppedInUse(pool: IPPool, old: IPPool, inUseAddresses: readonly string[]): { outside: Addr[]; inside: Addr[] } {
+function droppedInUse(
+  pool: IPPool,
+  old: IPPool,
+  inUseAddresses: readonly string[],
+): { outside: Addr[]; inside: Addr[] } {
   const before = compileEntries(old.spec ?? {}).entries;
   const after = compileEntries(pool.spec ?? {}).entries;
   const dropped = { outside: [] as Addr[], inside: [] as Addr[] };
@@ -117,7 +132,11 @@ function inUseErrors(pool: IPPool, old: IPPool, inUseAddresses: readonly string[
  * old entries yielded that the new ones do not, while still inside Metal3's bounds (Metal3 accepts such an update, so
  * we do too). They stay held by their IPAddresses. Empty on create and for an unchanged spec.
  */
-export function ipPoolUpdateWarnings(pool: IPPool, old: IPPool | undefined, inUseAddresses: readonly string[]): string[] {
+export function ipPoolUpdateWarnings(
+  pool: IPPool,
+  old: IPPool | undefined,
+  inUseAddresses: readonly string[],
+): string[] {
   if (!old?.spec || lodash.isEqual(old.spec, pool.spec)) return [];
   return droppedInUse(pool, old, inUseAddresses).inside.map(
     (a) => `spec.pools: ${formatAddress(a)} is in use and no entry yields it any more (it stays held by its IPAddress)`,
@@ -221,7 +240,9 @@ function warningsAgainst(pool: IPPool, mine: readonly CompiledEntry[], other: IP
   const name = other.metadata?.name ?? "";
   const prefix = pool.spec?.namePrefix;
   if (prefix && other.spec?.namePrefix === prefix) {
-    warnings.push(`namePrefix "${prefix}" is also used by IPPool "${name}": names of IPAddresses of overlapping ranges collide`);
+    warnings.push(
+      `namePrefix "${prefix}" is also used by IPPool "${name}": names of IPAddresses of overlapping ranges collide`,
+    );
   }
   const theirs = compileEntries(other.spec ?? {}).entries;
   for (const e of mine) {
@@ -268,7 +289,9 @@ export function validateIPClaim(claim: IPClaim, old?: IPClaim): FieldError[] {
 export function ipClaimWarnings(claim: IPClaim, old?: IPClaim): string[] {
   const requested = claim.metadata?.annotations?.[IP_ADDRESS_ANNOTATION];
   if (requested !== "" || old?.metadata?.annotations?.[IP_ADDRESS_ANNOTATION] === "") return [];
-  return [`metadata.annotations[${IP_ADDRESS_ANNOTATION}] is empty: treated as absent, the claim gets any free address`];
+  return [
+    `metadata.annotations[${IP_ADDRESS_ANNOTATION}] is empty: treated as absent, the claim gets any free address`,
+  ];
 }
 
 /** One field of an object reference as Go clients read it: absent and `""` are the same. */
@@ -276,7 +299,11 @@ function refField(ref: ObjectRef | undefined, field: "name" | "namespace" | "kin
   return ref?.[field] ?? "";
 }
 
-function refChanged(before: ObjectRef | undefined, after: ObjectRef | undefined, fields: readonly ("name" | "namespace" | "kind")[]): boolean {
+function refChanged(
+  before: ObjectRef | undefined,
+  after: ObjectRef | undefined,
+  fields: readonly ("name" | "namespace" | "kind")[],
+): boolean {
   return fields.some((f) => refField(before, f) !== refField(after, f));
 }
 
@@ -284,7 +311,10 @@ function refChanged(before: ObjectRef | undefined, after: ObjectRef | undefined,
  * Metal3's immutability of an IPAddress: `address`, `pool` (name, namespace, kind) and `claim` (name, namespace).
  * prefix, gateway and dnsServers may change; absent and `""` are equal, so a Go client's full update never differs.
  */
-function ipAddressImmutabilityErrors(spec: IPAddress["spec"] | undefined, old: IPAddress["spec"] | undefined): FieldError[] {
+function ipAddressImmutabilityErrors(
+  spec: IPAddress["spec"] | undefined,
+  old: IPAddress["spec"] | undefined,
+): FieldError[] {
   const errors: FieldError[] = [];
   if ((spec?.address ?? "") !== (old?.address ?? "")) {
     errors.push({ field: "spec.address", type: "Invalid", value: spec?.address ?? "", detail: IMMUTABLE });
@@ -306,8 +336,10 @@ function ipAddressImmutabilityErrors(spec: IPAddress["spec"] | undefined, old: I
 export function validateIPAddress(addr: IPAddress, old?: IPAddress): FieldError[] {
   const errors: FieldError[] = [];
   const spec = addr.spec;
-  if (!spec?.pool?.name) errors.push({ field: "spec.pool.name", type: "Required", detail: "the IPPool of the address" });
-  if (!spec?.claim?.name) errors.push({ field: "spec.claim.name", type: "Required", detail: "the claim of the address" });
+  if (!spec?.pool?.name)
+    errors.push({ field: "spec.pool.name", type: "Required", detail: "the IPPool of the address" });
+  if (!spec?.claim?.name)
+    errors.push({ field: "spec.claim.name", type: "Required", detail: "the claim of the address" });
   if (!spec?.address) {
     errors.push({ field: "spec.address", type: "Required", detail: "the address" });
   } else if (!parseAddress(spec.address)) {

@@ -7,7 +7,9 @@
 import type { RequestOptions } from "node:https";
 
 /** Options of one request: TLS material (ca, cert, key, rejectUnauthorized, servername) and headers (credentials). */
-export type AccessOptions = Pick<RequestOptions, "ca" | "cert" | "key" | "rejectUnauthorized" | "servername"> & { headers: Record<string, string> };
+export type AccessOptions = Pick<RequestOptions, "ca" | "cert" | "key" | "rejectUnauthorized" | "servername"> & {
+  headers: Record<string, string>;
+};
 
 /** The API server and the credentials of one identity. */
 export interface ClusterAccess {
@@ -53,8 +55,16 @@ function accessFromKubeConfig(kc: KubeConfigLike): ClusterAccess {
       // Client certificates, CA and bearer tokens (exec and auth providers included), as for any client-node call.
       await kc.applyToHTTPSOptions(opts);
       const headers: Record<string, string> = {};
-      for (const [key, value] of Object.entries(opts.headers ?? {})) if (value !== undefined) headers[key] = String(value);
-      return { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized, servername: opts.servername, headers };
+      for (const [key, value] of Object.entries(opts.headers ?? {}))
+        if (value !== undefined) headers[key] = String(value);
+      return {
+        ca: opts.ca,
+        cert: opts.cert,
+        key: opts.key,
+        rejectUnauthorized: opts.rejectUnauthorized,
+        servername: opts.servername,
+        headers,
+      };
     },
   };
 }

@@ -11,7 +11,10 @@ import { ResourceClient } from "./resource.js";
  * when it serves none. Rejects on any failure other than 404 (unreachable server, forbidden), so a caller never takes
  * an outage for a missing API.
  */
-export async function servedVersion<D extends ResourceDescriptor>(kube: Kube, descriptor: D): Promise<VersionOf<D> | undefined> {
+export async function servedVersion<D extends ResourceDescriptor>(
+  kube: Kube,
+  descriptor: D,
+): Promise<VersionOf<D> | undefined> {
   for (const version of descriptor.versions) {
     if (await new ResourceClient(kube, resourceType(descriptor, version)).served()) return version;
   }

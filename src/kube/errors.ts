@@ -3,7 +3,7 @@
 /** HTTP status of an error thrown by @kubernetes/client-node (ApiException.code), if any. */
 export function statusCodeOf(err: unknown): number | undefined {
   if (typeof err !== "object" || err === null || !("code" in err)) return undefined;
-  const code = Number((err).code);
+  const code = Number(err.code);
   return Number.isInteger(code) && code >= 100 && code < 600 ? code : undefined;
 }
 
@@ -16,7 +16,7 @@ export const isInvalid = (err: unknown): boolean => statusCodeOf(err) === 422;
 /** The Kubernetes Status `reason` carried in an ApiException body, if any. */
 export function statusReasonOf(err: unknown): string | undefined {
   if (typeof err !== "object" || err === null || !("body" in err)) return undefined;
-  const body = (err).body;
+  const body = err.body;
   try {
     const parsed = (typeof body === "string" ? JSON.parse(body) : body) as { reason?: unknown } | null;
     return typeof parsed?.reason === "string" ? parsed.reason : undefined;
@@ -30,7 +30,7 @@ export const isAlreadyExists = (err: unknown): boolean => isConflict(err) && sta
 /** A short, one-line description of an API error for logs, conditions and Events. */
 export function describeError(err: unknown): string {
   if (typeof err === "object" && err !== null && "body" in err) {
-    const body = (err).body;
+    const body = err.body;
     try {
       const parsed = (typeof body === "string" ? JSON.parse(body) : body) as { message?: unknown } | null;
       if (typeof parsed?.message === "string") return parsed.message;
@@ -38,5 +38,5 @@ export function describeError(err: unknown): string {
       // fall through to the generic message
     }
   }
-  return err instanceof Error ? err.message.split("\n")[0] ?? err.message : String(err);
+  return err instanceof Error ? (err.message.split("\n")[0] ?? err.message) : String(err);
 }

@@ -10,11 +10,18 @@ import { Informer, type InformerLogger, type InformerOptions } from "./informer.
 import { RequestTimeoutError, ResourceClient, type KubeObject } from "./resource.js";
 
 /** Drops every message (src/runtime's silentLogger would make src/kube depend on the layer above it). */
-const SILENT: InformerLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+const SILENT: InformerLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
 
 const TYPE = { group: "test.io", version: "v1", plural: "things", kind: "Thing", namespaced: true };
 
-const thing = (name: string, rv: number): KubeObject => ({ metadata: { name, namespace: "ns", resourceVersion: String(rv), uid: name } });
+const thing = (name: string, rv: number): KubeObject => ({
+  metadata: { name, namespace: "ns", resourceVersion: String(rv), uid: name },
+});
 
 interface WatchCall {
   resourceVersion: string | null;
@@ -75,10 +82,16 @@ class FakeApi {
     this.lists++;
     if (this.listing === "hang") return;
     if (this.listing === "fail") {
-      res.writeHead(503, { "Content-Type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 503, message: "unavailable" }));
+      res
+        .writeHead(503, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ kind: "Status", code: 503, message: "unavailable" }));
       return;
     }
-    const body = { kind: "ThingList", items: this.listing.items, metadata: { resourceVersion: String(this.listing.resourceVersion) } };
+    const body = {
+      kind: "ThingList",
+      items: this.listing.items,
+      metadata: { resourceVersion: String(this.listing.resourceVersion) },
+    };
     res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body));
   }
 }
@@ -109,11 +122,20 @@ describe("Informer (fake API server)", function () {
 
   function makeInformer(options: Partial<InformerOptions> = {}): Informer<KubeObject> {
     const kc = api.kubeConfig();
-    informer = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, TYPE), { namespace: "ns", resyncMs: 0, logger: SILENT, ...options });
+    informer = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, TYPE), {
+      namespace: "ns",
+      resyncMs: 0,
+      logger: SILENT,
+      ...options,
+    });
     return informer;
   }
 
-  const names = (i: Informer<KubeObject>): string[] => i.list().map((o) => o.metadata.name ?? "").sort();
+  const names = (i: Informer<KubeObject>): string[] =>
+    i
+      .list()
+      .map((o) => o.metadata.name ?? "")
+      .sort();
 
   it("resumes an ended watch from the last resourceVersion, and relists after 410 Gone in the stream", async () => {
     api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
@@ -138,7 +160,12 @@ describe("Informer (fake API server)", function () {
   });
 
   it("caches objects without managedFields, from lists, watch events and our own writes alike", async () => {
-    const managed = (name: string, rv: number): KubeObject => ({ metadata: { ...thing(name, rv).metadata, managedFields: [{ manager: "kubectl", operation: "Update" }] } as KubeObject["metadata"] });
+    const managed = (name: string, rv: number): KubeObject => ({
+      metadata: {
+        ...thing(name, rv).metadata,
+        managedFields: [{ manager: "kubectl", operation: "Update" }],
+      } as KubeObject["metadata"],
+    });
     api.listing = { items: [managed("a", 10)], resourceVersion: 10 };
     const inf = makeInformer();
     await inf.start();
@@ -147,7 +174,8 @@ describe("Informer (fake API server)", function () {
     await until("b cached", () => inf.get("ns", "b") !== undefined);
     const written = managed("c", 12);
     inf.upsert(written);
-    for (const name of ["a", "b", "c"]) expect(inf.get("ns", name)?.metadata, name).to.not.have.property("managedFields");
+    for (const name of ["a", "b", "c"])
+      expect(inf.get("ns", name)?.metadata, name).to.not.have.property("managedFields");
     expect(written.metadata, "the caller's object is left as it was").to.have.property("managedFields");
   });
 
@@ -255,7 +283,10 @@ describe("Informer (fake API server)", function () {
     api.watchMode = "hang";
     res.end();
     await until("a second watch", () => api.watches.length === 2);
-    api.latest().res.writeHead(410, { "Content-Type": "application/json" }).end(JSON.stringify({ kind: "Status", code: 410, message: "too old resource version" }));
+    api
+      .latest()
+      .res.writeHead(410, { "Content-Type": "application/json" })
+      .end(JSON.stringify({ kind: "Status", code: 410, message: "too old resource version" }));
     await until("the relist", () => api.lists === 2);
     expect(inf.stats.expired).to.equal(1);
     expect(inf.stats.watchFailures).to.equal(0);

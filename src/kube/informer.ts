@@ -116,7 +116,14 @@ export class Informer<T extends KubeObject> {
   private readonly handlers: Handler<T>[] = [];
   /** Recently deleted keys → the resourceVersion at or below which a version of them is stale, and when. */
   private readonly tombstones = new Map<string, { rv: number; at: number }>();
-  private readonly counters: InformerStats = { lists: 0, listFailures: 0, watches: 0, watchFailures: 0, expired: 0, watchdogAborts: 0 };
+  private readonly counters: InformerStats = {
+    lists: 0,
+    listFailures: 0,
+    watches: 0,
+    watchFailures: 0,
+    expired: 0,
+    watchdogAborts: 0,
+  };
   private resourceVersion = "";
   private current?: ActiveWatch;
   private stopped = false;
@@ -326,7 +333,10 @@ export class Informer<T extends KubeObject> {
     } else if (now - this.lastActivity > this.watchdogMs) {
       watch.abortedBecause = "silent";
       this.counters.watchdogAborts++;
-      this.options.logger.warn("Watch silent for too long; reconnecting", { resource: this.client.type.plural, silentMs: now - this.lastActivity });
+      this.options.logger.warn("Watch silent for too long; reconnecting", {
+        resource: this.client.type.plural,
+        silentMs: now - this.lastActivity,
+      });
       watch.abort.abort();
     }
   }
@@ -412,8 +422,14 @@ export class Informer<T extends KubeObject> {
     this.resourceVersion = result.resourceVersion;
     this.counters.lists++;
     // After failures operators want to see the recovery; routine relists (410 Gone) stay at debug.
-    if (this.recovering) this.options.logger.info("Cache resynced after failures", { resource: this.client.type.plural, items: result.items.length, failures: this.failures });
-    else if (this.counters.lists > 1) this.options.logger.debug("Relisted", { resource: this.client.type.plural, items: result.items.length });
+    if (this.recovering)
+      this.options.logger.info("Cache resynced after failures", {
+        resource: this.client.type.plural,
+        items: result.items.length,
+        failures: this.failures,
+      });
+    else if (this.counters.lists > 1)
+      this.options.logger.debug("Relisted", { resource: this.client.type.plural, items: result.items.length });
     this.inSync = true;
     this.recovering = false;
     for (const w of this.readyWaiters.splice(0)) w();
@@ -480,14 +496,18 @@ export class Informer<T extends KubeObject> {
     const gone = streamError ? streamError.code === 410 : isGone(err);
     if (gone) {
       this.counters.expired++;
-      this.options.logger.info("Watch expired (410 Gone); relisting", { resource: this.client.type.plural, error: streamError?.message ?? describeError(err) });
+      this.options.logger.info("Watch expired (410 Gone); relisting", {
+        resource: this.client.type.plural,
+        error: streamError?.message ?? describeError(err),
+      });
       return "gone";
     }
     // A silent watch missed nothing the server knows about: resume from the last resourceVersion.
     if (watch.abortedBecause === "silent") return "ended";
     this.counters.watchFailures++;
     if (streamError) throw Object.assign(new Error(streamError.message ?? "watch error"), { code: streamError.code });
-    if (watch.abortedBecause === "no-headers") throw new Error(`watch got no response headers within ${this.headersTimeoutMs} ms`);
+    if (watch.abortedBecause === "no-headers")
+      throw new Error(`watch got no response headers within ${this.headersTimeoutMs} ms`);
     throw err instanceof Error ? err : new Error(describeError(err));
   }
 

@@ -13,7 +13,10 @@ function kubeconfig(dir: string, user: object, cluster: object = {}): string {
       apiVersion: "v1",
       kind: "Config",
       "current-context": "ctx",
-      contexts: [{ name: "other", context: { cluster: "nope", user: "nope" } }, { name: "ctx", context: { cluster: "c", user: "u" } }],
+      contexts: [
+        { name: "other", context: { cluster: "nope", user: "nope" } },
+        { name: "ctx", context: { cluster: "c", user: "u" } },
+      ],
       clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443/", ...cluster } }],
       users: [{ name: "u", user }],
     }),
@@ -30,7 +33,9 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
 
   it("reads the current context: server, CA file relative to the kubeconfig, bearer token", async () => {
     writeFileSync(join(dir, "ca.crt"), "CA PEM");
-    const access = await loadClusterAccess(kubeconfig(dir, { token: "secret" }, { "certificate-authority": "ca.crt", "tls-server-name": "api.local" }));
+    const access = await loadClusterAccess(
+      kubeconfig(dir, { token: "secret" }, { "certificate-authority": "ca.crt", "tls-server-name": "api.local" }),
+    );
     expect(access.server).to.equal("https://127.0.0.1:6443");
     const options = await access.requestOptions();
     expect(options.headers).to.deep.equal({ Authorization: "Bearer secret" });
@@ -40,9 +45,19 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
 
   it("reads client certificates from data, and skips TLS verification only when asked", async () => {
     const b64 = (s: string): string => Buffer.from(s).toString("base64");
-    const access = await loadClusterAccess(kubeconfig(dir, { "client-certificate-data": b64("CERT"), "client-key-data": b64("KEY") }, { "insecure-skip-tls-verify": true }));
+    const access = await loadClusterAccess(
+      kubeconfig(
+        dir,
+        { "client-certificate-data": b64("CERT"), "client-key-data": b64("KEY") },
+        { "insecure-skip-tls-verify": true },
+      ),
+    );
     const options = await access.requestOptions();
-    expect([(options.cert as Buffer).toString(), (options.key as Buffer).toString(), options.rejectUnauthorized]).to.deep.equal(["CERT", "KEY", false]);
+    expect([
+      (options.cert as Buffer).toString(),
+      (options.key as Buffer).toString(),
+      options.rejectUnauthorized,
+    ]).to.deep.equal(["CERT", "KEY", false]);
     expect(options.headers).to.deep.equal({});
   });
 
@@ -53,14 +68,19 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
   });
 
   it("hands exec credentials to client-node instead of ignoring them", async () => {
-    const access = await loadClusterAccess(kubeconfig(dir, { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "true" } }));
+    const access = await loadClusterAccess(
+      kubeconfig(dir, { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "true" } }),
+    );
     expect(access.server).to.equal("https://127.0.0.1:6443");
   });
 
   it("says what is wrong with a kubeconfig without a usable current context", async () => {
     const path = join(dir, "broken");
     writeFileSync(path, yaml.dump({ "current-context": "missing", contexts: [] }));
-    const err = await loadClusterAccess(path).then(() => undefined, (e: unknown) => e);
+    const err = await loadClusterAccess(path).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(String(err)).to.contain("no current context");
   });
 });

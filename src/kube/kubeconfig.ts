@@ -46,7 +46,12 @@ function tokenFile(path: string): () => string {
   };
 }
 
-function staticAccess(server: string, tls: Omit<AccessOptions, "headers">, token: (() => string) | undefined, basic?: string): ClusterAccess {
+function staticAccess(
+  server: string,
+  tls: Omit<AccessOptions, "headers">,
+  token: (() => string) | undefined,
+  basic?: string,
+): ClusterAccess {
   return {
     server: server.replace(/\/+$/, ""),
     requestOptions: () => {
@@ -65,11 +70,18 @@ function inCluster(): ClusterAccess | undefined {
   const port = process.env.KUBERNETES_SERVICE_PORT;
   if (!host || !port || !existsSync(join(SERVICE_ACCOUNT, "token"))) return undefined;
   const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  return staticAccess(server, { ca: readFileSync(join(SERVICE_ACCOUNT, "ca.crt")) }, tokenFile(join(SERVICE_ACCOUNT, "token")));
+  return staticAccess(
+    server,
+    { ca: readFileSync(join(SERVICE_ACCOUNT, "ca.crt")) },
+    tokenFile(join(SERVICE_ACCOUNT, "token")),
+  );
 }
 
-const entry = (list: Named<Record<string, unknown>>[] | undefined, name: unknown, field: "cluster" | "user" | "context"): Record<string, unknown> | undefined =>
-  list?.find((e) => e.name === name)?.[field];
+const entry = (
+  list: Named<Record<string, unknown>>[] | undefined,
+  name: unknown,
+  field: "cluster" | "user" | "context",
+): Record<string, unknown> | undefined => list?.find((e) => e.name === name)?.[field];
 
 /** The access of a kubeconfig file's current context; undefined when it needs client-node (exec, auth providers). */
 function fromFile(path: string): ClusterAccess | undefined {
@@ -77,7 +89,8 @@ function fromFile(path: string): ClusterAccess | undefined {
   const context = entry(config.contexts, config["current-context"], "context");
   const cluster = entry(config.clusters, context?.cluster, "cluster");
   const user = entry(config.users, context?.user, "user") ?? {};
-  if (!context || !cluster || typeof cluster.server !== "string") throw new Error(`${path}: no current context with a cluster and a server`);
+  if (!context || !cluster || typeof cluster.server !== "string")
+    throw new Error(`${path}: no current context with a cluster and a server`);
   if (user.exec !== undefined || user["auth-provider"] !== undefined) return undefined;
   const base = dirname(path);
   const tls: Omit<AccessOptions, "headers"> = {
@@ -87,8 +100,16 @@ function fromFile(path: string): ClusterAccess | undefined {
     ...(cluster["insecure-skip-tls-verify"] === true ? { rejectUnauthorized: false } : {}),
     ...(typeof cluster["tls-server-name"] === "string" ? { servername: cluster["tls-server-name"] } : {}),
   };
-  const token = typeof user.token === "string" && user.token ? () => user.token as string : typeof user.tokenFile === "string" ? tokenFile(isAbsolute(user.tokenFile) ? user.tokenFile : join(base, user.tokenFile)) : undefined;
-  const basic = typeof user.username === "string" ? Buffer.from(`${user.username}:${typeof user.password === "string" ? user.password : ""}`).toString("base64") : undefined;
+  const token =
+    typeof user.token === "string" && user.token
+      ? () => user.token as string
+      : typeof user.tokenFile === "string"
+        ? tokenFile(isAbsolute(user.tokenFile) ? user.tokenFile : join(base, user.tokenFile))
+        : undefined;
+  const basic =
+    typeof user.username === "string"
+      ? Buffer.from(`${user.username}:${typeof user.password === "string" ? user.password : ""}`).toString("base64")
+      : undefined;
   return staticAccess(cluster.server, tls, token, basic);
 }
 

@@ -96,9 +96,15 @@ export class ResourceClient<T extends KubeObject> {
         limit: options.limit ?? 500,
         continue: continueToken,
         fieldSelector: options.fieldSelector,
-        ...(!continueToken && options.notOlderThan ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" } : {}),
+        ...(!continueToken && options.notOlderThan
+          ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" }
+          : {}),
       };
-      const page = await this.send<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>("list", { method: "GET", path: this.collectionPath(namespace), query }, options.timeoutMs);
+      const page = await this.send<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
+        "list",
+        { method: "GET", path: this.collectionPath(namespace), query },
+        options.timeoutMs,
+      );
       items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
@@ -111,7 +117,13 @@ export class ResourceClient<T extends KubeObject> {
    * API server where the CRD declares `selectableFields` (Kubernetes 1.31+). An older server answers 400; then this
    * client lists the namespace and filters with `read` itself, from then on.
    */
-  async listWhere(namespace: string, field: string, value: string, read: (obj: T) => string | undefined, options: Omit<ListOptions, "fieldSelector"> = {}): Promise<T[]> {
+  async listWhere(
+    namespace: string,
+    field: string,
+    value: string,
+    read: (obj: T) => string | undefined,
+    options: Omit<ListOptions, "fieldSelector"> = {},
+  ): Promise<T[]> {
     if (this.fieldSelectorsWork) {
       try {
         return (await this.list(namespace, { ...options, fieldSelector: `${field}=${value}` })).items;
@@ -154,17 +166,32 @@ export class ResourceClient<T extends KubeObject> {
    * answers 409 Conflict when the object changed since (optimistic locking).
    */
   async patch(namespace: string, name: string, patch: object): Promise<T> {
-    return await this.send<T>("patch", { method: "PATCH", path: this.objectPath(namespace, name), body: patch, contentType: MERGE_PATCH });
+    return await this.send<T>("patch", {
+      method: "PATCH",
+      path: this.objectPath(namespace, name),
+      body: patch,
+      contentType: MERGE_PATCH,
+    });
   }
 
   /** JSON patch (RFC 6902): for edits a merge patch cannot express (one element of a list). */
   async patchJson(namespace: string, name: string, operations: readonly object[]): Promise<T> {
-    return await this.send<T>("patch", { method: "PATCH", path: this.objectPath(namespace, name), body: operations, contentType: JSON_PATCH });
+    return await this.send<T>("patch", {
+      method: "PATCH",
+      path: this.objectPath(namespace, name),
+      body: operations,
+      contentType: JSON_PATCH,
+    });
   }
 
   /** Merge patch of the status subresource; conditional like patch(). */
   async patchStatus(namespace: string, name: string, patch: object): Promise<T> {
-    return await this.send<T>("patch status of", { method: "PATCH", path: this.objectPath(namespace, name, "status"), body: patch, contentType: MERGE_PATCH });
+    return await this.send<T>("patch status of", {
+      method: "PATCH",
+      path: this.objectPath(namespace, name, "status"),
+      body: patch,
+      contentType: MERGE_PATCH,
+    });
   }
 
   /** Deletes; with `uid`, only that incarnation of the object (a same-named successor is left alone). */

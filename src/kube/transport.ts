@@ -74,7 +74,8 @@ function agentOf(access: ClusterAccess): HttpAgent {
 /** URL of `path` with `query` on the server of `access`. */
 export function urlOf(access: ClusterAccess, path: string, query: Query = {}): URL {
   const url = new URL(access.server + path);
-  for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== "") url.searchParams.set(key, String(value));
+  for (const [key, value] of Object.entries(query))
+    if (value !== undefined && value !== "") url.searchParams.set(key, String(value));
   return url;
 }
 
@@ -88,10 +89,26 @@ const watchAgents = { http: new HttpAgent({ keepAlive: false }), https: new Http
  * Node request options with the credentials of `access`: on its keep-alive pool, or (`longLived`, for watches) on a
  * connection of its own.
  */
-export async function requestOptionsFor(access: ClusterAccess, method: string, headers: Record<string, string>, signal?: AbortSignal, longLived = false): Promise<RequestOptions> {
+export async function requestOptionsFor(
+  access: ClusterAccess,
+  method: string,
+  headers: Record<string, string>,
+  signal?: AbortSignal,
+  longLived = false,
+): Promise<RequestOptions> {
   const { headers: credentials, ...tls } = await access.requestOptions();
-  const agent = longLived ? (access.server.startsWith("http:") ? watchAgents.http : watchAgents.https) : agentOf(access);
-  return { ...tls, method, agent, headers: { ...credentials, Accept: "application/json", ...headers }, ...(signal ? { signal } : {}) };
+  const agent = longLived
+    ? access.server.startsWith("http:")
+      ? watchAgents.http
+      : watchAgents.https
+    : agentOf(access);
+  return {
+    ...tls,
+    method,
+    agent,
+    headers: { ...credentials, Accept: "application/json", ...headers },
+    ...(signal ? { signal } : {}),
+  };
 }
 
 /** Sends `req`; resolves with the parsed JSON answer (undefined when empty), rejects with ApiError or RequestTimeoutError. */
@@ -99,17 +116,25 @@ export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
   const access = accessOf(kube);
   const url = urlOf(access, req.path, req.query);
   const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
-  const headers: Record<string, string> = payload === undefined ? {} : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
+  const headers: Record<string, string> =
+    payload === undefined
+      ? {}
+      : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
   const options = await requestOptionsFor(access, req.method, headers);
   const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return await new Promise<T>((resolve, reject) => {
     const request = send(url, options, (res) => {
       readBody(res).then((text) => settle(res.statusCode ?? 0, text, req.what, resolve, reject), reject);
     });
-    const timer = setTimeout(() => request.destroy(new RequestTimeoutError(`${req.what} got no answer within ${req.timeoutMs} ms`)), req.timeoutMs);
+    const timer = setTimeout(
+      () => request.destroy(new RequestTimeoutError(`${req.what} got no answer within ${req.timeoutMs} ms`)),
+      req.timeoutMs,
+    );
     timer.unref();
     request.setTimeout(Math.min(SILENT_CONNECTION_MS, req.timeoutMs), () => {
-      request.destroy(new RequestTimeoutError(`${req.what}: the connection went silent for ${SILENT_CONNECTION_MS} ms`));
+      request.destroy(
+        new RequestTimeoutError(`${req.what}: the connection went silent for ${SILENT_CONNECTION_MS} ms`),
+      );
       resetPool(access, options.agent as HttpAgent);
     });
     request.on("close", () => clearTimeout(timer));
@@ -127,7 +152,13 @@ function readBody(res: IncomingMessage): Promise<string> {
   });
 }
 
-function settle<T>(status: number, text: string, what: string, resolve: (value: T) => void, reject: (err: Error) => void): void {
+function settle<T>(
+  status: number,
+  text: string,
+  what: string,
+  resolve: (value: T) => void,
+  reject: (err: Error) => void,
+): void {
   let parsed: unknown = text;
   try {
     parsed = text ? JSON.parse(text) : undefined;
@@ -138,6 +169,9 @@ function settle<T>(status: number, text: string, what: string, resolve: (value: 
     resolve(parsed as T);
     return;
   }
-  const message = typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string" ? (parsed as { message: string }).message : text.slice(0, 200);
+  const message =
+    typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string"
+      ? (parsed as { message: string }).message
+      : text.slice(0, 200);
   reject(new ApiError(`${what}: HTTP ${status}: ${message}`, status, parsed));
 }

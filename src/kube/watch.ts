@@ -58,7 +58,12 @@ export async function streamWatch(kube: Kube, req: WatchRequest): Promise<void> 
 }
 
 /** Splits the body into lines and hands each parsed line on; settles when the body ends or breaks. */
-function consume(res: IncomingMessage, onEvent: (event: WatchEvent) => void, resolve: () => void, reject: (err: Error) => void): void {
+function consume(
+  res: IncomingMessage,
+  onEvent: (event: WatchEvent) => void,
+  resolve: () => void,
+  reject: (err: Error) => void,
+): void {
   let buffer = "";
   let ended = false;
   res.setEncoding("utf8");

@@ -52,9 +52,18 @@ export class LeaderElector {
   /** The last lease record we saw and when we saw it change (local clock). */
   private observed?: { record: string; at: number };
 
-  constructor(kc: Kube, private readonly options: LeaderElectionOptions) {
+  constructor(
+    kc: Kube,
+    private readonly options: LeaderElectionOptions,
+  ) {
     this.identity = options.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
-    this.client = new ResourceClient<Lease>(kc, { group: "coordination.k8s.io", version: "v1", plural: "leases", kind: "Lease", namespaced: true });
+    this.client = new ResourceClient<Lease>(kc, {
+      group: "coordination.k8s.io",
+      version: "v1",
+      plural: "leases",
+      kind: "Lease",
+      namespaced: true,
+    });
   }
 
   get isLeader(): boolean {
@@ -121,13 +130,22 @@ export class LeaderElector {
   private async acquireOrRenew(): Promise<boolean> {
     const { namespace, name } = this.options;
     const now = new Date();
-    const mine = { holderIdentity: this.identity, leaseDurationSeconds: Math.ceil(this.durationMs / 1000), renewTime: microTime(now) };
+    const mine = {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: Math.ceil(this.durationMs / 1000),
+      renewTime: microTime(now),
+    };
     let lease: Lease;
     try {
       lease = await this.client.get(namespace, name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      return await this.write(() => this.client.create(namespace, { metadata: { name, namespace }, spec: { ...mine, acquireTime: microTime(now), leaseTransitions: 0 } }));
+      return await this.write(() =>
+        this.client.create(namespace, {
+          metadata: { name, namespace },
+          spec: { ...mine, acquireTime: microTime(now), leaseTransitions: 0 },
+        }),
+      );
     }
     const spec = lease.spec ?? {};
     const record = JSON.stringify([spec.holderIdentity, spec.renewTime]);
@@ -140,7 +158,10 @@ export class LeaderElector {
     return await this.write(() =>
       this.client.patch(namespace, name, {
         metadata: { resourceVersion: lease.metadata.resourceVersion },
-        spec: { ...mine, ...(transition ? { acquireTime: microTime(now), leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}) },
+        spec: {
+          ...mine,
+          ...(transition ? { acquireTime: microTime(now), leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}),
+        },
       }),
     );
   }

@@ -12,7 +12,10 @@ function capture(format: LogFormat, level = "info") {
   const logger = createLogger({ level, format, stream });
   const lines = async (): Promise<string[]> => {
     for (let i = 0; i < 3; i++) await nextMacrotask();
-    return chunks.join("").split("\n").filter((line) => line !== "");
+    return chunks
+      .join("")
+      .split("\n")
+      .filter((line) => line !== "");
   };
   return { logger, lines };
 }

@@ -2,7 +2,11 @@ import { expect } from "chai";
 import { PrometheusMetrics } from "./metrics.js";
 
 /** The value of the one sample of `name` whose labels include `labels`, from the registry's text format. */
-async function sample(metrics: PrometheusMetrics, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+async function sample(
+  metrics: PrometheusMetrics,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
   const text = await metrics.registry.metrics();
   for (const line of text.split("\n")) {
     const m = /^([a-zA-Z0-9_:]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
@@ -17,8 +21,12 @@ describe("Prometheus metrics", () => {
   it("exports pending claims per pool and kind, zeros included, and drops them with the pool", async () => {
     const m = new PrometheusMetrics();
     m.pendingClaims("ns", "p", { IPClaim: 3, IPAddressClaim: 0 });
-    expect(await sample(m, "metal3_ipam_pool_claims_pending", { namespace: "ns", pool: "p", kind: "IPClaim" })).to.equal(3);
-    expect(await sample(m, "metal3_ipam_pool_claims_pending", { namespace: "ns", pool: "p", kind: "IPAddressClaim" })).to.equal(0);
+    expect(
+      await sample(m, "metal3_ipam_pool_claims_pending", { namespace: "ns", pool: "p", kind: "IPClaim" }),
+    ).to.equal(3);
+    expect(
+      await sample(m, "metal3_ipam_pool_claims_pending", { namespace: "ns", pool: "p", kind: "IPAddressClaim" }),
+    ).to.equal(0);
     m.poolGone("ns", "p");
     expect(await sample(m, "metal3_ipam_pool_claims_pending", { pool: "p" })).to.equal(undefined);
   });
@@ -28,9 +36,13 @@ describe("Prometheus metrics", () => {
     expect(await sample(m, "metal3_ipam_webhook_certificate_expiry_timestamp_seconds")).to.equal(undefined);
     let expiry = new Date("2030-01-02T03:04:05Z");
     m.webhookCertificate("cert-dir", () => expiry);
-    expect(await sample(m, "metal3_ipam_webhook_certificate_expiry_timestamp_seconds", { mode: "cert-dir" })).to.equal(expiry.getTime() / 1000);
+    expect(await sample(m, "metal3_ipam_webhook_certificate_expiry_timestamp_seconds", { mode: "cert-dir" })).to.equal(
+      expiry.getTime() / 1000,
+    );
     expiry = new Date("2031-01-01T00:00:00Z");
-    expect(await sample(m, "metal3_ipam_webhook_certificate_expiry_timestamp_seconds")).to.equal(expiry.getTime() / 1000);
+    expect(await sample(m, "metal3_ipam_webhook_certificate_expiry_timestamp_seconds")).to.equal(
+      expiry.getTime() / 1000,
+    );
   });
 
   it("starts each controller's error counter at zero, so rate() has a baseline before the first error", async () => {
@@ -47,8 +59,12 @@ describe("Prometheus metrics", () => {
     m.webhookRequest("/validate", "allowed", 0.002);
     m.webhookRequest("/validate", "allowed", 0.003);
     m.webhookRequest("/validate", "denied", 0.001);
-    expect(await sample(m, "metal3_ipam_webhook_requests_total", { webhook: "/validate", result: "allowed" })).to.equal(2);
-    expect(await sample(m, "metal3_ipam_webhook_requests_total", { webhook: "/validate", result: "denied" })).to.equal(1);
+    expect(await sample(m, "metal3_ipam_webhook_requests_total", { webhook: "/validate", result: "allowed" })).to.equal(
+      2,
+    );
+    expect(await sample(m, "metal3_ipam_webhook_requests_total", { webhook: "/validate", result: "denied" })).to.equal(
+      1,
+    );
     expect(await sample(m, "metal3_ipam_webhook_request_duration_seconds_count", { webhook: "/validate" })).to.equal(3);
   });
 });

@@ -48,21 +48,93 @@ const PREFIX = "metal3_ipam_";
 /** Every metric of the process in one registry, served at `/metrics`. */
 export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
   readonly registry = new Registry();
-  private readonly total = new Gauge({ name: `${PREFIX}pool_addresses_total`, help: "Addresses a pool's ranges can yield (capped at int64 max)", labelNames: ["namespace", "pool"], registers: [this.registry] });
-  private readonly used = new Gauge({ name: `${PREFIX}pool_addresses_used`, help: "Addresses of a pool held by IPAddress objects", labelNames: ["namespace", "pool"], registers: [this.registry] });
-  private readonly free = new Gauge({ name: `${PREFIX}pool_addresses_free`, help: "Addresses of a pool still free", labelNames: ["namespace", "pool"], registers: [this.registry] });
-  private readonly allocations = new Counter({ name: `${PREFIX}allocations_total`, help: "Allocation attempts by result", labelNames: ["result"], registers: [this.registry] });
-  private readonly allocationSeconds = new Histogram({ name: `${PREFIX}allocation_duration_seconds`, help: "Time to write an allocation (IPAddress create and claim status)", buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry] });
-  private readonly releases = new Counter({ name: `${PREFIX}releases_total`, help: "Address releases by result", labelNames: ["result"], registers: [this.registry] });
-  private readonly errors = new Counter({ name: `${PREFIX}reconcile_errors_total`, help: "Reconciles that failed and were retried", labelNames: ["controller"], registers: [this.registry] });
-  private readonly depth = new Gauge({ name: `${PREFIX}workqueue_depth`, help: "Keys waiting in the work queue", labelNames: ["controller"], registers: [this.registry] });
-  private readonly wait = new Histogram({ name: `${PREFIX}workqueue_queue_duration_seconds`, help: "Time a key waited before being processed", labelNames: ["controller"], buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60], registers: [this.registry] });
-  private readonly work = new Histogram({ name: `${PREFIX}workqueue_work_duration_seconds`, help: "Time spent reconciling one key", labelNames: ["controller"], buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60], registers: [this.registry] });
-  private readonly pending = new Gauge({ name: `${PREFIX}pool_claims_pending`, help: "Live claims of a pool without an address yet, by claim kind", labelNames: ["namespace", "pool", "kind"], registers: [this.registry] });
-  private readonly webhookRequests = new Counter({ name: `${PREFIX}webhook_requests_total`, help: "Admission requests by webhook path and result (allowed, denied, error, rejected)", labelNames: ["webhook", "result"], registers: [this.registry] });
-  private readonly webhookSeconds = new Histogram({ name: `${PREFIX}webhook_request_duration_seconds`, help: "Time to answer an admission request", labelNames: ["webhook"], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
+  private readonly total = new Gauge({
+    name: `${PREFIX}pool_addresses_total`,
+    help: "Addresses a pool's ranges can yield (capped at int64 max)",
+    labelNames: ["namespace", "pool"],
+    registers: [this.registry],
+  });
+  private readonly used = new Gauge({
+    name: `${PREFIX}pool_addresses_used`,
+    help: "Addresses of a pool held by IPAddress objects",
+    labelNames: ["namespace", "pool"],
+    registers: [this.registry],
+  });
+  private readonly free = new Gauge({
+    name: `${PREFIX}pool_addresses_free`,
+    help: "Addresses of a pool still free",
+    labelNames: ["namespace", "pool"],
+    registers: [this.registry],
+  });
+  private readonly allocations = new Counter({
+    name: `${PREFIX}allocations_total`,
+    help: "Allocation attempts by result",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
+  private readonly allocationSeconds = new Histogram({
+    name: `${PREFIX}allocation_duration_seconds`,
+    help: "Time to write an allocation (IPAddress create and claim status)",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  private readonly releases = new Counter({
+    name: `${PREFIX}releases_total`,
+    help: "Address releases by result",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
+  private readonly errors = new Counter({
+    name: `${PREFIX}reconcile_errors_total`,
+    help: "Reconciles that failed and were retried",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
+  private readonly depth = new Gauge({
+    name: `${PREFIX}workqueue_depth`,
+    help: "Keys waiting in the work queue",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
+  private readonly wait = new Histogram({
+    name: `${PREFIX}workqueue_queue_duration_seconds`,
+    help: "Time a key waited before being processed",
+    labelNames: ["controller"],
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60],
+    registers: [this.registry],
+  });
+  private readonly work = new Histogram({
+    name: `${PREFIX}workqueue_work_duration_seconds`,
+    help: "Time spent reconciling one key",
+    labelNames: ["controller"],
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60],
+    registers: [this.registry],
+  });
+  private readonly pending = new Gauge({
+    name: `${PREFIX}pool_claims_pending`,
+    help: "Live claims of a pool without an address yet, by claim kind",
+    labelNames: ["namespace", "pool", "kind"],
+    registers: [this.registry],
+  });
+  private readonly webhookRequests = new Counter({
+    name: `${PREFIX}webhook_requests_total`,
+    help: "Admission requests by webhook path and result (allowed, denied, error, rejected)",
+    labelNames: ["webhook", "result"],
+    registers: [this.registry],
+  });
+  private readonly webhookSeconds = new Histogram({
+    name: `${PREFIX}webhook_request_duration_seconds`,
+    help: "Time to answer an admission request",
+    labelNames: ["webhook"],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  });
   private certificate: { mode: string; expiry: () => Date | undefined } | undefined;
-  private readonly leaderGauge = new Gauge({ name: `${PREFIX}leader`, help: "1 when this replica is the leader and reconciles", registers: [this.registry] });
+  private readonly leaderGauge = new Gauge({
+    name: `${PREFIX}leader`,
+    help: "1 when this replica is the leader and reconciles",
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });

@@ -22,14 +22,20 @@ export function parseAddress(address: string): { host: string; port: number } {
 }
 
 /** Starts a server for `/metrics`, `/healthz` and `/readyz`; resolves once listening, with the bound port. */
-export async function startProbeServer(options: ProbeOptions): Promise<{ server: Server; port: number; close: () => Promise<void> }> {
+export async function startProbeServer(
+  options: ProbeOptions,
+): Promise<{ server: Server; port: number; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/healthz") {
       res.writeHead(200, { "Content-Type": "text/plain" }).end("ok");
     } else if (path === "/readyz") {
-      const failing = Object.entries(options.readiness ?? {}).filter(([, check]) => !check()).map(([name]) => name);
-      res.writeHead(failing.length === 0 ? 200 : 503, { "Content-Type": "text/plain" }).end(failing.length === 0 ? "ok" : `not ready: ${failing.join(", ")}`);
+      const failing = Object.entries(options.readiness ?? {})
+        .filter(([, check]) => !check())
+        .map(([name]) => name);
+      res
+        .writeHead(failing.length === 0 ? 200 : 503, { "Content-Type": "text/plain" })
+        .end(failing.length === 0 ? "ok" : `not ready: ${failing.join(", ")}`);
     } else if (path === "/metrics" && options.registry) {
       const registry = options.registry;
       registry.metrics().then(

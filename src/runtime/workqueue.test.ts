@@ -323,7 +323,13 @@ describe("WorkQueue", () => {
           runs++;
           return runs <= failUntilRun ? Promise.reject(new Error(`fail ${runs}`)) : Promise.resolve();
         },
-        { concurrency: 1, clock, baseBackoffMs: 10, maxBackoffMs: 80, onError: (_k, _e, retryIn) => retries.push(retryIn) },
+        {
+          concurrency: 1,
+          clock,
+          baseBackoffMs: 10,
+          maxBackoffMs: 80,
+          onError: (_k, _e, retryIn) => retries.push(retryIn),
+        },
       );
       queue.start();
       queue.add("a");

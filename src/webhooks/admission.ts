@@ -85,24 +85,37 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 function isGvk(value: unknown): value is GroupVersionKind {
-  return isRecord(value) && typeof value.group === "string" && typeof value.version === "string" && typeof value.kind === "string";
+  return (
+    isRecord(value) &&
+    typeof value.group === "string" &&
+    typeof value.version === "string" &&
+    typeof value.kind === "string"
+  );
 }
 
 /**
  * Reads an AdmissionReview v1 request from a parsed JSON body. Never throws.
  * @returns the request, or a message saying what is wrong with the envelope.
  */
-export function parseAdmissionReview(body: unknown): { ok: true; request: AdmissionRequest } | { ok: false; message: string } {
+export function parseAdmissionReview(
+  body: unknown,
+): { ok: true; request: AdmissionRequest } | { ok: false; message: string } {
   if (!isRecord(body)) return { ok: false, message: "the body is not a JSON object" };
   if (body.apiVersion !== ADMISSION_API_VERSION || body.kind !== ADMISSION_REVIEW_KIND) {
-    return { ok: false, message: `expected apiVersion ${ADMISSION_API_VERSION} and kind ${ADMISSION_REVIEW_KIND}, got ${JSON.stringify(body.apiVersion)} ${JSON.stringify(body.kind)}` };
+    return {
+      ok: false,
+      message: `expected apiVersion ${ADMISSION_API_VERSION} and kind ${ADMISSION_REVIEW_KIND}, got ${JSON.stringify(body.apiVersion)} ${JSON.stringify(body.kind)}`,
+    };
   }
   const req = body.request;
   if (!isRecord(req)) return { ok: false, message: "request is missing" };
   if (typeof req.uid !== "string" || req.uid === "") return { ok: false, message: "request.uid is missing" };
   if (!isGvk(req.kind)) return { ok: false, message: "request.kind is missing or malformed" };
   if (typeof req.operation !== "string" || !OPERATIONS.includes(req.operation)) {
-    return { ok: false, message: `request.operation ${JSON.stringify(req.operation)} is not one of ${OPERATIONS.join(", ")}` };
+    return {
+      ok: false,
+      message: `request.operation ${JSON.stringify(req.operation)} is not one of ${OPERATIONS.join(", ")}`,
+    };
   }
   const request: AdmissionRequest = {
     uid: req.uid,
@@ -128,7 +141,11 @@ function withWarnings(response: AdmissionResponse, warnings: readonly string[]):
 }
 
 /** Allows the request, optionally with admission warnings and a JSON patch (empty patches are left out). */
-export function allow(uid: string, warnings: readonly string[] = [], patch: readonly JsonPatchOp[] = []): AdmissionResponse {
+export function allow(
+  uid: string,
+  warnings: readonly string[] = [],
+  patch: readonly JsonPatchOp[] = [],
+): AdmissionResponse {
   const response: AdmissionResponse = { uid, allowed: true };
   if (patch.length > 0) {
     response.patchType = "JSONPatch";
@@ -169,7 +186,11 @@ export function invalid(group: string, kind: string, name: string, errors: reado
     field: e.field,
   }));
   return {
-    ...failure(422, "Invalid", `${qualified} ${JSON.stringify(name)} is invalid${messages.length > 0 ? `: ${list}` : ""}`),
+    ...failure(
+      422,
+      "Invalid",
+      `${qualified} ${JSON.stringify(name)} is invalid${messages.length > 0 ? `: ${list}` : ""}`,
+    ),
     details: { name, group, kind, causes },
   };
 }

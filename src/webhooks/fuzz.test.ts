@@ -40,7 +40,19 @@ class Gen {
   }
 }
 
-const GARBAGE = ["", "x", "10.0.0.256", "10.0.0", "010.0.0.1", "2001:db8::g", "2001:db8:::1", "::ffff:10.0.0.1", "10.0.0.1/33", "fe80::1%eth0", " 10.0.0.1"];
+const GARBAGE = [
+  "",
+  "x",
+  "10.0.0.256",
+  "10.0.0",
+  "010.0.0.1",
+  "2001:db8::g",
+  "2001:db8:::1",
+  "::ffff:10.0.0.1",
+  "10.0.0.1/33",
+  "fe80::1%eth0",
+  " 10.0.0.1",
+];
 
 /** Some spelling of `a`: canonical, or (IPv6) fully expanded with leading zeros, upper case. */
 function spell(g: Gen, a: Addr): string {
@@ -72,14 +84,35 @@ function randomEntry(g: Gen, family: Family): Pool {
   const entry: Pool = {};
   // Kind 6 (nothing set) is invalid, kind 7 (mixed families) yields nothing with a warning: both rarer.
   switch (g.chance(0.1) ? g.int(6, 7) : g.int(0, 5)) {
-    case 0: entry.subnet = subnet; break;
-    case 1: entry.start = at(0); entry.end = at(g.int(-3, 40)); break;
-    case 2: entry.start = at(0); entry.subnet = subnet; break;
-    case 3: entry.start = at(0); entry.end = at(g.int(-3, 60)); entry.subnet = subnet; break;
-    case 4: entry.start = at(0); break;
-    case 5: entry.end = at(0); if (g.chance(0.5)) entry.subnet = subnet; break;
-    case 6: break;
-    default: entry.start = at(0); entry.end = spell(g, addrAt(family === 4 ? 6 : 4, g.big(32))); break;
+    case 0:
+      entry.subnet = subnet;
+      break;
+    case 1:
+      entry.start = at(0);
+      entry.end = at(g.int(-3, 40));
+      break;
+    case 2:
+      entry.start = at(0);
+      entry.subnet = subnet;
+      break;
+    case 3:
+      entry.start = at(0);
+      entry.end = at(g.int(-3, 60));
+      entry.subnet = subnet;
+      break;
+    case 4:
+      entry.start = at(0);
+      break;
+    case 5:
+      entry.end = at(0);
+      if (g.chance(0.5)) entry.subnet = subnet;
+      break;
+    case 6:
+      break;
+    default:
+      entry.start = at(0);
+      entry.end = spell(g, addrAt(family === 4 ? 6 : 4, g.big(32)));
+      break;
   }
   if (g.chance(0.05)) (entry as Record<string, string>)[g.pick(["start", "end", "subnet"])] = g.pick(GARBAGE);
   if (g.chance(0.3)) entry.prefix = g.int(0, 128);
@@ -105,7 +138,9 @@ function randomPreallocations(g: Gen, pools: readonly Pool[]): Record<string, st
 
 function randomSpec(g: Gen): IPPoolSpec {
   const family: Family = g.chance(0.5) ? 4 : 6;
-  const pools = Array.from({ length: g.int(0, 4) }, () => randomEntry(g, g.chance(0.95) ? family : family === 4 ? 6 : 4));
+  const pools = Array.from({ length: g.int(0, 4) }, () =>
+    randomEntry(g, g.chance(0.95) ? family : family === 4 ? 6 : 4),
+  );
   const spec: IPPoolSpec = { namePrefix: g.chance(0.97) ? "pool" : "", pools };
   const strategy = g.chance(0.03) ? "bogus" : g.pick([undefined, "", "sequential", "random", "random"]);
   if (strategy !== undefined) spec.allocationStrategy = strategy as IPPoolSpec["allocationStrategy"];
@@ -122,7 +157,8 @@ function yieldedBySomeEntry(spec: IPPoolSpec, a: Addr): boolean {
     const start = e.start === undefined ? undefined : parseAddress(e.start);
     const end = e.end === undefined ? undefined : parseAddress(e.end);
     const subnet = e.subnet === undefined ? undefined : parseSubnet(e.subnet);
-    const inSubnet = (x: Addr): boolean => !!subnet && subnet.network.family === x.family && x.value >= subnet.first && x.value <= subnet.last;
+    const inSubnet = (x: Addr): boolean =>
+      !!subnet && subnet.network.family === x.family && x.value >= subnet.first && x.value <= subnet.last;
     if (start) {
       // Mixed families: we give such an entry no arithmetic (admission warns), so it yields nothing.
       if (end && end.family !== start.family) return false;
@@ -161,8 +197,15 @@ function exercise(g: Gen, spec: IPPoolSpec, warnings: readonly string[], tally: 
     const r = allocator.allocate({ claimName });
     const pre = parseAddress(text);
     if (pre && !yieldedBySomeEntry(spec, pre)) {
-      expect(r, `${claimName} in ${label}`).to.deep.equal({ ok: false, reason: "AllocationFailed", message: AllocationMessages.preallocatedOutOfBounds });
-      expect(warnings.some((w) => w.startsWith(`spec.preAllocations[${claimName}]: `)), `warning for ${claimName} in ${label}`).to.equal(true);
+      expect(r, `${claimName} in ${label}`).to.deep.equal({
+        ok: false,
+        reason: "AllocationFailed",
+        message: AllocationMessages.preallocatedOutOfBounds,
+      });
+      expect(
+        warnings.some((w) => w.startsWith(`spec.preAllocations[${claimName}]: `)),
+        `warning for ${claimName} in ${label}`,
+      ).to.equal(true);
       tally.warnedPreallocations++;
       continue;
     }
@@ -191,7 +234,14 @@ describe(`random pool specs through validation and the allocator (seed ${SEED})`
 
   it(`${SPECS} specs: validation never throws; accepted pools allocate inside their entries, never twice`, () => {
     const g = new Gen(seededRng(SEED));
-    const tally: Tally = { accepted: 0, rejected: 0, allocated: 0, exhausted: 0, warnedPreallocations: 0, families: new Set() };
+    const tally: Tally = {
+      accepted: 0,
+      rejected: 0,
+      allocated: 0,
+      exhausted: 0,
+      warnedPreallocations: 0,
+      families: new Set(),
+    };
     let previous: IPPool = { metadata: { name: "prev", namespace: "ns" }, spec: { namePrefix: "pool" } };
     for (let n = 0; n < SPECS; n++) {
       const spec = randomSpec(g);

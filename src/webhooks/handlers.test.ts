@@ -10,15 +10,26 @@ import type { ClusterLookup } from "./lookup.js";
 const NS = "ns";
 
 function pool(name: string, spec: Partial<IPPoolSpec>, meta: Partial<IPPool["metadata"]> = {}): IPPool {
-  return { apiVersion: "ipam.metal3.io/v1alpha1", kind: "IPPool", metadata: { name, namespace: NS, ...meta }, spec: { namePrefix: name, ...spec } };
+  return {
+    apiVersion: "ipam.metal3.io/v1alpha1",
+    kind: "IPPool",
+    metadata: { name, namespace: NS, ...meta },
+    spec: { namePrefix: name, ...spec },
+  };
 }
 
 function claim(name: string, poolName: string, annotations?: Record<string, string>): IPClaim {
-  return { metadata: { name, namespace: NS, ...(annotations ? { annotations } : {}) }, spec: { pool: { name: poolName } } };
+  return {
+    metadata: { name, namespace: NS, ...(annotations ? { annotations } : {}) },
+    spec: { pool: { name: poolName } },
+  };
 }
 
 function address(name: string, spec: Partial<IPAddress["spec"]>, meta: Partial<IPAddress["metadata"]> = {}): IPAddress {
-  return { metadata: { name, namespace: NS, ...meta }, spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" }, ...spec } };
+  return {
+    metadata: { name, namespace: NS, ...meta },
+    spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" }, ...spec },
+  };
 }
 
 function req(kind: string, operation: Operation, object: unknown, oldObject?: unknown): AdmissionRequest {
@@ -62,7 +73,10 @@ describe("admission handlers (spec §6)", () => {
       expect(patchOf(res)).to.deep.equal([{ op: "add", path: "/spec/allocationStrategy", value: "sequential" }]);
     });
     it("replaces an empty allocationStrategy, on update too", async () => {
-      const res = await run(mutateIPPool, req("IPPool", "UPDATE", pool("p", { allocationStrategy: "" }), pool("p", {})));
+      const res = await run(
+        mutateIPPool,
+        req("IPPool", "UPDATE", pool("p", { allocationStrategy: "" }), pool("p", {})),
+      );
       expect(patchOf(res)).to.deep.equal([{ op: "replace", path: "/spec/allocationStrategy", value: "sequential" }]);
     });
     it("leaves a set strategy alone (no patch at all)", async () => {
@@ -77,21 +91,39 @@ describe("admission handlers (spec §6)", () => {
 
   describe("IPPool validation on create", () => {
     it("allows a valid pool without warnings", async () => {
-      const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })));
+      const res = await run(
+        validateIPPoolRoute,
+        req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })),
+      );
       expect(res).to.deep.equal({ uid: "uid-1", allowed: true });
     });
 
     it("reports one error in kubectl's form, with its cause", async () => {
-      const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("x", { pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.0.9", end: "10.0.0.1" }] })));
+      const res = await run(
+        validateIPPoolRoute,
+        req(
+          "IPPool",
+          "CREATE",
+          pool("x", { pools: [{ subnet: "10.0.0.0/24" }, { start: "10.0.0.9", end: "10.0.0.1" }] }),
+        ),
+      );
       expect(res.allowed).to.equal(false);
       expect(res.status?.code).to.equal(422);
       expect(res.status?.reason).to.equal("Invalid");
-      expect(res.status?.message).to.equal('IPPool.ipam.metal3.io "x" is invalid: spec.pools[1].end: Invalid value: "10.0.0.1": end is before start');
+      expect(res.status?.message).to.equal(
+        'IPPool.ipam.metal3.io "x" is invalid: spec.pools[1].end: Invalid value: "10.0.0.1": end is before start',
+      );
       expect(res.status?.details).to.deep.equal({
         name: "x",
         group: "ipam.metal3.io",
         kind: "IPPool",
-        causes: [{ type: "FieldValueInvalid", field: "spec.pools[1].end", message: 'Invalid value: "10.0.0.1": end is before start' }],
+        causes: [
+          {
+            type: "FieldValueInvalid",
+            field: "spec.pools[1].end",
+            message: 'Invalid value: "10.0.0.1": end is before start',
+          },
+        ],
       });
     });
 
@@ -142,7 +174,11 @@ describe("admission handlers (spec §6)", () => {
     it("warns about overlaps and a shared namePrefix in the namespace only, and still allows", async () => {
       const res = await run(
         validateIPPoolRoute,
-        req("IPPool", "CREATE", pool("p", { namePrefix: "shared", pools: [{ subnet: "10.0.0.0/24" }, { subnet: "10.1.0.0/24" }] })),
+        req(
+          "IPPool",
+          "CREATE",
+          pool("p", { namePrefix: "shared", pools: [{ subnet: "10.0.0.0/24" }, { subnet: "10.1.0.0/24" }] }),
+        ),
         staticLookup(others),
       );
       expect(res.allowed).to.equal(true);
@@ -155,7 +191,14 @@ describe("admission handlers (spec §6)", () => {
     it("keeps warnings on a denial", async () => {
       const res = await run(
         validateIPPoolRoute,
-        req("IPPool", "CREATE", pool("p", { namePrefix: "shared", pools: [{ start: "10.0.0.9", end: "10.0.0.1" }, { subnet: "10.0.0.0/24" }] })),
+        req(
+          "IPPool",
+          "CREATE",
+          pool("p", {
+            namePrefix: "shared",
+            pools: [{ start: "10.0.0.9", end: "10.0.0.1" }, { subnet: "10.0.0.0/24" }],
+          }),
+        ),
         staticLookup(others),
       );
       expect(res.allowed).to.equal(false);
@@ -164,13 +207,24 @@ describe("admission handlers (spec §6)", () => {
 
     it("caps a flood of warnings", async () => {
       const many = Array.from({ length: 40 }, (_, i) => pool(`o${i}`, { pools: [{ subnet: "10.0.0.0/24" }] }));
-      const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })), staticLookup(many));
+      const res = await run(
+        validateIPPoolRoute,
+        req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })),
+        staticLookup(many),
+      );
       expect(res.warnings).to.have.length(20);
       expect(res.warnings?.[19]).to.equal("and 21 more warnings");
     });
 
     it("allows entries that mix address families (Metal3 does), with a warning", async () => {
-      const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("p", { pools: [{ start: "10.0.0.1", end: "2001:db8::1" }, { subnet: "10.0.0.0/24" }] })));
+      const res = await run(
+        validateIPPoolRoute,
+        req(
+          "IPPool",
+          "CREATE",
+          pool("p", { pools: [{ start: "10.0.0.1", end: "2001:db8::1" }, { subnet: "10.0.0.0/24" }] }),
+        ),
+      );
       expect(res.allowed).to.equal(true);
       expect(res.warnings).to.deep.equal([
         'spec.pools[0].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address',
@@ -178,14 +232,21 @@ describe("admission handlers (spec §6)", () => {
     });
 
     it("allows when the pools cannot be listed (warnings are advice)", async () => {
-      const res = await run(validateIPPoolRoute, req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })), failingLookup);
+      const res = await run(
+        validateIPPoolRoute,
+        req("IPPool", "CREATE", pool("p", { pools: [{ subnet: "10.0.0.0/24" }] })),
+        failingLookup,
+      );
       expect(res.allowed).to.equal(true);
     });
   });
 
   describe("IPPool validation on update", () => {
     const before = pool("p", { pools: [{ start: "10.0.0.10", end: "10.0.0.20" }] });
-    const inUse = [address("p-10-0-0-12", { address: "10.0.0.12", pool: { name: "p" } }), address("q-10-0-0-15", { address: "10.0.0.15", pool: { name: "q" } })];
+    const inUse = [
+      address("p-10-0-0-12", { address: "10.0.0.12", pool: { name: "p" } }),
+      address("q-10-0-0-15", { address: "10.0.0.15", pool: { name: "q" } }),
+    ];
 
     it("allows any write that leaves the spec alone, without reading the cluster", async () => {
       const broken = pool("p", { pools: [{}] });
@@ -230,7 +291,10 @@ describe("admission handlers (spec §6)", () => {
 
     it("does not read addresses when the ranges are unchanged", async () => {
       const after = pool("p", { pools: [{ start: "10.0.0.10", end: "10.0.0.20" }], gateway: "10.0.0.1" });
-      const lookup: ClusterLookup = { ...staticLookup([]), addressesOfPool: () => Promise.reject(new Error("must not be called")) };
+      const lookup: ClusterLookup = {
+        ...staticLookup([]),
+        addressesOfPool: () => Promise.reject(new Error("must not be called")),
+      };
       expect((await run(validateIPPoolRoute, req("IPPool", "UPDATE", after, before), lookup)).allowed).to.equal(true);
     });
 
@@ -278,14 +342,24 @@ describe("admission handlers (spec §6)", () => {
 
   describe("IPClaim validation", () => {
     it("refuses an ipAddress annotation that is not an address", async () => {
-      const res = await run(validateIPClaimRoute, req("IPClaim", "CREATE", claim("c", "p", { ipAddress: "10.0.0.300" })));
-      expect(res.status?.message).to.equal('IPClaim.ipam.metal3.io "c" is invalid: metadata.annotations[ipAddress]: Invalid value: "10.0.0.300": not a valid IP address');
+      const res = await run(
+        validateIPClaimRoute,
+        req("IPClaim", "CREATE", claim("c", "p", { ipAddress: "10.0.0.300" })),
+      );
+      expect(res.status?.message).to.equal(
+        'IPClaim.ipam.metal3.io "c" is invalid: metadata.annotations[ipAddress]: Invalid value: "10.0.0.300": not a valid IP address',
+      );
     });
     it("allows an empty ipAddress annotation (Metal3 treats it as absent), with a warning", async () => {
       const res = await run(validateIPClaimRoute, req("IPClaim", "CREATE", claim("c", "p", { ipAddress: "" })));
       expect(res.allowed).to.equal(true);
-      expect(res.warnings).to.deep.equal(["metadata.annotations[ipAddress] is empty: treated as absent, the claim gets any free address"]);
-      const later = await run(validateIPClaimRoute, req("IPClaim", "UPDATE", claim("c", "p", { ipAddress: "" }), claim("c", "p", { ipAddress: "" })));
+      expect(res.warnings).to.deep.equal([
+        "metadata.annotations[ipAddress] is empty: treated as absent, the claim gets any free address",
+      ]);
+      const later = await run(
+        validateIPClaimRoute,
+        req("IPClaim", "UPDATE", claim("c", "p", { ipAddress: "" }), claim("c", "p", { ipAddress: "" })),
+      );
       expect(later).to.deep.equal({ uid: "uid-1", allowed: true });
     });
     it("refuses a missing pool name", async () => {
@@ -294,9 +368,13 @@ describe("admission handlers (spec §6)", () => {
     });
     it("refuses a change of spec.pool, allows its namespace spelled out", async () => {
       const moved = await run(validateIPClaimRoute, req("IPClaim", "UPDATE", claim("c", "q"), claim("c", "p")));
-      expect(moved.status?.message).to.equal('IPClaim.ipam.metal3.io "c" is invalid: spec.pool: Forbidden: field is immutable');
+      expect(moved.status?.message).to.equal(
+        'IPClaim.ipam.metal3.io "c" is invalid: spec.pool: Forbidden: field is immutable',
+      );
       const spelled: IPClaim = { ...claim("c", "p"), spec: { pool: { name: "p", namespace: NS } } };
-      expect((await run(validateIPClaimRoute, req("IPClaim", "UPDATE", spelled, claim("c", "p")))).allowed).to.equal(true);
+      expect((await run(validateIPClaimRoute, req("IPClaim", "UPDATE", spelled, claim("c", "p")))).allowed).to.equal(
+        true,
+      );
     });
     it("ratchets: a claim stored with a bad annotation still takes finalizer writes, but no new bad value", async () => {
       const stored = claim("c", "p", { ipAddress: "bad" });
@@ -319,9 +397,17 @@ describe("admission handlers (spec §6)", () => {
     });
     it("refuses a change of address, pool or claim and allows metadata changes", async () => {
       const stored = address("a", {});
-      const changed = await run(validateIPAddressRoute, req("IPAddress", "UPDATE", address("a", { address: "10.0.0.2" }), stored));
-      expect(changed.status?.message).to.equal('IPAddress.ipam.metal3.io "a" is invalid: spec.address: Invalid value: "10.0.0.2": field is immutable');
-      const moved = await run(validateIPAddressRoute, req("IPAddress", "UPDATE", address("a", { pool: { name: "q" }, claim: { name: "d" } }), stored));
+      const changed = await run(
+        validateIPAddressRoute,
+        req("IPAddress", "UPDATE", address("a", { address: "10.0.0.2" }), stored),
+      );
+      expect(changed.status?.message).to.equal(
+        'IPAddress.ipam.metal3.io "a" is invalid: spec.address: Invalid value: "10.0.0.2": field is immutable',
+      );
+      const moved = await run(
+        validateIPAddressRoute,
+        req("IPAddress", "UPDATE", address("a", { pool: { name: "q" }, claim: { name: "d" } }), stored),
+      );
       expect(moved.status?.message).to.equal(
         'IPAddress.ipam.metal3.io "a" is invalid: [spec.pool: Forbidden: field is immutable, spec.claim: Forbidden: field is immutable]',
       );
@@ -329,11 +415,25 @@ describe("admission handlers (spec §6)", () => {
       expect((await run(validateIPAddressRoute, req("IPAddress", "UPDATE", released, stored))).allowed).to.equal(true);
     });
     it("allows prefix, gateway and DNS changes, and a full update with zero values omitted (Metal3's webhook does)", async () => {
-      const stored = address("a", { prefix: 0, gateway: "10.0.0.254", dnsServers: [], pool: { name: "p", namespace: "" } });
+      const stored = address("a", {
+        prefix: 0,
+        gateway: "10.0.0.254",
+        dnsServers: [],
+        pool: { name: "p", namespace: "" },
+      });
       const edited = address("a", { prefix: 26, gateway: "10.0.0.253", dnsServers: ["8.8.8.8"] });
-      expect(await run(validateIPAddressRoute, req("IPAddress", "UPDATE", edited, stored))).to.deep.equal({ uid: "uid-1", allowed: true });
-      const fromGo: IPAddress = { metadata: { name: "a", namespace: NS }, spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" } } };
-      expect(await run(validateIPAddressRoute, req("IPAddress", "UPDATE", fromGo, stored))).to.deep.equal({ uid: "uid-1", allowed: true });
+      expect(await run(validateIPAddressRoute, req("IPAddress", "UPDATE", edited, stored))).to.deep.equal({
+        uid: "uid-1",
+        allowed: true,
+      });
+      const fromGo: IPAddress = {
+        metadata: { name: "a", namespace: NS },
+        spec: { address: "10.0.0.1", pool: { name: "p" }, claim: { name: "c" } },
+      };
+      expect(await run(validateIPAddressRoute, req("IPAddress", "UPDATE", fromGo, stored))).to.deep.equal({
+        uid: "uid-1",
+        allowed: true,
+      });
     });
   });
 });

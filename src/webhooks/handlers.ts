@@ -53,7 +53,8 @@ interface Decoded<T> {
 
 /** Reads object (and oldObject on UPDATE) as objects of `kind`; undefined when their shape is unusable. */
 function decode<T extends { metadata: ObjectMeta }>(req: AdmissionRequest): Decoded<T> | undefined {
-  const usable = (v: unknown): v is T => isRecord(v) && (v.metadata === undefined || isRecord(v.metadata)) && (v.spec === undefined || isRecord(v.spec));
+  const usable = (v: unknown): v is T =>
+    isRecord(v) && (v.metadata === undefined || isRecord(v.metadata)) && (v.spec === undefined || isRecord(v.spec));
   if (!usable(req.object)) return undefined;
   const object = { ...req.object, metadata: { ...req.object.metadata } };
   // On CREATE the namespace may only be in the request (the object says nothing, it is defaulted later).
@@ -71,12 +72,21 @@ function objectName(req: AdmissionRequest, meta: ObjectMeta | undefined): string
 }
 
 /** Shared prelude: operation filter, kind check, decoding. Returns a response to send, or the decoded objects. */
-function prelude<T extends { metadata: ObjectMeta }>(req: AdmissionRequest, kind: string): AdmissionResponse | Decoded<T> {
+function prelude<T extends { metadata: ObjectMeta }>(
+  req: AdmissionRequest,
+  kind: string,
+): AdmissionResponse | Decoded<T> {
   if (req.operation !== "CREATE" && req.operation !== "UPDATE") return allow(req.uid);
   if (req.kind.group !== GROUP || req.kind.kind !== kind) {
     return badRequest(req, `this webhook serves ${kind}.${GROUP}, not ${req.kind.kind}.${req.kind.group || "core"}`);
   }
-  return decode<T>(req) ?? badRequest(req, `request.object${req.operation === "UPDATE" ? " or request.oldObject" : ""} is not a readable ${kind}`);
+  return (
+    decode<T>(req) ??
+    badRequest(
+      req,
+      `request.object${req.operation === "UPDATE" ? " or request.oldObject" : ""} is not a readable ${kind}`,
+    )
+  );
 }
 
 function isResponse<T>(value: AdmissionResponse | Decoded<T>): value is AdmissionResponse {
@@ -98,7 +108,13 @@ function newErrors(errors: readonly FieldError[], before: readonly FieldError[])
   return errors.filter((e) => !known.has(formatFieldError(e)));
 }
 
-function answer(req: AdmissionRequest, kind: string, name: string, errors: readonly FieldError[], warnings: string[] = []): AdmissionResponse {
+function answer(
+  req: AdmissionRequest,
+  kind: string,
+  name: string,
+  errors: readonly FieldError[],
+  warnings: string[] = [],
+): AdmissionResponse {
   return errors.length > 0 ? deny(req.uid, invalid(GROUP, kind, name, errors), warnings) : allow(req.uid, warnings);
 }
 
@@ -156,7 +172,14 @@ export const validateIPPoolRoute: Route = {
         inUse = await ctx.lookup.addressesOfPool(namespace, name);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        return deny(req.uid, failure(500, "InternalError", `cannot read the IPAddresses of IPPool "${name}" to check the addresses in use: ${why}`));
+        return deny(
+          req.uid,
+          failure(
+            500,
+            "InternalError",
+            `cannot read the IPAddresses of IPPool "${name}" to check the addresses in use: ${why}`,
+          ),
+        );
       }
     }
     const errors = validateIPPool(object, old, inUse);

@@ -84,7 +84,11 @@ function resultOf(response: AdmissionResponse): WebhookResult {
 }
 
 /** Parses and dispatches one body; resolves with the HTTP status and JSON body to send. Never rejects. */
-async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise<{ code: number; body: unknown; result: WebhookResult }> {
+async function dispatch(
+  route: Route,
+  raw: Buffer,
+  ctx: HandlerContext,
+): Promise<{ code: number; body: unknown; result: WebhookResult }> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString("utf8"));
@@ -93,7 +97,12 @@ async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise
     return { code: 400, body: failure(400, "BadRequest", `the body is not JSON: ${why}`), result: "rejected" };
   }
   const envelope = parseAdmissionReview(parsed);
-  if (!envelope.ok) return { code: 400, body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`), result: "rejected" };
+  if (!envelope.ok)
+    return {
+      code: 400,
+      body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`),
+      result: "rejected",
+    };
   const response = await handleSafely(route, envelope.request, ctx);
   return { code: 200, body: review(response), result: resultOf(response) };
 }
@@ -118,7 +127,13 @@ async function handleSafely(route: Route, request: AdmissionRequest, ctx: Handle
 }
 
 /** Answers one request; resolves with how it ended. */
-async function serve(req: IncomingMessage, res: ServerResponse, route: Route | undefined, options: ListenerOptions, limit: number): Promise<WebhookResult> {
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route | undefined,
+  options: ListenerOptions,
+  limit: number,
+): Promise<WebhookResult> {
   const path = (req.url ?? "/").split("?")[0] ?? "/";
   if (!route) {
     sendStatus(res, failure(404, "NotFound", `no webhook is served at ${path}`));

@@ -40,13 +40,28 @@ export interface CallOptions {
 }
 
 /** One HTTPS request to 127.0.0.1:`port`, trusting only `caPem`. Rejects only on transport errors. */
-export function httpsCall(port: number, caPem: string, path: string, body: string | Buffer = "", options: CallOptions = {}): Promise<Answer> {
+export function httpsCall(
+  port: number,
+  caPem: string,
+  path: string,
+  body: string | Buffer = "",
+  options: CallOptions = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const data = typeof body === "string" ? Buffer.from(body) : body;
     const headers: Record<string, string> = { "Content-Type": "application/json", ...options.headers };
     if (!options.chunked) headers["Content-Length"] = String(data.length);
     const req = request(
-      { host: "127.0.0.1", port, path, method: options.method ?? "POST", ca: caPem, headers, agent: false, ...(options.maxVersion ? { maxVersion: options.maxVersion } : {}) },
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: options.method ?? "POST",
+        ca: caPem,
+        headers,
+        agent: false,
+        ...(options.maxVersion ? { maxVersion: options.maxVersion } : {}),
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));

@@ -24,11 +24,17 @@ export interface ClusterLookup {
  * `spec.address` of the Cluster API IPAddresses of `namespace` on our pool `poolName`, through the newest served
  * version; none when Cluster API's IPAM is not installed.
  */
-async function capiAddressesOfPool(clients: readonly ResourceClient<CapiIPAddress>[], namespace: string, poolName: string): Promise<string[]> {
+async function capiAddressesOfPool(
+  clients: readonly ResourceClient<CapiIPAddress>[],
+  namespace: string,
+  poolName: string,
+): Promise<string[]> {
   for (const client of clients) {
     try {
       const items = await client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name);
-      return items.filter((a) => a.spec.poolRef.apiGroup === IPPOOL.group && a.spec.poolRef.kind === IPPOOL.kind).map((a) => a.spec.address);
+      return items
+        .filter((a) => a.spec.poolRef.apiGroup === IPPOOL.group && a.spec.poolRef.kind === IPPOOL.kind)
+        .map((a) => a.spec.address);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -44,7 +50,9 @@ async function capiAddressesOfPool(clients: readonly ResourceClient<CapiIPAddres
 export function kubeLookup(kubeConfig: Kube): ClusterLookup {
   const pools = new ResourceClient<IPPool>(kubeConfig, resourceType(IPPOOL));
   const addresses = new ResourceClient<IPAddress>(kubeConfig, resourceType(IPADDRESS));
-  const capiAddresses = CAPI_IPADDRESS.versions.map((version) => new ResourceClient<CapiIPAddress>(kubeConfig, resourceType(CAPI_IPADDRESS, version)));
+  const capiAddresses = CAPI_IPADDRESS.versions.map(
+    (version) => new ResourceClient<CapiIPAddress>(kubeConfig, resourceType(CAPI_IPADDRESS, version)),
+  );
   const metal3AddressesOfPool = async (namespace: string, poolName: string): Promise<string[]> =>
     (await addresses.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name))
       .filter((a) => !a.spec.pool.namespace || a.spec.pool.namespace === namespace)
@@ -53,7 +61,10 @@ export function kubeLookup(kubeConfig: Kube): ClusterLookup {
   return {
     poolsInNamespace: async (namespace) => (await pools.list(namespace)).items,
     addressesOfPool: async (namespace, poolName) => {
-      const [metal3, capi] = await Promise.all([metal3AddressesOfPool(namespace, poolName), capiAddressesOfPool(capiAddresses, namespace, poolName)]);
+      const [metal3, capi] = await Promise.all([
+        metal3AddressesOfPool(namespace, poolName),
+        capiAddressesOfPool(capiAddresses, namespace, poolName),
+      ]);
       return [...metal3, ...capi];
     },
   };

@@ -70,7 +70,8 @@ describe("config/webhook and config/certmanager", () => {
 
   it("asks cert-manager for the CA bundle and points at the Service", () => {
     const [service] = docs("config/webhook/service.yaml");
-    for (const d of manifests) expect(d.metadata.annotations?.["cert-manager.io/inject-ca-from"], d.metadata.name).to.be.a("string");
+    for (const d of manifests)
+      expect(d.metadata.annotations?.["cert-manager.io/inject-ca-from"], d.metadata.name).to.be.a("string");
     for (const w of webhooks) expect(w.clientConfig.service.name).to.equal(service?.metadata.name);
     expect(service?.spec?.ports?.[0]).to.include({ port: 443, targetPort: 9443 });
   });

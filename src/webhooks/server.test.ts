@@ -16,11 +16,24 @@ import type { WebhookServer } from "./server.js";
 
 const POOL_PATH = WEBHOOK_PATHS.validateIPPool;
 
-function reviewBody(kind = "IPPool", object: unknown = { metadata: { name: "p", namespace: "ns" }, spec: { namePrefix: "p", pools: [{ subnet: "10.0.0.0/24" }] } }): string {
+function reviewBody(
+  kind = "IPPool",
+  object: unknown = {
+    metadata: { name: "p", namespace: "ns" },
+    spec: { namePrefix: "p", pools: [{ subnet: "10.0.0.0/24" }] },
+  },
+): string {
   return JSON.stringify({
     apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
-    request: { uid: "u-1", kind: { group: "ipam.metal3.io", version: "v1alpha1", kind }, operation: "CREATE", namespace: "ns", name: "p", object },
+    request: {
+      uid: "u-1",
+      kind: { group: "ipam.metal3.io", version: "v1alpha1", kind },
+      operation: "CREATE",
+      namespace: "ns",
+      name: "p",
+      object,
+    },
   });
 }
 
@@ -62,7 +75,11 @@ describe("webhook server over HTTPS", function () {
   it("answers an AdmissionReview with 200 and the request's uid", async () => {
     const a = await call(POOL_PATH, reviewBody());
     expect(a.status).to.equal(200);
-    expect(a.json).to.deep.equal({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: "u-1", allowed: true } });
+    expect(a.json).to.deep.equal({
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      response: { uid: "u-1", allowed: true },
+    });
     expect(server.ready()).to.equal(true);
     expect(server.caPem).to.equal(undefined);
   });
@@ -77,10 +94,30 @@ describe("webhook server over HTTPS", function () {
     ["a body that is not JSON", "{not json", 400, "the body is not JSON"],
     ["an empty body", "", 400, "the body is not JSON"],
     ["JSON that is not an object", "[1,2]", 400, "not an AdmissionReview: the body is not a JSON object"],
-    ["a wrong kind", JSON.stringify({ apiVersion: "v1", kind: "Pod" }), 400, "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview"],
-    ["AdmissionReview v1beta1", JSON.stringify({ apiVersion: "admission.k8s.io/v1beta1", kind: "AdmissionReview", request: {} }), 400, "expected apiVersion"],
-    ["a review without request", JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }), 400, "request is missing"],
-    ["a request without uid", JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { operation: "CREATE" } }), 400, "request.uid is missing"],
+    [
+      "a wrong kind",
+      JSON.stringify({ apiVersion: "v1", kind: "Pod" }),
+      400,
+      "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview",
+    ],
+    [
+      "AdmissionReview v1beta1",
+      JSON.stringify({ apiVersion: "admission.k8s.io/v1beta1", kind: "AdmissionReview", request: {} }),
+      400,
+      "expected apiVersion",
+    ],
+    [
+      "a review without request",
+      JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }),
+      400,
+      "request is missing",
+    ],
+    [
+      "a request without uid",
+      JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { operation: "CREATE" } }),
+      400,
+      "request.uid is missing",
+    ],
   ];
   for (const [what, body, code, message] of bad) {
     it(`answers ${what} with ${code} and a Status, and keeps serving`, async () => {
@@ -127,7 +164,9 @@ describe("webhook server over HTTPS", function () {
   it("survives a client that goes away in the middle of a body", async () => {
     await new Promise<void>((resolve, reject) => {
       const socket = tlsConnect({ host: "127.0.0.1", port: server.port, ca: pki.ca.certPem }, () => {
-        socket.write(`POST ${POOL_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"apiV`);
+        socket.write(
+          `POST ${POOL_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"apiV`,
+        );
         setTimeout(() => {
           socket.destroy();
           resolve();
@@ -188,13 +227,23 @@ describe("webhook server start-up", () => {
 
   it("needs exactly one certificate mode and a lookup", async () => {
     expect(await rejection(startWebhookServer({ port: 0, lookup, logger }))).to.contain("--webhook-cert-dir");
-    const selfManaged = { kubeConfig: new KubeConfig(), mutatingName: "m", validatingName: "v", serviceName: "s", namespace: "n" };
-    expect(await rejection(startWebhookServer({ port: 0, lookup, logger, certDir: "/nonexistent", selfManaged }))).to.contain("not both");
+    const selfManaged = {
+      kubeConfig: new KubeConfig(),
+      mutatingName: "m",
+      validatingName: "v",
+      serviceName: "s",
+      namespace: "n",
+    };
+    expect(
+      await rejection(startWebhookServer({ port: 0, lookup, logger, certDir: "/nonexistent", selfManaged })),
+    ).to.contain("not both");
     expect(await rejection(startWebhookServer({ port: 0, logger, certDir: "/nonexistent" }))).to.contain("kubeConfig");
   });
 
   it("fails with the folder's name when the certificate is missing or broken", async () => {
-    expect(await rejection(startWebhookServer({ port: 0, lookup, logger, certDir: "/nonexistent/certs" }))).to.contain("/nonexistent/certs");
+    expect(await rejection(startWebhookServer({ port: 0, lookup, logger, certDir: "/nonexistent/certs" }))).to.contain(
+      "/nonexistent/certs",
+    );
     const dir = writeCertDir({ certPem: "x", keyPem: "y" });
     try {
       expect(await rejection(startWebhookServer({ port: 0, lookup, logger, certDir: dir }))).to.contain("not usable");
@@ -208,10 +257,15 @@ describe("webhook server start-up", () => {
     const dir = writeCertDir(pki.serving);
     const server = await startWebhookServer({ port: 0, host: "127.0.0.1", lookup, logger, certDir: dir });
     try {
-      const body = (size: number): string => reviewBody().replace('"operation"', `"padding":"${"x".repeat(size - reviewBody().length - 13)}","operation"`);
+      const body = (size: number): string =>
+        reviewBody().replace('"operation"', `"padding":"${"x".repeat(size - reviewBody().length - 13)}","operation"`);
       expect(Buffer.byteLength(body(DEFAULT_MAX_BODY_BYTES))).to.equal(DEFAULT_MAX_BODY_BYTES);
-      expect((await httpsCall(server.port, pki.ca.certPem, POOL_PATH, body(DEFAULT_MAX_BODY_BYTES))).status).to.equal(200);
-      expect((await httpsCall(server.port, pki.ca.certPem, POOL_PATH, body(DEFAULT_MAX_BODY_BYTES + 1))).status).to.equal(413);
+      expect((await httpsCall(server.port, pki.ca.certPem, POOL_PATH, body(DEFAULT_MAX_BODY_BYTES))).status).to.equal(
+        200,
+      );
+      expect(
+        (await httpsCall(server.port, pki.ca.certPem, POOL_PATH, body(DEFAULT_MAX_BODY_BYTES + 1))).status,
+      ).to.equal(413);
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -223,7 +277,9 @@ describe("webhook server start-up", () => {
     const dir = writeCertDir(pki.serving);
     const first = await startWebhookServer({ port: 0, host: "127.0.0.1", lookup, logger, certDir: dir });
     try {
-      expect(await rejection(startWebhookServer({ port: first.port, host: "127.0.0.1", lookup, logger, certDir: dir }))).to.contain("EADDRINUSE");
+      expect(
+        await rejection(startWebhookServer({ port: first.port, host: "127.0.0.1", lookup, logger, certDir: dir })),
+      ).to.contain("EADDRINUSE");
     } finally {
       await first.stop();
       await first.stop();
@@ -245,7 +301,15 @@ describe("webhook server start-up", () => {
       host: "127.0.0.1",
       lookup,
       logger,
-      selfManaged: { kubeConfig, mutatingName: "m", validatingName: "v", serviceName: "svc", namespace: "ns", extraHosts: ["127.0.0.1"], resyncMs: 200 },
+      selfManaged: {
+        kubeConfig,
+        mutatingName: "m",
+        validatingName: "v",
+        serviceName: "svc",
+        namespace: "ns",
+        extraHosts: ["127.0.0.1"],
+        resyncMs: 200,
+      },
     });
     try {
       expect(server.caPem).to.be.a("string").and.contain("BEGIN CERTIFICATE");
@@ -261,14 +325,18 @@ describe("webhook server start-up", () => {
 describe("admission listener failures", () => {
   it("turns a throwing handler into a 500 denial and keeps serving", async () => {
     const routes = new Map([["/boom", { kind: "IPPool", handle: () => Promise.reject(new Error("kaboom")) }]]);
-    const http = createServer(admissionListener({ routes, context: { lookup: staticLookup([]), logger: silentLogger() } }));
+    const http = createServer(
+      admissionListener({ routes, context: { lookup: staticLookup([]), logger: silentLogger() } }),
+    );
     await new Promise<void>((r) => http.listen(0, "127.0.0.1", r));
     const { port } = http.address() as AddressInfo;
     try {
       for (let i = 0; i < 2; i++) {
         const res = await fetch(`http://127.0.0.1:${port}/boom`, { method: "POST", body: reviewBody() });
         expect(res.status).to.equal(200);
-        const body = (await res.json()) as { response: { allowed: boolean; status: { code: number; message: string } } };
+        const body = (await res.json()) as {
+          response: { allowed: boolean; status: { code: number; message: string } };
+        };
         expect(body.response.allowed).to.equal(false);
         expect(body.response.status.code).to.equal(500);
         expect(body.response.status.message).to.contain("kaboom");
@@ -287,11 +355,24 @@ describe("webhook server metrics", function () {
     const dir = writeCertDir(pki.serving);
     const seen: [string, WebhookResult][] = [];
     const metrics = { webhookRequest: (webhook: string, result: WebhookResult) => void seen.push([webhook, result]) };
-    const server = await startWebhookServer({ port: 0, host: "127.0.0.1", certDir: dir, lookup: staticLookup([]), logger: silentLogger(), metrics });
+    const server = await startWebhookServer({
+      port: 0,
+      host: "127.0.0.1",
+      certDir: dir,
+      lookup: staticLookup([]),
+      logger: silentLogger(),
+      metrics,
+    });
     try {
       const call = (path: string, body: string): Promise<Answer> => httpsCall(server.port, pki.ca.certPem, path, body);
       await call(POOL_PATH, reviewBody());
-      await call(POOL_PATH, reviewBody("IPPool", { metadata: { name: "p", namespace: "ns" }, spec: { namePrefix: "p", pools: [{ subnet: "not-a-subnet" }] } }));
+      await call(
+        POOL_PATH,
+        reviewBody("IPPool", {
+          metadata: { name: "p", namespace: "ns" },
+          spec: { namePrefix: "p", pools: [{ subnet: "not-a-subnet" }] },
+        }),
+      );
       await call(POOL_PATH, "not json");
       await call("/scanner-probe-12345", reviewBody());
       expect(seen).to.deep.equal([
@@ -300,10 +381,14 @@ describe("webhook server metrics", function () {
         [POOL_PATH, "rejected"],
         ["unknown", "rejected"],
       ]);
-      expect(server.certificateExpiry()?.getTime()).to.equal(new Date(new X509Certificate(pki.serving.certPem).validTo).getTime());
+      expect(server.certificateExpiry()?.getTime()).to.equal(
+        new Date(new X509Certificate(pki.serving.certPem).validTo).getTime(),
+      );
       const registry = new PrometheusMetrics();
       registry.webhookCertificate("cert-dir", () => server.certificateExpiry());
-      expect(await registry.registry.getSingleMetricAsString("metal3_ipam_webhook_certificate_expiry_timestamp_seconds")).to.match(/\{mode="cert-dir"\} \d{10}/);
+      expect(
+        await registry.registry.getSingleMetricAsString("metal3_ipam_webhook_certificate_expiry_timestamp_seconds"),
+      ).to.match(/\{mode="cert-dir"\} \d{10}/);
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });

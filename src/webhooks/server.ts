@@ -76,7 +76,9 @@ async function certificateSource(options: WebhookServerOptions): Promise<Certifi
   }
   if (options.selfManaged) return await SelfManagedSource.create(options.selfManaged, options.logger);
   if (options.certDir !== undefined) return new CertDirSource(options.certDir, options.logger, options.certReloadMs);
-  throw new Error("the webhook server needs a certificate folder (--webhook-cert-dir) or self-managed mode (--webhook-self-managed)");
+  throw new Error(
+    "the webhook server needs a certificate folder (--webhook-cert-dir) or self-managed mode (--webhook-self-managed)",
+  );
 }
 
 /** The `notAfter` of a PEM certificate, or undefined when it does not parse (it served, so that would be odd). */
@@ -115,14 +117,18 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   if (!lookup) throw new Error("the webhook server needs a kubeConfig (or a lookup) to read pools and addresses");
   const { logger } = options;
   const source = await certificateSource(options);
-  const tlsOptions = (pair: CertificatePair) => ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION } as const);
+  const tlsOptions = (pair: CertificatePair) =>
+    ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION }) as const;
   const listener = admissionListener({
     routes: ROUTES,
     context: { lookup, logger },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
   });
-  const server = createServer({ ...tlsOptions(source.current()), requestTimeout: 30_000, headersTimeout: 10_000 }, listener);
+  const server = createServer(
+    { ...tlsOptions(source.current()), requestTimeout: 30_000, headersTimeout: 10_000 },
+    listener,
+  );
   server.on("tlsClientError", (err) => logger.debug("TLS handshake failed", { error: err }));
   let address: AddressInfo;
   try {

@@ -6,7 +6,13 @@
  * not depend on the bridge.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, IPPOOL, resourceType, type ClusterApiVersion } from "../../../api/registry.js";
+import {
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  IPPOOL,
+  resourceType,
+  type ClusterApiVersion,
+} from "../../../api/registry.js";
 import { servedVersion } from "../../kube/discovery.js";
 import type { Logger } from "../../runtime/logger.js";
 import { BY_CLAIM, BY_CLUSTER, BY_POOL } from "../ippool/indexes.js";
@@ -15,12 +21,24 @@ import { capiAddressToClaim, capiAddressToPool, capiClaimToCluster, capiClaimToP
 
 /** RBAC of the Cluster API side: claims (and their status) and the IPAddresses made for them. */
 export const BRIDGE_RULES = [
-  { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [CAPI_IPADDRESSCLAIM.plural], verbs: ["get", "list", "watch", "patch"] },
+  {
+    apiGroups: [CAPI_IPADDRESSCLAIM.group],
+    resources: [CAPI_IPADDRESSCLAIM.plural],
+    verbs: ["get", "list", "watch", "patch"],
+  },
   { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [`${CAPI_IPADDRESSCLAIM.plural}/status`], verbs: ["patch"] },
-  { apiGroups: [CAPI_IPADDRESS.group], resources: [CAPI_IPADDRESS.plural], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  {
+    apiGroups: [CAPI_IPADDRESS.group],
+    resources: [CAPI_IPADDRESS.plural],
+    verbs: ["get", "list", "watch", "create", "patch", "delete"],
+  },
   // blockOwnerDeletion on the owner references we set needs update on the owners' finalizers subresource where the
   // OwnerReferencesPermissionEnforcement admission plugin runs.
-  { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [`${CAPI_IPADDRESSCLAIM.plural}/finalizers`], verbs: ["update"] },
+  {
+    apiGroups: [CAPI_IPADDRESSCLAIM.group],
+    resources: [`${CAPI_IPADDRESSCLAIM.plural}/finalizers`],
+    verbs: ["update"],
+  },
   { apiGroups: [IPPOOL.group], resources: [`${IPPOOL.plural}/finalizers`], verbs: ["update"] },
 ];
 
@@ -62,7 +80,9 @@ export class CapiBridge {
   async start(): Promise<void> {
     const version = await discoverCapiIpamVersion(this.store);
     if (version) return await this.startWith(version);
-    this.options.logger.info("Cluster API IPAM (ipam.cluster.x-k8s.io) is not served; the IPAddressClaim bridge is off until it is");
+    this.options.logger.info(
+      "Cluster API IPAM (ipam.cluster.x-k8s.io) is not served; the IPAddressClaim bridge is off until it is",
+    );
     this.retry = setInterval(() => void this.tryLater(), this.options.discoveryRetryMs ?? 30_000);
   }
 

@@ -27,7 +27,11 @@ export interface CapiInformers {
 }
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
-export async function applyCapiClaimAction(ctx: ApplyContext, capi: CapiInformers, action: CapiClaimAction): Promise<void> {
+export async function applyCapiClaimAction(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  action: CapiClaimAction,
+): Promise<void> {
   switch (action.kind) {
     case "skip":
       return;
@@ -36,43 +40,82 @@ export async function applyCapiClaimAction(ctx: ApplyContext, capi: CapiInformer
     case "bind":
       await bind(ctx, capi, action.claim, action.address);
       for (const duplicate of action.duplicates) {
-        ctx.log.warn("Releasing duplicate IPAddress of an IPAddressClaim", { claim: action.claim.metadata.name, ipAddress: duplicate.metadata.name });
+        ctx.log.warn("Releasing duplicate IPAddress of an IPAddressClaim", {
+          claim: action.claim.metadata.name,
+          ipAddress: duplicate.metadata.name,
+        });
         await releaseCapiAddress(ctx, capi, duplicate);
       }
       return;
     case "create":
       return await create(ctx, capi, action.claim, action.address);
     case "fail":
-      return await writeStatus(ctx, capi, action.claim, undefined, { status: "False", reason: capiReason(action.reason), message: action.message });
+      return await writeStatus(ctx, capi, action.claim, undefined, {
+        status: "False",
+        reason: capiReason(action.reason),
+        message: action.message,
+      });
   }
 }
 
 /** Spec §5.7 order: the IPAddress's finalizer off, the IPAddress deleted, the address freed, the claim's finalizer off. */
-async function release(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, addresses: CapiIPAddress[]): Promise<void> {
+async function release(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  addresses: CapiIPAddress[],
+): Promise<void> {
   for (const address of addresses) await releaseCapiAddress(ctx, capi, address);
   await ctx.store.removeFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
-  if (addresses.length > 0) ctx.log.info("Released IPAddress", { ipAddressClaim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
+  if (addresses.length > 0)
+    ctx.log.info("Released IPAddress", {
+      ipAddressClaim: claim.metadata.name,
+      addresses: addresses.map((a) => a.spec.address),
+    });
 }
 
 /** Removes our finalizer from a Cluster API IPAddress and deletes it; frees the address in this pass's allocator. */
-export async function releaseCapiAddress(ctx: ApplyContext, capi: CapiInformers, address: CapiIPAddress): Promise<void> {
+export async function releaseCapiAddress(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  address: CapiIPAddress,
+): Promise<void> {
   const unlocked = await ctx.store.removeFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
   if (unlocked) await ctx.store.delete(capi.addresses, unlocked);
-  ctx.allocator?.release(address.spec.address, { kind: "claim", claimName: address.spec.claimRef.name, claimKind: IPADDRESSCLAIM_KIND });
+  ctx.allocator?.release(address.spec.address, {
+    kind: "claim",
+    claimName: address.spec.claimRef.name,
+    claimKind: IPADDRESSCLAIM_KIND,
+  });
   ctx.metrics.release("released");
 }
 
-async function bind(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+async function bind(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  address: CapiIPAddress,
+): Promise<void> {
   const withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
   // An adopted record (Metal3's, or a restore) gets our finalizer too; a deleting one stays as it is (its deletion
   // is blocked by the finalizer until the claim goes, spec §5.8).
-  if (!address.metadata.deletionTimestamp) await ctx.store.addFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
+  if (!address.metadata.deletionTimestamp)
+    await ctx.store.addFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
   // Bound the way Metal3's controller leaves a claim (addressRef, no Ready condition): adopted as it is, like IPClaims.
   if (withFinalizer.status?.addressRef?.name === address.metadata.name && readyOf(withFinalizer) === undefined) return;
-  await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", { status: "True", reason: Reasons.Allocated, message: `Allocated ${address.spec.address}` });
+  await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", {
+    status: "True",
+    reason: Reasons.Allocated,
+    message: `Allocated ${address.spec.address}`,
+  });
 }
 
-async function create(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+async function create(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  address: CapiIPAddress,
+): Promise<void> {
   const holder = { kind: "claim" as const, claimName: claim.metadata.name ?? "", claimKind: IPADDRESSCLAIM_KIND };
   let withFinalizer: IPAddressClaim;
   try {
@@ -97,12 +140,24 @@ async function create(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressCl
     ctx.allocator?.release(address.spec.address, holder);
     if (isInvalid(err)) {
       const message = `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`;
-      return await writeStatus(ctx, capi, withFinalizer, undefined, { status: "False", reason: Reasons.AllocationFailed, message });
+      return await writeStatus(ctx, capi, withFinalizer, undefined, {
+        status: "False",
+        reason: Reasons.AllocationFailed,
+        message,
+      });
     }
     throw err;
   }
-  ctx.log.info("Allocated IPAddress", { ipAddressClaim: claim.metadata.name, address: created.spec.address, ipAddress: created.metadata.name });
-  await writeStatus(ctx, capi, withFinalizer, created.metadata.name ?? "", { status: "True", reason: Reasons.Allocated, message: `Allocated ${created.spec.address}` });
+  ctx.log.info("Allocated IPAddress", {
+    ipAddressClaim: claim.metadata.name,
+    address: created.spec.address,
+    ipAddress: created.metadata.name,
+  });
+  await writeStatus(ctx, capi, withFinalizer, created.metadata.name ?? "", {
+    status: "True",
+    reason: Reasons.Allocated,
+    message: `Allocated ${created.spec.address}`,
+  });
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
 }
 
@@ -112,7 +167,13 @@ function lostRace(ctx: ApplyContext, claim: IPAddressClaim, err: unknown): void 
 }
 
 /** Writes the claim's status when it differs; a new failure is also an Event and counts in the metrics. */
-async function writeStatus(ctx: ApplyContext, capi: CapiInformers, claim: IPAddressClaim, addressName: string | undefined, ready: ReadyInput): Promise<void> {
+async function writeStatus(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  addressName: string | undefined,
+  ready: ReadyInput,
+): Promise<void> {
   const status = claimStatus(claim, capi.version, addressName, ready, ctx.now);
   if (isEqual(status, claim.status ?? {})) return;
   const before = readyOf(claim);
@@ -125,7 +186,11 @@ async function writeStatus(ctx: ApplyContext, capi: CapiInformers, claim: IPAddr
   if (ready.status === "False" && (before?.reason !== ready.reason || before.message !== ready.message)) {
     ctx.metrics.allocation(ready.reason);
     ctx.events.record(claim, "Warning", ready.reason, ready.message);
-    ctx.log.info("Allocation failed", { ipAddressClaim: claim.metadata.name, reason: ready.reason, message: ready.message });
+    ctx.log.info("Allocation failed", {
+      ipAddressClaim: claim.metadata.name,
+      reason: ready.reason,
+      message: ready.message,
+    });
   }
 }
 

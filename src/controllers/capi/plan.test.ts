@@ -24,12 +24,26 @@ function claim(meta: Partial<ObjectMeta> = {}, addressRef?: string): IPAddressCl
 
 function record(name: string, address: string, ownerUid?: string, poolName = "p"): CapiIPAddress {
   return {
-    metadata: { name, namespace: "ns", ...(ownerUid ? { ownerReferences: [{ apiVersion: "v", kind: "IPAddressClaim", name: "c", uid: ownerUid, controller: true }] } : {}) },
-    spec: { claimRef: { name: "c" }, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: poolName }, address, prefix: 24 },
+    metadata: {
+      name,
+      namespace: "ns",
+      ...(ownerUid
+        ? { ownerReferences: [{ apiVersion: "v", kind: "IPAddressClaim", name: "c", uid: ownerUid, controller: true }] }
+        : {}),
+    },
+    spec: {
+      claimRef: { name: "c" },
+      poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: poolName },
+      address,
+      prefix: 24,
+    },
   };
 }
 
-function plan(over: Partial<CapiClaimPlanInput> = {}, holders: Record<string, CapiIPAddress> = {}): { action: CapiClaimAction; collisions: string[] } {
+function plan(
+  over: Partial<CapiClaimPlanInput> = {},
+  holders: Record<string, CapiIPAddress> = {},
+): { action: CapiClaimAction; collisions: string[] } {
   const collisions: string[] = [];
   const action = planCapiClaim({
     claim: claim(),
@@ -68,28 +82,100 @@ describe("planCapiClaim (spec §5, pure)", () => {
   const paused: PauseState = { paused: true, why: "Cluster wl is paused" };
   const mine = record("p-10-0-0-2", "10.0.0.2", "uid-c");
   const rows: [string, Partial<CapiClaimPlanInput>, string][] = [
-    ["a paused claim is not touched, even when deleting", { pause: paused, claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }) }, "skip: Cluster wl is paused"],
-    ["deleted by clusterctl move: nothing released", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS], annotations: { "clusterctl.cluster.x-k8s.io/delete-for-move": "" } }), claimAddresses: [mine] }, "skip: moved by clusterctl"],
+    [
+      "a paused claim is not touched, even when deleting",
+      { pause: paused, claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }) },
+      "skip: Cluster wl is paused",
+    ],
+    [
+      "deleted by clusterctl move: nothing released",
+      {
+        claim: claim({
+          deletionTimestamp: DELETED,
+          finalizers: [OURS],
+          annotations: { "clusterctl.cluster.x-k8s.io/delete-for-move": "" },
+        }),
+        claimAddresses: [mine],
+      },
+      "skip: moved by clusterctl",
+    ],
     ["a claim that left with clusterctl move is not re-allocated", { movedAway: true }, "skip: moved by clusterctl"],
-    ["deleting with another controller's finalizer: the address stays", { claim: claim({ deletionTimestamp: DELETED, finalizers: ["consumer.example/in-use", OURS] }), claimAddresses: [mine] }, "skip: waiting for foreign finalizers"],
-    ["deleting with only ours: release its record", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [mine] }, "release p-10-0-0-2"],
-    ["deleting: a previous incarnation's record is not this claim's", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [record("p-10-0-0-3", "10.0.0.3", "uid-old")] }, "release -"],
+    [
+      "deleting with another controller's finalizer: the address stays",
+      {
+        claim: claim({ deletionTimestamp: DELETED, finalizers: ["consumer.example/in-use", OURS] }),
+        claimAddresses: [mine],
+      },
+      "skip: waiting for foreign finalizers",
+    ],
+    [
+      "deleting with only ours: release its record",
+      { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [mine] },
+      "release p-10-0-0-2",
+    ],
+    [
+      "deleting: a previous incarnation's record is not this claim's",
+      {
+        claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }),
+        claimAddresses: [record("p-10-0-0-3", "10.0.0.3", "uid-old")],
+      },
+      "release -",
+    ],
     ["an existing record is bound, never re-allocated", { claimAddresses: [mine] }, "bind p-10-0-0-2"],
-    ["a record without owners (Metal3's, a restore) is adopted", { claimAddresses: [record("legacy", "10.0.0.3")] }, "bind legacy"],
-    ["another pool's record of the same claim name is not this claim's", { claimAddresses: [record("q-10-0-0-3", "10.0.0.3", "uid-c", "q")] }, "create p-10-0-0-1 10.0.0.1"],
+    [
+      "a record without owners (Metal3's, a restore) is adopted",
+      { claimAddresses: [record("legacy", "10.0.0.3")] },
+      "bind legacy",
+    ],
+    [
+      "another pool's record of the same claim name is not this claim's",
+      { claimAddresses: [record("q-10-0-0-3", "10.0.0.3", "uid-c", "q")] },
+      "create p-10-0-0-1 10.0.0.1",
+    ],
     [
       "the record the status names is kept; a second one we made is dropped, an adopted one is not",
-      { claim: claim({}, "p-10-0-0-3"), claimAddresses: [mine, record("p-10-0-0-3", "10.0.0.3", "uid-c"), record("adopted", "10.0.0.1")] },
+      {
+        claim: claim({}, "p-10-0-0-3"),
+        claimAddresses: [mine, record("p-10-0-0-3", "10.0.0.3", "uid-c"), record("adopted", "10.0.0.1")],
+      },
       "bind p-10-0-0-3 drop p-10-0-0-2",
     ],
     ["no pool", { pool: undefined, allocator: undefined }, "fail PoolNotReady: IPPool p not found"],
-    ["a Cluster that does not exist blocks allocation", { pause: { paused: false, clusterMissing: "wl" } }, "fail PoolNotReady: Cluster wl not found"],
-    ["a deleting pool allocates nothing new", { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "fail PoolNotReady: IPPool p is being deleted"],
-    ["a deleting pool still honours a preallocation", { pool: preallocated, allocator: new PoolAllocator(preallocated.spec), allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "create p-10-0-0-2 10.0.0.2"],
+    [
+      "a Cluster that does not exist blocks allocation",
+      { pause: { paused: false, clusterMissing: "wl" } },
+      "fail PoolNotReady: Cluster wl not found",
+    ],
+    [
+      "a deleting pool allocates nothing new",
+      { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } },
+      "fail PoolNotReady: IPPool p is being deleted",
+    ],
+    [
+      "a deleting pool still honours a preallocation",
+      {
+        pool: preallocated,
+        allocator: new PoolAllocator(preallocated.spec),
+        allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" },
+      },
+      "create p-10-0-0-2 10.0.0.2",
+    ],
     ["allocates the first free address, named as Metal3 names it", {}, "create p-10-0-0-1 10.0.0.1"],
-    ["the ipAddress annotation asks for an address", { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) }, "create p-10-0-0-3 10.0.0.3"],
-    ["an empty ipAddress annotation is no request (Metal3 reads it so)", { claim: claim({ annotations: { ipAddress: "" } }) }, "create p-10-0-0-1 10.0.0.1"],
-    ["a malformed annotation fails with Metal3's message", { claim: claim({ annotations: { ipAddress: "ten" } }) }, 'fail AllocationFailed: Invalid ipAddress annotation "ten": not a valid IP address'],
+    [
+      "the ipAddress annotation asks for an address",
+      { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) },
+      "create p-10-0-0-3 10.0.0.3",
+    ],
+    [
+      "an empty ipAddress annotation is no request (Metal3 reads it so)",
+      { claim: claim({ annotations: { ipAddress: "" } }) },
+      "create p-10-0-0-1 10.0.0.1",
+    ],
+    [
+      "a malformed annotation fails with Metal3's message",
+      { claim: claim({ annotations: { ipAddress: "ten" } }) },
+      'fail AllocationFailed: Invalid ipAddress annotation "ten": not a valid IP address',
+    ],
   ];
   for (const [what, over, expected] of rows) it(what, () => expect(summary(plan(over).action)).to.equal(expected));
 
@@ -116,7 +202,15 @@ describe("planCapiClaim (spec §5, pure)", () => {
     const allocator = new PoolAllocator(pool.spec);
     const { action } = plan({ allocator });
     if (action.kind !== "create") throw new Error(summary(action));
-    expect(action.address.spec).to.deep.equal({ claimRef: { name: "c" }, poolRef: claim().spec.poolRef, address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" });
-    expect(allocator.holdersOf("10.0.0.1")).to.deep.equal([{ kind: "claim", claimName: "c", claimKind: "IPAddressClaim" }]);
+    expect(action.address.spec).to.deep.equal({
+      claimRef: { name: "c" },
+      poolRef: claim().spec.poolRef,
+      address: "10.0.0.1",
+      prefix: 24,
+      gateway: "10.0.0.254",
+    });
+    expect(allocator.holdersOf("10.0.0.1")).to.deep.equal([
+      { kind: "claim", claimName: "c", claimKind: "IPAddressClaim" },
+    ]);
   });
 });

@@ -3,7 +3,12 @@
  * allocator's own claim of kind IPAddressClaim: no IPClaim and no ipam.metal3.io IPAddress stands in for it, and its
  * Cluster API IPAddress is its only allocation record. Pure apart from the allocator, as for IPClaims.
  */
-import { IPADDRESSCLAIM_FINALIZER, IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
+import {
+  IPADDRESSCLAIM_FINALIZER,
+  IPADDRESSCLAIM_KIND,
+  type CapiIPAddress,
+  type IPAddressClaim,
+} from "../../../api/capi/types.js";
 import { Reasons, type IPPool, type Reason } from "../../../api/v1alpha1/types.js";
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
@@ -42,17 +47,27 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   if (pause.paused) return { kind: "skip", why: pause.why };
   // Leaving with `clusterctl move`: clusterctl strips the finalizers; releasing or re-creating here would fight it.
   if (isDeletedForMove(claim.metadata) || input.movedAway) return { kind: "skip", why: "moved by clusterctl" };
-  const mine = input.claimAddresses.filter((a) => belongsToCapiClaim(a, claim)).sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  const mine = input.claimAddresses
+    .filter((a) => belongsToCapiClaim(a, claim))
+    .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
   if (isDeleting(claim.metadata)) {
     // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
-    if (!onlyOurFinalizers(claim.metadata, [IPADDRESSCLAIM_FINALIZER])) return { kind: "skip", why: "waiting for foreign finalizers" };
+    if (!onlyOurFinalizers(claim.metadata, [IPADDRESSCLAIM_FINALIZER]))
+      return { kind: "skip", why: "waiting for foreign finalizers" };
     return { kind: "release", claim, addresses: mine };
   }
   // An existing record wins (adoption, spec §5.6); a second one we made can only come from a create whose answer
   // was lost and that was then redone: it is released once the claim names the kept one.
   const kept = mine.find((a) => a.metadata.name === claim.status?.addressRef?.name) ?? mine[0];
-  if (kept) return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeForCapiClaim(a, claim)) };
-  if (!pool || !input.allocator) return fail(claim, Reasons.PoolNotReady, `IPPool ${claim.spec.poolRef.name} not found`);
+  if (kept)
+    return {
+      kind: "bind",
+      claim,
+      address: kept,
+      duplicates: mine.filter((a) => a !== kept && madeForCapiClaim(a, claim)),
+    };
+  if (!pool || !input.allocator)
+    return fail(claim, Reasons.PoolNotReady, `IPPool ${claim.spec.poolRef.name} not found`);
   if (pause.clusterMissing) return fail(claim, Reasons.PoolNotReady, `Cluster ${pause.clusterMissing} not found`);
   const refusal = allocationRefusal(input.allocationBlocked, pool, claim.metadata.name ?? "");
   if (refusal) return fail(claim, refusal.reason, refusal.message);
@@ -63,7 +78,12 @@ function fail(claim: IPAddressClaim, reason: Reason, message: string): CapiClaim
   return { kind: "fail", claim, reason, message };
 }
 
-function allocate(input: CapiClaimPlanInput, claim: IPAddressClaim, pool: IPPool, allocator: PoolAllocator): CapiClaimAction {
+function allocate(
+  input: CapiClaimPlanInput,
+  claim: IPAddressClaim,
+  pool: IPPool,
+  allocator: PoolAllocator,
+): CapiClaimAction {
   const choice = chooseAddress({
     claimName: claim.metadata.name ?? "",
     claimKind: IPADDRESSCLAIM_KIND,
@@ -72,10 +92,16 @@ function allocate(input: CapiClaimPlanInput, claim: IPAddressClaim, pool: IPPool
     allocator,
     nameHeldByOtherPool: (name) => {
       const holder = input.addressNamed(name);
-      return holder && holder.spec?.poolRef?.name !== pool.metadata.name ? holder.spec?.poolRef?.name ?? "?" : undefined;
+      return holder && holder.spec?.poolRef?.name !== pool.metadata.name
+        ? (holder.spec?.poolRef?.name ?? "?")
+        : undefined;
     },
     onCollision: input.onCollision,
   });
   if (!choice.ok) return fail(claim, choice.reason, choice.message);
-  return { kind: "create", claim, address: desiredCapiAddress(claim, pool, choice.name, choice.result, input.addressApiVersion) };
+  return {
+    kind: "create",
+    claim,
+    address: desiredCapiAddress(claim, pool, choice.name, choice.result, input.addressApiVersion),
+  };
 }

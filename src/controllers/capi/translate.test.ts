@@ -14,24 +14,35 @@ import {
 } from "./translate.js";
 
 const NOW = new Date("2026-11-22T10:00:00Z");
-const claim = (over: Partial<IPAddressClaim["spec"]> = {}, meta: Partial<IPAddressClaim["metadata"]> = {}): IPAddressClaim => ({
+const claim = (
+  over: Partial<IPAddressClaim["spec"]> = {},
+  meta: Partial<IPAddressClaim["metadata"]> = {},
+): IPAddressClaim => ({
   apiVersion: "ipam.cluster.x-k8s.io/v1beta2",
   kind: "IPAddressClaim",
   metadata: { name: "c1", namespace: "ns", uid: "uid-c1", ...meta },
   spec: { poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, ...over },
 });
-const pool = (clusterName?: string): IPPool => ({ metadata: { name: "p", namespace: "ns", uid: "uid-p" }, spec: { namePrefix: "p", ...(clusterName ? { clusterName } : {}) } });
+const pool = (clusterName?: string): IPPool => ({
+  metadata: { name: "p", namespace: "ns", uid: "uid-p" },
+  spec: { namePrefix: "p", ...(clusterName ? { clusterName } : {}) },
+});
 
 describe("Cluster API translation", () => {
   describe("servesClaim (group and kind, not just the name)", () => {
     const rows: [string, IPAddressClaim["spec"]["poolRef"], boolean][] = [
       ["our pool", { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, true],
-      ["in-cluster provider's pool of the same name", { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" }, false],
+      [
+        "in-cluster provider's pool of the same name",
+        { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" },
+        false,
+      ],
       ["right group, other kind", { apiGroup: "ipam.metal3.io", kind: "GlobalIPPool", name: "p" }, false],
       ["no group", { kind: "IPPool", name: "p" }, false],
       ["empty name", { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "" }, false],
     ];
-    for (const [what, poolRef, expected] of rows) it(what, () => expect(servesClaim(claim({ poolRef }))).to.equal(expected));
+    for (const [what, poolRef, expected] of rows)
+      it(what, () => expect(servesClaim(claim({ poolRef }))).to.equal(expected));
   });
 
   describe("capiClaimClusterName: spec.clusterName, else label, else pool", () => {
@@ -47,18 +58,38 @@ describe("Cluster API translation", () => {
 
   describe("desiredCapiAddress: named as Metal3 names it, values from the allocation", () => {
     const rows: [string, AllocatedAddress, object][] = [
-      ["with gateway", { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" }, { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" }],
-      ["without gateway (no DNS field exists)", { address: "10.0.0.1", prefix: 26 }, { address: "10.0.0.1", prefix: 26 }],
+      [
+        "with gateway",
+        { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" },
+        { address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254" },
+      ],
+      [
+        "without gateway (no DNS field exists)",
+        { address: "10.0.0.1", prefix: 26 },
+        { address: "10.0.0.1", prefix: 26 },
+      ],
       ["prefix 0 is a value of the contract", { address: "10.0.0.1", prefix: 0 }, { address: "10.0.0.1", prefix: 0 }],
     ];
     for (const [what, allocation, expected] of rows) {
       it(what, () => {
-        const out = desiredCapiAddress(claim({}, { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }), pool(), "p-10-0-0-1", allocation, "ipam.cluster.x-k8s.io/v1beta2");
-        expect(out.spec).to.deep.equal({ claimRef: { name: "c1" }, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, ...expected });
+        const out = desiredCapiAddress(
+          claim({}, { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }),
+          pool(),
+          "p-10-0-0-1",
+          allocation,
+          "ipam.cluster.x-k8s.io/v1beta2",
+        );
+        expect(out.spec).to.deep.equal({
+          claimRef: { name: "c1" },
+          poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" },
+          ...expected,
+        });
         expect(out.metadata.name).to.equal("p-10-0-0-1");
         expect(out.metadata.finalizers).to.deep.equal(["ipam.metal3.io/ipaddress"]);
         expect(out.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "wl" });
-        expect(out.metadata.ownerReferences?.map((o) => [o.kind, o.uid, o.controller === true, o.blockOwnerDeletion])).to.deep.equal([
+        expect(
+          out.metadata.ownerReferences?.map((o) => [o.kind, o.uid, o.controller === true, o.blockOwnerDeletion]),
+        ).to.deep.equal([
           ["IPAddressClaim", "uid-c1", true, true],
           ["IPPool", "uid-p", false, true],
         ]);
@@ -68,8 +99,19 @@ describe("Cluster API translation", () => {
 
   describe("belongsToCapiClaim / madeForCapiClaim: same pool, same incarnation", () => {
     const record = (poolName: string, ownerUid?: string): CapiIPAddress => ({
-      metadata: { name: "r", namespace: "ns", ...(ownerUid ? { ownerReferences: [{ apiVersion: "v", kind: "IPAddressClaim", name: "c1", uid: ownerUid }] } : {}) },
-      spec: { claimRef: { name: "c1" }, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: poolName }, address: "10.0.0.1", prefix: 24 },
+      metadata: {
+        name: "r",
+        namespace: "ns",
+        ...(ownerUid
+          ? { ownerReferences: [{ apiVersion: "v", kind: "IPAddressClaim", name: "c1", uid: ownerUid }] }
+          : {}),
+      },
+      spec: {
+        claimRef: { name: "c1" },
+        poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: poolName },
+        address: "10.0.0.1",
+        prefix: 24,
+      },
     });
     const rows: [string, CapiIPAddress, boolean, boolean][] = [
       ["ours, this incarnation", record("p", "uid-c1"), true, true],
@@ -78,7 +120,9 @@ describe("Cluster API translation", () => {
       ["another pool's", record("q", "uid-c1"), false, true],
     ];
     for (const [what, r, belongs, made] of rows) {
-      it(what, () => expect([belongsToCapiClaim(r, claim()), madeForCapiClaim(r, claim())]).to.deep.equal([belongs, made]));
+      it(what, () =>
+        expect([belongsToCapiClaim(r, claim()), madeForCapiClaim(r, claim())]).to.deep.equal([belongs, made]),
+      );
     }
   });
 
@@ -99,27 +143,82 @@ describe("Cluster API translation", () => {
     it("v1beta2: metav1 conditions in status.conditions", () => {
       const s = claimStatus(claim(), "v1beta2", "c1", { status: "True", reason: "Allocated", message: "ok" }, NOW);
       expect(s.addressRef).to.deep.equal({ name: "c1" });
-      expect(s.conditions).to.deep.equal([{ type: "Ready", status: "True", reason: "Allocated", message: "ok", lastTransitionTime: "2026-11-22T10:00:00Z" }]);
+      expect(s.conditions).to.deep.equal([
+        {
+          type: "Ready",
+          status: "True",
+          reason: "Allocated",
+          message: "ok",
+          lastTransitionTime: "2026-11-22T10:00:00Z",
+        },
+      ]);
       expect(s.v1beta2).to.equal(undefined);
     });
     it("v1beta1: Cluster API v1beta1 conditions, with metav1 ones under v1beta2", () => {
-      const s = claimStatus(claim(), "v1beta1", undefined, { status: "False", reason: "PoolExhausted", message: "Exhausted IP Pools" }, NOW);
+      const s = claimStatus(
+        claim(),
+        "v1beta1",
+        undefined,
+        { status: "False", reason: "PoolExhausted", message: "Exhausted IP Pools" },
+        NOW,
+      );
       expect(s.addressRef).to.equal(undefined);
-      expect(s.conditions).to.deep.equal([{ type: "Ready", status: "False", severity: "Warning", reason: "PoolExhausted", message: "Exhausted IP Pools", lastTransitionTime: "2026-11-22T10:00:00Z" }]);
+      expect(s.conditions).to.deep.equal([
+        {
+          type: "Ready",
+          status: "False",
+          severity: "Warning",
+          reason: "PoolExhausted",
+          message: "Exhausted IP Pools",
+          lastTransitionTime: "2026-11-22T10:00:00Z",
+        },
+      ]);
       expect(s.v1beta2?.conditions?.[0]).to.include({ type: "Ready", status: "False", reason: "PoolExhausted" });
     });
     it("keeps lastTransitionTime while the status does not flip", () => {
       const earlier = claim();
-      earlier.status = { conditions: [{ type: "Ready", status: "False", reason: "PoolExhausted", message: "m", lastTransitionTime: "2026-01-01T00:00:00Z" }] };
-      const s = claimStatus(earlier, "v1beta2", undefined, { status: "False", reason: "AllocationFailed", message: "n" }, NOW);
+      earlier.status = {
+        conditions: [
+          {
+            type: "Ready",
+            status: "False",
+            reason: "PoolExhausted",
+            message: "m",
+            lastTransitionTime: "2026-01-01T00:00:00Z",
+          },
+        ],
+      };
+      const s = claimStatus(
+        earlier,
+        "v1beta2",
+        undefined,
+        { status: "False", reason: "AllocationFailed", message: "n" },
+        NOW,
+      );
       expect((s.conditions as Condition[])[0]?.lastTransitionTime).to.equal("2026-01-01T00:00:00Z");
-      const v1 = claimStatus({ ...earlier, status: { conditions: [{ type: "Ready", status: "False", lastTransitionTime: "2026-01-01T00:00:00Z" } satisfies V1Beta1Condition] } }, "v1beta1", "c1", { status: "True", reason: "Allocated", message: "ok" }, NOW);
+      const v1 = claimStatus(
+        {
+          ...earlier,
+          status: {
+            conditions: [
+              { type: "Ready", status: "False", lastTransitionTime: "2026-01-01T00:00:00Z" } satisfies V1Beta1Condition,
+            ],
+          },
+        },
+        "v1beta1",
+        "c1",
+        { status: "True", reason: "Allocated", message: "ok" },
+        NOW,
+      );
       expect((v1.conditions as V1Beta1Condition[])[0]?.lastTransitionTime).to.equal("2026-11-22T10:00:00Z");
     });
   });
 
   it("capiAddressToPool maps only addresses of our pools", () => {
-    const a = (apiGroup: string, kind: string) => ({ metadata: { namespace: "ns", name: "x" }, spec: { claimRef: { name: "x" }, poolRef: { apiGroup, kind, name: "p" }, address: "10.0.0.1", prefix: 24 } });
+    const a = (apiGroup: string, kind: string) => ({
+      metadata: { namespace: "ns", name: "x" },
+      spec: { claimRef: { name: "x" }, poolRef: { apiGroup, kind, name: "p" }, address: "10.0.0.1", prefix: 24 },
+    });
     expect(capiAddressToPool(a("ipam.metal3.io", "IPPool"))).to.deep.equal(["ns/p"]);
     expect(capiAddressToPool(a("ipam.cluster.x-k8s.io", "InClusterIPPool"))).to.deep.equal([]);
   });

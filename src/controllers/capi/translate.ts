@@ -24,7 +24,11 @@ import { setCondition } from "../conditions.js";
 
 /** Spec §5.1: only claims for our pool kind (Metal3's Go controller compares the name only; we do not). */
 export function servesClaim(claim: IPAddressClaim): boolean {
-  return claim.spec?.poolRef?.apiGroup === GROUP && claim.spec.poolRef.kind === IPPOOL_KIND && Boolean(claim.spec.poolRef.name);
+  return (
+    claim.spec?.poolRef?.apiGroup === GROUP &&
+    claim.spec.poolRef.kind === IPPOOL_KIND &&
+    Boolean(claim.spec.poolRef.name)
+  );
 }
 
 /** Spec §4: `spec.clusterName`, else the cluster-name label, else the pool's. */
@@ -37,7 +41,13 @@ export function capiClaimClusterName(claim: IPAddressClaim, pool: IPPool | undef
  * (`<namePrefix>-<address>`, so Metal3's controller finds it after a rollback). `poolRef` is copied from the claim;
  * owners are the claim (controller) and the pool; our finalizer holds it until the claim releases it.
  */
-export function desiredCapiAddress(claim: IPAddressClaim, pool: IPPool, name: string, allocation: AllocatedAddress, apiVersion: string): CapiIPAddress {
+export function desiredCapiAddress(
+  claim: IPAddressClaim,
+  pool: IPPool,
+  name: string,
+  allocation: AllocatedAddress,
+  apiVersion: string,
+): CapiIPAddress {
   const cluster = claim.metadata.labels?.[CLUSTER_NAME_LABEL];
   return {
     apiVersion,
@@ -48,8 +58,21 @@ export function desiredCapiAddress(claim: IPAddressClaim, pool: IPPool, name: st
       ...(cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {}),
       finalizers: [CAPI_IPADDRESS_FINALIZER],
       ownerReferences: [
-        { apiVersion: claim.apiVersion ?? apiVersion, kind: IPADDRESSCLAIM_KIND, name: claim.metadata.name ?? "", uid: claim.metadata.uid ?? "", controller: true, blockOwnerDeletion: true },
-        { apiVersion: API_VERSION, kind: IPPOOL_KIND, name: pool.metadata.name ?? "", uid: pool.metadata.uid ?? "", blockOwnerDeletion: true },
+        {
+          apiVersion: claim.apiVersion ?? apiVersion,
+          kind: IPADDRESSCLAIM_KIND,
+          name: claim.metadata.name ?? "",
+          uid: claim.metadata.uid ?? "",
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+        {
+          apiVersion: API_VERSION,
+          kind: IPPOOL_KIND,
+          name: pool.metadata.name ?? "",
+          uid: pool.metadata.uid ?? "",
+          blockOwnerDeletion: true,
+        },
       ],
     },
     spec: {
@@ -80,7 +103,10 @@ export function belongsToCapiClaim(address: CapiIPAddress, claim: IPAddressClaim
 /** Whether this controller made `address` for this incarnation of `claim` (its controller owner reference says so). */
 export function madeForCapiClaim(address: CapiIPAddress, claim: IPAddressClaim): boolean {
   const uid = claim.metadata.uid;
-  return uid !== undefined && (address.metadata.ownerReferences ?? []).some((o) => o.kind === IPADDRESSCLAIM_KIND && o.uid === uid);
+  return (
+    uid !== undefined &&
+    (address.metadata.ownerReferences ?? []).some((o) => o.kind === IPADDRESSCLAIM_KIND && o.uid === uid)
+  );
 }
 
 export interface ReadyInput {
@@ -108,19 +134,37 @@ export function capiReason(reason: string): string {
  * Cluster API v1beta1 conditions there and the metav1 ones under `v1beta2.conditions`. The switch is exhaustive over
  * api/registry.ts's versions, so a new contract version does not compile until its status shape is chosen here.
  */
-export function claimStatus(claim: IPAddressClaim, version: ClusterApiVersion, addressName: string | undefined, ready: ReadyInput, now: Date): NonNullable<IPAddressClaim["status"]> {
+export function claimStatus(
+  claim: IPAddressClaim,
+  version: ClusterApiVersion,
+  addressName: string | undefined,
+  ready: ReadyInput,
+  now: Date,
+): NonNullable<IPAddressClaim["status"]> {
   const status = claim.status ?? {};
   const addressRef = addressName ? { name: addressName } : status.addressRef;
   switch (version) {
     case "v1beta2":
-      return { ...status, ...(addressRef ? { addressRef } : {}), conditions: setCondition(status.conditions as Condition[] | undefined, { type: READY_CONDITION, ...ready }, now) };
+      return {
+        ...status,
+        ...(addressRef ? { addressRef } : {}),
+        conditions: setCondition(
+          status.conditions as Condition[] | undefined,
+          { type: READY_CONDITION, ...ready },
+          now,
+        ),
+      };
     case "v1beta1":
       return { ...status, ...(addressRef ? { addressRef } : {}), ...v1beta1Conditions(status, ready, now) };
   }
 }
 
 /** v1beta1's two condition lists: Cluster API v1beta1 conditions in `conditions`, metav1 ones in `v1beta2.conditions`. */
-function v1beta1Conditions(status: NonNullable<IPAddressClaim["status"]>, ready: ReadyInput, now: Date): Pick<NonNullable<IPAddressClaim["status"]>, "conditions" | "v1beta2"> {
+function v1beta1Conditions(
+  status: NonNullable<IPAddressClaim["status"]>,
+  ready: ReadyInput,
+  now: Date,
+): Pick<NonNullable<IPAddressClaim["status"]>, "conditions" | "v1beta2"> {
   const v1beta2 = setCondition(status.v1beta2?.conditions, { type: READY_CONDITION, ...ready }, now);
   const legacy = (status.conditions ?? []) as V1Beta1Condition[];
   const previous = legacy.find((c) => c.type === READY_CONDITION);
@@ -128,9 +172,15 @@ function v1beta1Conditions(status: NonNullable<IPAddressClaim["status"]>, ready:
     type: READY_CONDITION,
     status: ready.status,
     ...(ready.status === "False" ? { severity: "Warning" as const, reason: ready.reason, message: ready.message } : {}),
-    lastTransitionTime: previous && previous.status === ready.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+    lastTransitionTime:
+      previous && previous.status === ready.status
+        ? previous.lastTransitionTime
+        : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   };
-  return { conditions: [...legacy.filter((c) => c.type !== READY_CONDITION), readyV1], v1beta2: { conditions: v1beta2 } };
+  return {
+    conditions: [...legacy.filter((c) => c.type !== READY_CONDITION), readyV1],
+    v1beta2: { conditions: v1beta2 },
+  };
 }
 
 /** Pool key (`ns/name`) of a Cluster API IPAddress, when it points at one of our pools. */
@@ -140,7 +190,8 @@ export function capiAddressToPool(a: CapiIPAddress): string[] {
 }
 
 /** Pool key of a Cluster API claim we serve (none for another provider's pool kind). */
-export const capiClaimToPool = (c: IPAddressClaim): string[] => (servesClaim(c) ? [`${c.metadata.namespace ?? ""}/${c.spec.poolRef.name}`] : []);
+export const capiClaimToPool = (c: IPAddressClaim): string[] =>
+  servesClaim(c) ? [`${c.metadata.namespace ?? ""}/${c.spec.poolRef.name}`] : [];
 
 /** `<namespace>/<cluster>` of a Cluster API claim's own Cluster (spec.clusterName, else the label). */
 export function capiClaimToCluster(c: IPAddressClaim): string[] {
@@ -149,4 +200,5 @@ export function capiClaimToCluster(c: IPAddressClaim): string[] {
 }
 
 /** Claim key of a Cluster API IPAddress. */
-export const capiAddressToClaim = (a: CapiIPAddress): string => `${a.metadata.namespace ?? ""}/${a.spec?.claimRef?.name ?? ""}`;
+export const capiAddressToClaim = (a: CapiIPAddress): string =>
+  `${a.metadata.namespace ?? ""}/${a.spec?.claimRef?.name ?? ""}`;

@@ -61,7 +61,8 @@ async function release(ctx: ApplyContext, claim: IPClaim, addresses: IPAddress[]
     }
   }
   await ctx.store.removeFinalizer(ctx.store.claims, current, IPCLAIM_FINALIZER);
-  if (addresses.length > 0) ctx.log.info("Released IPAddress", { claim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
+  if (addresses.length > 0)
+    ctx.log.info("Released IPAddress", { claim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
 }
 
 /** Removes our finalizer from an IPAddress and deletes it; frees the address in this pass's allocator. */
@@ -75,7 +76,11 @@ export async function releaseAddress(ctx: ApplyContext, address: IPAddress): Pro
 /** Releases extra IPAddresses made for an already bound claim (see planClaim), after its status names the kept one. */
 async function releaseDuplicates(ctx: ApplyContext, claim: IPClaim, duplicates: IPAddress[]): Promise<void> {
   for (const address of duplicates) {
-    ctx.log.warn("Releasing duplicate IPAddress of a claim", { claim: claim.metadata.name, ipAddress: address.metadata.name, address: address.spec.address });
+    ctx.log.warn("Releasing duplicate IPAddress of a claim", {
+      claim: claim.metadata.name,
+      ipAddress: address.metadata.name,
+      address: address.spec.address,
+    });
     await releaseAddress(ctx, address);
   }
 }
@@ -87,10 +92,16 @@ async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<
 async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
   const withFinalizer = await ensureClaimFinalizer(ctx, claim);
   if (boundByMetal3(withFinalizer, address)) return;
-  await writeClaimStatus(ctx, withFinalizer, { name: address.metadata.name ?? "", namespace: address.metadata.namespace ?? "" }, undefined, {
-    reason: Reasons.Allocated,
-    message: `Allocated ${address.spec.address}`,
-  });
+  await writeClaimStatus(
+    ctx,
+    withFinalizer,
+    { name: address.metadata.name ?? "", namespace: address.metadata.namespace ?? "" },
+    undefined,
+    {
+      reason: Reasons.Allocated,
+      message: `Allocated ${address.spec.address}`,
+    },
+  );
 }
 
 /**
@@ -100,7 +111,12 @@ async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Prom
  */
 function boundByMetal3(claim: IPClaim, address: IPAddress): boolean {
   const status = claim.status;
-  return status !== undefined && status.address?.name === address.metadata.name && status.conditions === undefined && !status.errorMessage;
+  return (
+    status !== undefined &&
+    status.address?.name === address.metadata.name &&
+    status.conditions === undefined &&
+    !status.errorMessage
+  );
 }
 
 async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
@@ -124,10 +140,20 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
       return lostRace(ctx, claim, err);
     }
     ctx.allocator?.release(address.spec.address, holderOf(address));
-    if (isInvalid(err)) return await failClaim(ctx, withFinalizer, Reasons.AllocationFailed, `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`);
+    if (isInvalid(err))
+      return await failClaim(
+        ctx,
+        withFinalizer,
+        Reasons.AllocationFailed,
+        `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`,
+      );
     throw err;
   }
-  ctx.log.info("Allocated IPAddress", { claim: claim.metadata.name, address: created.spec.address, ipAddress: created.metadata.name });
+  ctx.log.info("Allocated IPAddress", {
+    claim: claim.metadata.name,
+    address: created.spec.address,
+    ipAddress: created.metadata.name,
+  });
   await bind(ctx, withFinalizer, created);
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
 }
@@ -135,7 +161,9 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
 /** The allocator's holder for an IPAddress: its IPClaim when it names one, else the object itself (a reservation). */
 export function holderOf(address: IPAddress): Holder {
   const claimName = address.spec?.claim?.name;
-  return claimName ? { kind: "claim", claimName, claimKind: IPCLAIM_KIND } : { kind: "other", description: `IPAddress ${address.metadata.name ?? ""}` };
+  return claimName
+    ? { kind: "claim", claimName, claimKind: IPCLAIM_KIND }
+    : { kind: "other", description: `IPAddress ${address.metadata.name ?? ""}` };
 }
 
 function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): void {
@@ -144,7 +172,12 @@ function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): void {
 }
 
 export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reason, message: string): Promise<void> {
-  const changed = !conditionUnchanged(claim.status?.conditions, { type: READY_CONDITION, status: "False", reason, message });
+  const changed = !conditionUnchanged(claim.status?.conditions, {
+    type: READY_CONDITION,
+    status: "False",
+    reason,
+    message,
+  });
   await writeClaimStatus(ctx, claim, claim.status?.address, message, { reason, message });
   if (changed) {
     ctx.metrics.allocation(reason);
@@ -162,11 +195,20 @@ async function writeClaimStatus(
   ready: { reason: Reason; message: string },
 ): Promise<void> {
   const status = claim.status ?? {};
-  const conditions = setCondition(status.conditions, { type: READY_CONDITION, status: errorMessage === undefined ? "True" : "False", ...ready }, ctx.now);
-  const same = isEqual(status.address, address) && status.errorMessage === errorMessage && isEqual(status.conditions, conditions);
+  const conditions = setCondition(
+    status.conditions,
+    { type: READY_CONDITION, status: errorMessage === undefined ? "True" : "False", ...ready },
+    ctx.now,
+  );
+  const same =
+    isEqual(status.address, address) && status.errorMessage === errorMessage && isEqual(status.conditions, conditions);
   if (same) return;
   try {
-    await ctx.store.patchStatus(ctx.store.claims, claim, { address: address ?? null, errorMessage: errorMessage ?? null, conditions });
+    await ctx.store.patchStatus(ctx.store.claims, claim, {
+      address: address ?? null,
+      errorMessage: errorMessage ?? null,
+      conditions,
+    });
   } catch (err) {
     if (isNotFound(err)) return;
     throw err;

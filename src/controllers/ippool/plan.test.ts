@@ -7,7 +7,10 @@ const OURS = "ipclaim.ipam.metal3.io";
 const DELETED = "2026-11-23T00:00:00Z";
 
 function pool(spec: Partial<IPPool["spec"]> = {}): IPPool {
-  return { metadata: { name: "p", namespace: "ns", uid: "uid-p" }, spec: { namePrefix: "p", pools: [{ start: "10.0.0.1", end: "10.0.0.3" }], prefix: 24, ...spec } };
+  return {
+    metadata: { name: "p", namespace: "ns", uid: "uid-p" },
+    spec: { namePrefix: "p", pools: [{ start: "10.0.0.1", end: "10.0.0.3" }], prefix: 24, ...spec },
+  };
 }
 
 function claim(meta: Partial<ObjectMeta> = {}, statusAddress?: string, poolNamespace?: string): IPClaim {
@@ -20,7 +23,11 @@ function claim(meta: Partial<ObjectMeta> = {}, statusAddress?: string, poolNames
 
 function record(name: string, address: string, ownerUid?: string): IPAddress {
   return {
-    metadata: { name, namespace: "ns", ...(ownerUid ? { ownerReferences: [{ apiVersion: "v", kind: "IPClaim", name: "c", uid: ownerUid }] } : {}) },
+    metadata: {
+      name,
+      namespace: "ns",
+      ...(ownerUid ? { ownerReferences: [{ apiVersion: "v", kind: "IPClaim", name: "c", uid: ownerUid }] } : {}),
+    },
     spec: { address, pool: { name: "p", namespace: "ns" }, claim: { name: "c", namespace: "ns" } },
   };
 }
@@ -57,31 +64,105 @@ function summary(a: ClaimAction): string {
 describe("planClaim (spec §3, pure)", () => {
   const mine = record("p-10-0-0-2", "10.0.0.2", "uid-c");
   const rows: [string, Partial<ClaimPlanInput>, string][] = [
-    ["a paused claim is not touched", { pause: { paused: true, why: "Cluster wl is paused" } }, "skip: Cluster wl is paused"],
-    ["deleted by clusterctl move: nothing released", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS], annotations: { "clusterctl.cluster.x-k8s.io/delete-for-move": "" } }), claimAddresses: [mine] }, "skip: deleted by clusterctl move"],
-    ["deleting with CAPM3's finalizer: the address stays", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS, "metal3data.infrastructure.cluster.x-k8s.io"] }), claimAddresses: [mine] }, "skip: waiting for foreign finalizers"],
-    ["deleting with only ours: release", { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [mine] }, "release p-10-0-0-2"],
-    ["a pool of another namespace is refused with a message", { claim: claim({}, undefined, "elsewhere") }, "fail AllocationFailed: IPPool elsewhere/p is in another namespace; an IPClaim can only use a pool of its own namespace"],
+    [
+      "a paused claim is not touched",
+      { pause: { paused: true, why: "Cluster wl is paused" } },
+      "skip: Cluster wl is paused",
+    ],
+    [
+      "deleted by clusterctl move: nothing released",
+      {
+        claim: claim({
+          deletionTimestamp: DELETED,
+          finalizers: [OURS],
+          annotations: { "clusterctl.cluster.x-k8s.io/delete-for-move": "" },
+        }),
+        claimAddresses: [mine],
+      },
+      "skip: deleted by clusterctl move",
+    ],
+    [
+      "deleting with CAPM3's finalizer: the address stays",
+      {
+        claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS, "metal3data.infrastructure.cluster.x-k8s.io"] }),
+        claimAddresses: [mine],
+      },
+      "skip: waiting for foreign finalizers",
+    ],
+    [
+      "deleting with only ours: release",
+      { claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [mine] },
+      "release p-10-0-0-2",
+    ],
+    [
+      "a pool of another namespace is refused with a message",
+      { claim: claim({}, undefined, "elsewhere") },
+      "fail AllocationFailed: IPPool elsewhere/p is in another namespace; an IPClaim can only use a pool of its own namespace",
+    ],
     ["an existing record is bound", { claimAddresses: [mine] }, "bind p-10-0-0-2"],
-    ["a previous incarnation's record is not bound", { claimAddresses: [record("p-10-0-0-3", "10.0.0.3", "uid-old")] }, "create p-10-0-0-1 10.0.0.1"],
-    ["the record the status names is kept, a second one of ours dropped", { claim: claim({}, "p-10-0-0-3"), claimAddresses: [mine, record("p-10-0-0-3", "10.0.0.3", "uid-c")] }, "bind p-10-0-0-3 drop p-10-0-0-2"],
+    [
+      "a previous incarnation's record is not bound",
+      { claimAddresses: [record("p-10-0-0-3", "10.0.0.3", "uid-old")] },
+      "create p-10-0-0-1 10.0.0.1",
+    ],
+    [
+      "the record the status names is kept, a second one of ours dropped",
+      { claim: claim({}, "p-10-0-0-3"), claimAddresses: [mine, record("p-10-0-0-3", "10.0.0.3", "uid-c")] },
+      "bind p-10-0-0-3 drop p-10-0-0-2",
+    ],
     ["no pool", { pool: undefined }, "fail PoolNotFound: IPPool p not found"],
-    ["a missing Cluster blocks allocation", { pause: { paused: false, clusterMissing: "wl" } }, "fail ClusterNotFound: Cluster wl not found"],
-    ["a deleting pool allocates nothing", { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "fail PoolNotReady: IPPool p is being deleted"],
-    ["a deleting pool still honours a preallocation", { pool: pool({ preAllocations: { c: "10.0.0.3" } }), allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } }, "create p-10-0-0-3 10.0.0.3"],
+    [
+      "a missing Cluster blocks allocation",
+      { pause: { paused: false, clusterMissing: "wl" } },
+      "fail ClusterNotFound: Cluster wl not found",
+    ],
+    [
+      "a deleting pool allocates nothing",
+      { allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" } },
+      "fail PoolNotReady: IPPool p is being deleted",
+    ],
+    [
+      "a deleting pool still honours a preallocation",
+      {
+        pool: pool({ preAllocations: { c: "10.0.0.3" } }),
+        allocationBlocked: { reason: "PoolNotReady", message: "IPPool p is being deleted" },
+      },
+      "create p-10-0-0-3 10.0.0.3",
+    ],
     ["allocates the first free address", {}, "create p-10-0-0-1 10.0.0.1"],
-    ["an empty ipAddress annotation is no request", { claim: claim({ annotations: { ipAddress: "" } }) }, "create p-10-0-0-1 10.0.0.1"],
-    ["the ipAddress annotation asks for one", { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) }, "create p-10-0-0-3 10.0.0.3"],
+    [
+      "an empty ipAddress annotation is no request",
+      { claim: claim({ annotations: { ipAddress: "" } }) },
+      "create p-10-0-0-1 10.0.0.1",
+    ],
+    [
+      "the ipAddress annotation asks for one",
+      { claim: claim({ annotations: { ipAddress: "10.0.0.3" } }) },
+      "create p-10-0-0-3 10.0.0.3",
+    ],
     ["a preallocation wins", { pool: pool({ preAllocations: { c: "10.0.0.2" } }) }, "create p-10-0-0-2 10.0.0.2"],
   ];
   for (const [what, over, expected] of rows) it(what, () => expect(summary(plan(over))).to.equal(expected));
 
   it("writes the IPAddress of spec §3.3: owners, finalizer, labels, values", () => {
-    const action = plan({ claim: claim({ labels: { a: "b" } }), pool: pool({ gateway: "10.0.0.254", dnsServers: ["10.0.0.53"] }) });
+    const action = plan({
+      claim: claim({ labels: { a: "b" } }),
+      pool: pool({ gateway: "10.0.0.254", dnsServers: ["10.0.0.53"] }),
+    });
     if (action.kind !== "create") throw new Error(summary(action));
     expect(action.address.metadata).to.deep.include({ labels: { a: "b" }, finalizers: ["ipaddress.ipam.metal3.io"] });
-    expect(action.address.metadata.ownerReferences?.map((o) => `${o.kind}/${o.uid}`)).to.deep.equal(["IPPool/uid-p", "IPClaim/uid-c"]);
-    expect(action.address.spec).to.deep.equal({ address: "10.0.0.1", prefix: 24, gateway: "10.0.0.254", dnsServers: ["10.0.0.53"], pool: { name: "p", namespace: "ns" }, claim: { name: "c", namespace: "ns" } });
+    expect(action.address.metadata.ownerReferences?.map((o) => `${o.kind}/${o.uid}`)).to.deep.equal([
+      "IPPool/uid-p",
+      "IPClaim/uid-c",
+    ]);
+    expect(action.address.spec).to.deep.equal({
+      address: "10.0.0.1",
+      prefix: 24,
+      gateway: "10.0.0.254",
+      dnsServers: ["10.0.0.53"],
+      pool: { name: "p", namespace: "ns" },
+      claim: { name: "c", namespace: "ns" },
+    });
   });
 
   it("omits a zero prefix, as Go clients do, so their full updates are no change (spec §1.3)", () => {

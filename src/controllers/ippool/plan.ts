@@ -54,32 +54,44 @@ export function belongsToClaim(address: IPAddress, claim: IPClaim): boolean {
 /** Whether this controller made `address` for this incarnation of `claim` (its IPClaim owner reference says so). */
 function madeFor(address: IPAddress, claim: IPClaim): boolean {
   const uid = claim.metadata.uid;
-  return uid !== undefined && (address.metadata.ownerReferences ?? []).some((o) => o.kind === IPCLAIM_KIND && o.uid === uid);
+  return (
+    uid !== undefined && (address.metadata.ownerReferences ?? []).some((o) => o.kind === IPCLAIM_KIND && o.uid === uid)
+  );
 }
 
 /** The next step for `input.claim`. */
 export function planClaim(input: ClaimPlanInput): ClaimAction {
   const { claim, pool, pause } = input;
   if (pause.paused) return { kind: "skip", why: pause.why };
-  const mine = input.claimAddresses.filter((a) => belongsToClaim(a, claim)).sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  const mine = input.claimAddresses
+    .filter((a) => belongsToClaim(a, claim))
+    .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
   if (isDeleting(claim.metadata)) {
     // Taken away by `clusterctl move`: release nothing (spec §7), even when no paused Cluster covers the claim.
     if (isDeletedForMove(claim.metadata)) return { kind: "skip", why: "deleted by clusterctl move" };
     // Another finalizer (CAPM3's metal3data one) means the address is still in use: keep everything and wait.
-    if (!onlyOurFinalizers(claim.metadata, [IPCLAIM_FINALIZER])) return { kind: "skip", why: "waiting for foreign finalizers" };
+    if (!onlyOurFinalizers(claim.metadata, [IPCLAIM_FINALIZER]))
+      return { kind: "skip", why: "waiting for foreign finalizers" };
     return { kind: "release", claim, addresses: mine };
   }
   const poolNamespace = claim.spec?.pool?.namespace;
   if (poolNamespace && poolNamespace !== claim.metadata.namespace) {
-    return fail(claim, Reasons.AllocationFailed, `IPPool ${poolNamespace}/${claim.spec.pool.name} is in another namespace; an IPClaim can only use a pool of its own namespace`);
+    return fail(
+      claim,
+      Reasons.AllocationFailed,
+      `IPPool ${poolNamespace}/${claim.spec.pool.name} is in another namespace; an IPClaim can only use a pool of its own namespace`,
+    );
   }
   // The address the claim's status already names stays its address (spec §3.4: it never changes while the claim
   // lives). A second one we made for the same claim can only come from an allocation whose create succeeded unseen
   // (a lost answer, a timeout, a crash) and was then redone: it is released, so nothing leaks.
   const kept = mine.find((a) => a.metadata.name === claim.status?.address?.name) ?? mine[0];
-  if (kept) return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeFor(a, claim)) };
-  if (!pool || !input.allocator) return fail(claim, Reasons.PoolNotFound, `IPPool ${claim.spec?.pool?.name ?? ""} not found`);
-  if (!pause.paused && pause.clusterMissing) return fail(claim, Reasons.ClusterNotFound, `Cluster ${pause.clusterMissing} not found`);
+  if (kept)
+    return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeFor(a, claim)) };
+  if (!pool || !input.allocator)
+    return fail(claim, Reasons.PoolNotFound, `IPPool ${claim.spec?.pool?.name ?? ""} not found`);
+  if (!pause.paused && pause.clusterMissing)
+    return fail(claim, Reasons.ClusterNotFound, `Cluster ${pause.clusterMissing} not found`);
   const refusal = allocationRefusal(input.allocationBlocked, pool, claim.metadata.name ?? "");
   if (refusal) return fail(claim, refusal.reason, refusal.message);
   return allocate(input, claim, pool, input.allocator);
@@ -89,7 +101,11 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
  * Why claim `claimName` may not get a new address in this pass, if it may not: a deleting pool hands out nothing new
  * but keeps honouring preallocations (spec §3.5; Metal3 drops them). Shared by both claim kinds.
  */
-export function allocationRefusal(blocked: { reason: Reason; message: string } | undefined, pool: IPPool, claimName: string): { reason: Reason; message: string } | undefined {
+export function allocationRefusal(
+  blocked: { reason: Reason; message: string } | undefined,
+  pool: IPPool,
+  claimName: string,
+): { reason: Reason; message: string } | undefined {
   return blocked && pool.spec.preAllocations?.[claimName] === undefined ? blocked : undefined;
 }
 
@@ -106,7 +122,7 @@ function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator
     allocator,
     nameHeldByOtherPool: (name) => {
       const holder = input.addressNamed(name);
-      return holder && holder.spec?.pool?.name !== pool.metadata.name ? holder.spec?.pool?.name ?? "?" : undefined;
+      return holder && holder.spec?.pool?.name !== pool.metadata.name ? (holder.spec?.pool?.name ?? "?") : undefined;
     },
     onCollision: input.onCollision,
   });
@@ -135,7 +151,8 @@ export interface AddressChoiceInput {
 type Allocated = Extract<AllocationResult, { ok: true }>;
 
 /** An address and the record name it gets, or why there is none. */
-export type AddressChoice = { ok: true; name: string; result: Allocated } | { ok: false; reason: Reason; message: string };
+export type AddressChoice =
+  { ok: true; name: string; result: Allocated } | { ok: false; reason: Reason; message: string };
 
 /**
  * Decides one claim's address and reserves it in the allocator for that claim (kind and name), so the next decision
@@ -147,15 +164,25 @@ export function chooseAddress(input: AddressChoiceInput): AddressChoice {
   // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
   // only bounds a pathological pass (the claim then fails and is retried on the next event).
   for (let round = 0; round < 256; round++) {
-    const result = allocator.allocate({ claimName, claimKind, ...(requestedAddress !== undefined ? { requestedAddress } : {}) });
-    if (!result.ok) return { ok: false, reason: result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed, message: result.message };
+    const result = allocator.allocate({
+      claimName,
+      claimKind,
+      ...(requestedAddress !== undefined ? { requestedAddress } : {}),
+    });
+    if (!result.ok)
+      return {
+        ok: false,
+        reason: result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed,
+        message: result.message,
+      };
     const name = ipAddressName(pool.spec.namePrefix, result.address);
     const otherPool = input.nameHeldByOtherPool(name);
     if (otherPool !== undefined) {
       const message = `IPAddress ${name} for ${result.address} already exists and belongs to IPPool ${otherPool} (same namePrefix "${pool.spec.namePrefix}"); address skipped`;
       allocator.reserve(result.address, { kind: "other", description: `IPAddress ${name} of another pool` });
       input.onCollision(message);
-      if (requestedAddress !== undefined || pool.spec.preAllocations?.[claimName] !== undefined) return { ok: false, reason: Reasons.AllocationFailed, message };
+      if (requestedAddress !== undefined || pool.spec.preAllocations?.[claimName] !== undefined)
+        return { ok: false, reason: Reasons.AllocationFailed, message };
       continue;
     }
     allocator.reserve(result.address, { kind: "claim", claimName, claimKind });
@@ -180,7 +207,13 @@ function newAddress(
       labels: { ...(claim.metadata.labels ?? {}) },
       finalizers: [IPADDRESS_FINALIZER],
       ownerReferences: [
-        { apiVersion: API_VERSION, kind: IPPOOL_KIND, name: pool.metadata.name ?? "", uid: pool.metadata.uid ?? "", controller: true },
+        {
+          apiVersion: API_VERSION,
+          kind: IPPOOL_KIND,
+          name: pool.metadata.name ?? "",
+          uid: pool.metadata.uid ?? "",
+          controller: true,
+        },
         { apiVersion: API_VERSION, kind: IPCLAIM_KIND, name: claim.metadata.name ?? "", uid: claim.metadata.uid ?? "" },
       ],
     },

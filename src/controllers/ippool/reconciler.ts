@@ -20,7 +20,13 @@ import {
   type ObjectMeta,
   type OwnerReference,
 } from "../../../api/v1alpha1/types.js";
-import { CAPI_IPADDRESS_FINALIZER, IPADDRESSCLAIM_FINALIZER, IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
+import {
+  CAPI_IPADDRESS_FINALIZER,
+  IPADDRESSCLAIM_FINALIZER,
+  IPADDRESSCLAIM_KIND,
+  type CapiIPAddress,
+  type IPAddressClaim,
+} from "../../../api/capi/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import { describeError } from "../../kube/errors.js";
@@ -72,7 +78,15 @@ export class PoolReconciler {
     const allocator = pool ? this.buildAllocator(pool, key, collisions) : undefined;
     const metrics = this.options.metrics ?? noMetrics;
     if (!pool) metrics.poolGone(namespace, name);
-    const ctx: ApplyContext = { store: this.store, events: this.events, log, allocator, now: this.now(), requeue: false, metrics };
+    const ctx: ApplyContext = {
+      store: this.store,
+      events: this.events,
+      log,
+      allocator,
+      now: this.now(),
+      requeue: false,
+      metrics,
+    };
     await this.reconcileClaims(ctx, pool, claims, capiClaims, collisions);
     await this.cleanupOrphans(ctx, this.store.addresses.byIndex(BY_POOL, key));
     await this.cleanupCapiOrphans(ctx, key);
@@ -110,31 +124,51 @@ export class PoolReconciler {
   }
 
   /** The freshness barrier (spec §3.4, see addressBarrier) before a pass that will allocate. */
-  private async refreshIfAllocating(pool: IPPool | undefined, claims: readonly IPClaim[], capiClaims: readonly IPAddressClaim[]): Promise<void> {
+  private async refreshIfAllocating(
+    pool: IPPool | undefined,
+    claims: readonly IPClaim[],
+    capiClaims: readonly IPAddressClaim[],
+  ): Promise<void> {
     if (!pool || isDeleting(pool.metadata)) return;
     const pending = claims.filter((c) => this.needsAllocation(c));
     const capiPending = capiClaims.filter((c) => this.capiNeedsAllocation(c));
     if (pending.length === 0 && capiPending.length === 0) return;
-    const barrier = addressBarrier([pool, ...claims, ...capiClaims], [...pending.filter((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER)), ...capiPending.filter((c) => hasFinalizer(c.metadata, IPADDRESSCLAIM_FINALIZER))]);
+    const barrier = addressBarrier(
+      [pool, ...claims, ...capiClaims],
+      [
+        ...pending.filter((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER)),
+        ...capiPending.filter((c) => hasFinalizer(c.metadata, IPADDRESSCLAIM_FINALIZER)),
+      ],
+    );
     const namespace = pool.metadata.namespace ?? "";
     const poolName = pool.metadata.name ?? "";
     // Both kinds of records hold addresses of the pool, so both must be as fresh as the barrier. A watch that has
     // already delivered everything up to the barrier makes its cache as fresh as a list would be.
     const fresh = (observed: string): boolean => barrier !== undefined && passed(observed, barrier);
     await Promise.all([
-      fresh(this.store.addresses.observedResourceVersion) ? undefined : this.store.refreshPoolAddresses(namespace, poolName, barrier),
-      !this.store.capi || fresh(this.store.capi.addresses.observedResourceVersion) ? undefined : this.store.refreshPoolCapiAddresses(namespace, poolName, barrier),
+      fresh(this.store.addresses.observedResourceVersion)
+        ? undefined
+        : this.store.refreshPoolAddresses(namespace, poolName, barrier),
+      !this.store.capi || fresh(this.store.capi.addresses.observedResourceVersion)
+        ? undefined
+        : this.store.refreshPoolCapiAddresses(namespace, poolName, barrier),
     ]);
   }
 
   /** A live claim with no IPAddress yet: the pass will allocate for it. */
   private needsAllocation(claim: IPClaim): boolean {
-    return !isDeleting(claim.metadata) && this.store.addresses.byIndex(BY_CLAIM, `${claim.metadata.namespace ?? ""}/${claim.metadata.name ?? ""}`).length === 0;
+    return (
+      !isDeleting(claim.metadata) &&
+      this.store.addresses.byIndex(BY_CLAIM, `${claim.metadata.namespace ?? ""}/${claim.metadata.name ?? ""}`)
+        .length === 0
+    );
   }
 
   /** A live Cluster API claim with no Cluster API IPAddress yet. */
   private capiNeedsAllocation(claim: IPAddressClaim): boolean {
-    return !isDeleting(claim.metadata) && (this.store.capi?.addresses.byIndex(BY_CLAIM, keyOf(claim)) ?? []).length === 0;
+    return (
+      !isDeleting(claim.metadata) && (this.store.capi?.addresses.byIndex(BY_CLAIM, keyOf(claim)) ?? []).length === 0
+    );
   }
 
   /**
@@ -147,21 +181,42 @@ export class PoolReconciler {
     const allocator = new PoolAllocator(pool.spec);
     for (const a of this.store.addresses.byIndex(BY_POOL, key)) allocator.reserve(a.spec.address, holderOf(a));
     for (const a of this.capiAddressesOf(key)) {
-      allocator.reserve(a.spec.address, { kind: "claim", claimName: a.spec.claimRef.name, claimKind: IPADDRESSCLAIM_KIND });
+      allocator.reserve(a.spec.address, {
+        kind: "claim",
+        claimName: a.spec.claimRef.name,
+        claimKind: IPADDRESSCLAIM_KIND,
+      });
     }
     const foreign = (owner: string | undefined, address: string | undefined, name: string | undefined): void => {
       if (owner === pool.metadata.name || !address || !allocator.contains(address)) return;
       if (ipAddressName(pool.spec.namePrefix, address) !== name) return;
       allocator.reserve(address, { kind: "other", description: `IPAddress ${name} of IPPool ${owner ?? ""}` });
-      collisions.push(`IPAddress ${name} of IPPool ${owner ?? ""} holds the name this pool would give ${address} (shared namePrefix "${pool.spec.namePrefix}"); the address is skipped`);
+      collisions.push(
+        `IPAddress ${name} of IPPool ${owner ?? ""} holds the name this pool would give ${address} (shared namePrefix "${pool.spec.namePrefix}"); the address is skipped`,
+      );
     };
-    for (const other of this.store.addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? "")) foreign(other.spec?.pool?.name, other.spec?.address, other.metadata.name);
+    for (const other of this.store.addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? ""))
+      foreign(other.spec?.pool?.name, other.spec?.address, other.metadata.name);
     return allocator;
   }
 
   /** Decides claim by claim (both kinds, one deterministic order), then applies the writes a few at a time. */
-  private async reconcileClaims(ctx: ApplyContext, pool: IPPool | undefined, claims: readonly IPClaim[], capiClaims: readonly IPAddressClaim[], collisions: string[]): Promise<void> {
-    const blocked = pool !== undefined && isDeleting(pool.metadata) ? { allocationBlocked: { reason: Reasons.PoolNotReady, message: `IPPool ${pool.metadata.name ?? ""} is being deleted` } } : {};
+  private async reconcileClaims(
+    ctx: ApplyContext,
+    pool: IPPool | undefined,
+    claims: readonly IPClaim[],
+    capiClaims: readonly IPAddressClaim[],
+    collisions: string[],
+  ): Promise<void> {
+    const blocked =
+      pool !== undefined && isDeleting(pool.metadata)
+        ? {
+            allocationBlocked: {
+              reason: Reasons.PoolNotReady,
+              message: `IPPool ${pool.metadata.name ?? ""} is being deleted`,
+            },
+          }
+        : {};
     const onCollision = (message: string): void => void collisions.push(message);
     const capi = this.store.capi;
     const work: { claim: { metadata: ObjectMeta }; decide: () => () => Promise<void> }[] = [];
@@ -224,7 +279,10 @@ export class PoolReconciler {
       if (cached && cached.metadata.uid === owner.uid) continue;
       const live = await this.store.fetch(this.store.claims, address.metadata.namespace ?? "", claimName);
       if (live && live.metadata.uid === owner.uid) continue;
-      ctx.log.info("Releasing IPAddress of a claim that is gone", { ipAddress: address.metadata.name, claim: claimName });
+      ctx.log.info("Releasing IPAddress of a claim that is gone", {
+        ipAddress: address.metadata.name,
+        claim: claimName,
+      });
       await releaseAddress(ctx, address);
     }
   }
@@ -244,7 +302,10 @@ export class PoolReconciler {
       if (capi.claims.get(namespace, address.spec.claimRef.name)?.metadata.uid === owner.uid) continue;
       const live = await this.store.fetch(capi.claims, namespace, address.spec.claimRef.name);
       if (live && live.metadata.uid === owner.uid) continue;
-      ctx.log.info("Releasing IPAddress of an IPAddressClaim that is gone", { ipAddress: address.metadata.name, claim: address.spec.claimRef.name });
+      ctx.log.info("Releasing IPAddress of an IPAddressClaim that is gone", {
+        ipAddress: address.metadata.name,
+        claim: address.spec.claimRef.name,
+      });
       await releaseCapiAddress(ctx, capi, address);
     }
   }
@@ -264,7 +325,13 @@ export class PoolReconciler {
   }
 
   /** Capacity and waiting claims of the pool as this pass leaves them (the store reads its own writes). */
-  private recordPoolMetrics(ctx: ApplyContext, pool: IPPool, key: string, status: IPPoolStatus, records: { addresses: IPAddress[]; capiAddresses: CapiIPAddress[] }): void {
+  private recordPoolMetrics(
+    ctx: ApplyContext,
+    pool: IPPool,
+    key: string,
+    status: IPPoolStatus,
+    records: { addresses: IPAddress[]; capiAddresses: CapiIPAddress[] },
+  ): void {
     const [namespace, name] = [pool.metadata.namespace ?? "", pool.metadata.name ?? ""];
     ctx.metrics.poolCapacity(namespace, name, status.total ?? 0, status.used ?? 0, status.free ?? 0);
     const claims = this.store.claims.byIndex(BY_POOL, key);
@@ -272,16 +339,33 @@ export class PoolReconciler {
     ctx.metrics.pendingClaims(namespace, name, pendingClaimsByKind({ claims, capiClaims, ...records }));
   }
 
-  private async writePoolStatus(ctx: ApplyContext, pool: IPPool, key: string, allocator: PoolAllocator, collisions: string[]): Promise<void> {
+  private async writePoolStatus(
+    ctx: ApplyContext,
+    pool: IPPool,
+    key: string,
+    allocator: PoolAllocator,
+    collisions: string[],
+  ): Promise<void> {
     const records = { addresses: this.store.addresses.byIndex(BY_POOL, key), capiAddresses: this.capiAddressesOf(key) };
     const health = { specErrors: allocator.specErrors, collisions };
-    const status = desiredPoolStatus(pool, records.addresses, records.capiAddresses, allocator.capacity(), health, ctx.now);
+    const status = desiredPoolStatus(
+      pool,
+      records.addresses,
+      records.capiAddresses,
+      allocator.capacity(),
+      health,
+      ctx.now,
+    );
     this.recordPoolMetrics(ctx, pool, key, status, records);
     if (isEqual(status, pool.status ?? {}) || adoptedAsIs(pool, status)) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");
     // A merge patch merges maps: indexes of released claims must be sent as null to disappear.
-    const removed = Object.fromEntries(Object.keys(pool.status?.indexes ?? {}).filter((k) => !(k in (status.indexes ?? {}))).map((k) => [k, null]));
+    const removed = Object.fromEntries(
+      Object.keys(pool.status?.indexes ?? {})
+        .filter((k) => !(k in (status.indexes ?? {})))
+        .map((k) => [k, null]),
+    );
     await this.store.patchStatus(this.store.pools, pool, { ...status, indexes: { ...removed, ...status.indexes } });
     if (after && after.status === "False" && (before?.reason !== after.reason || before?.message !== after.message)) {
       this.events.record(pool, "Warning", after.reason, after.message);
@@ -297,7 +381,12 @@ export class PoolReconciler {
 function adoptedAsIs(pool: IPPool, desired: IPPoolStatus): boolean {
   const current = pool.status;
   const ready = desired.conditions?.find((c) => c.type === "Ready")?.status === "True";
-  return ready && current?.conditions === undefined && current?.indexes !== undefined && isEqual(current.indexes, desired.indexes);
+  return (
+    ready &&
+    current?.conditions === undefined &&
+    current?.indexes !== undefined &&
+    isEqual(current.indexes, desired.indexes)
+  );
 }
 
 /** The Cluster a claim belongs to (spec §4): its own label, else its pool's. */
@@ -306,7 +395,12 @@ export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): stri
 }
 
 function clusterOwnerRef(cluster: Cluster): OwnerReference {
-  return { apiVersion: cluster.apiVersion ?? apiVersionOf(CLUSTER), kind: CLUSTER.kind, name: cluster.metadata.name ?? "", uid: cluster.metadata.uid ?? "" };
+  return {
+    apiVersion: cluster.apiVersion ?? apiVersionOf(CLUSTER),
+    kind: CLUSTER.kind,
+    name: cluster.metadata.name ?? "",
+    uid: cluster.metadata.uid ?? "",
+  };
 }
 
 /**
@@ -317,7 +411,10 @@ function clusterOwnerRef(cluster: Cluster): OwnerReference {
  * its answer was lost (a timeout, a connection cut by a restarting API server). That record is newer than anything
  * we know, so only a quorum read is sure to show it; deciding without it would give the claim a second address.
  */
-function addressBarrier(objects: readonly { metadata: ObjectMeta }[], interrupted: readonly unknown[]): string | undefined {
+function addressBarrier(
+  objects: readonly { metadata: ObjectMeta }[],
+  interrupted: readonly unknown[],
+): string | undefined {
   if (interrupted.length > 0) return undefined;
   return newestResourceVersion(objects);
 }

@@ -11,23 +11,48 @@ function ipClaim(name: string, extra: Partial<IPClaim["metadata"]> = {}): IPClai
 }
 
 function capiClaim(name: string, extra: Partial<IPAddressClaim["metadata"]> = {}): IPAddressClaim {
-  return { metadata: { name, namespace: "ns", ...extra }, spec: { poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" } } };
+  return {
+    metadata: { name, namespace: "ns", ...extra },
+    spec: { poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" } },
+  };
 }
 
 function addressFor(claimName: string, address: string): IPAddress {
-  return { metadata: { name: `p-${address}`, namespace: "ns" }, spec: { address, prefix: 24, pool: { name: "p", namespace: "ns" }, claim: { name: claimName, namespace: "ns" } } };
+  return {
+    metadata: { name: `p-${address}`, namespace: "ns" },
+    spec: { address, prefix: 24, pool: { name: "p", namespace: "ns" }, claim: { name: claimName, namespace: "ns" } },
+  };
 }
 
 function capiAddressFor(claimName: string, address: string): CapiIPAddress {
-  return { metadata: { name: `p-${address}`, namespace: "ns" }, spec: { address, prefix: 24, poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, claimRef: { name: claimName } } };
+  return {
+    metadata: { name: `p-${address}`, namespace: "ns" },
+    spec: {
+      address,
+      prefix: 24,
+      poolRef: { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" },
+      claimRef: { name: claimName },
+    },
+  };
 }
 
 describe("pending claims of a pool", () => {
   it("counts live claims that no record of their own kind names, per kind", () => {
     const counts = pendingClaimsByKind({
-      claims: [ipClaim("bound"), ipClaim("waiting-1"), ipClaim("waiting-2"), ipClaim("leaving", LEAVING), ipClaim("shared")],
+      claims: [
+        ipClaim("bound"),
+        ipClaim("waiting-1"),
+        ipClaim("waiting-2"),
+        ipClaim("leaving", LEAVING),
+        ipClaim("shared"),
+      ],
       addresses: [addressFor("bound", "10.0.0.1")],
-      capiClaims: [capiClaim("capi-bound"), capiClaim("capi-waiting"), capiClaim("capi-leaving", LEAVING), capiClaim("shared")],
+      capiClaims: [
+        capiClaim("capi-bound"),
+        capiClaim("capi-waiting"),
+        capiClaim("capi-leaving", LEAVING),
+        capiClaim("shared"),
+      ],
       capiAddresses: [capiAddressFor("capi-bound", "10.0.0.2"), capiAddressFor("shared", "10.0.0.3")],
     });
     // "shared" is two claims: the IPAddressClaim is bound, the IPClaim of the same name still waits.
@@ -35,27 +60,53 @@ describe("pending claims of a pool", () => {
   });
 
   it("counts nothing for an empty pool", () => {
-    expect(pendingClaimsByKind({ claims: [], addresses: [addressFor("x", "10.0.0.1")], capiClaims: [], capiAddresses: [] })).to.deep.equal({ IPClaim: 0, IPAddressClaim: 0 });
+    expect(
+      pendingClaimsByKind({ claims: [], addresses: [addressFor("x", "10.0.0.1")], capiClaims: [], capiAddresses: [] }),
+    ).to.deep.equal({ IPClaim: 0, IPAddressClaim: 0 });
   });
 });
 
 /** A reservation: an IPAddress that names no claim (made by a person, or left by a migration). */
 function reservation(address: string): IPAddress {
-  return { metadata: { name: `p-${address}`, namespace: "ns" }, spec: { address, pool: { name: "p", namespace: "ns" }, claim: { name: "" } } };
+  return {
+    metadata: { name: `p-${address}`, namespace: "ns" },
+    spec: { address, pool: { name: "p", namespace: "ns" }, claim: { name: "" } },
+  };
 }
 
 describe("indexesFrom (pure)", () => {
   const rows: [string, IPAddress[], CapiIPAddress[], Record<string, string>][] = [
     ["no records", [], [], {}],
-    ["an IPClaim's record, by claim name", [addressFor("a", "10.0.0.1"), addressFor("b", "10.0.0.2")], [], { a: "10.0.0.1", b: "10.0.0.2" }],
+    [
+      "an IPClaim's record, by claim name",
+      [addressFor("a", "10.0.0.1"), addressFor("b", "10.0.0.2")],
+      [],
+      { a: "10.0.0.1", b: "10.0.0.2" },
+    ],
     ["an IPAddressClaim's record, by claim name", [], [capiAddressFor("m", "10.0.0.3")], { m: "10.0.0.3" }],
-    ["both kinds in one list, as Metal3 lists them", [addressFor("a", "10.0.0.1")], [capiAddressFor("m", "10.0.0.3")], { a: "10.0.0.1", m: "10.0.0.3" }],
+    [
+      "both kinds in one list, as Metal3 lists them",
+      [addressFor("a", "10.0.0.1")],
+      [capiAddressFor("m", "10.0.0.3")],
+      { a: "10.0.0.1", m: "10.0.0.3" },
+    ],
     ["a reservation names no claim: not listed", [reservation("10.0.0.9")], [], {}],
-    ["addresses in canonical form", [addressFor("v6", "2001:DB8:0:0::0005")], [capiAddressFor("m", "2001:db8:0:0:0:0:0:6")], { v6: "2001:db8::5", m: "2001:db8::6" }],
+    [
+      "addresses in canonical form",
+      [addressFor("v6", "2001:DB8:0:0::0005")],
+      [capiAddressFor("m", "2001:db8:0:0:0:0:0:6")],
+      { v6: "2001:db8::5", m: "2001:db8::6" },
+    ],
     ["an unparsable address is listed as written", [addressFor("odd", "not-an-ip")], [], { odd: "not-an-ip" }],
-    ["a shared name lists the IPClaim's address", [addressFor("shared", "10.0.0.1")], [capiAddressFor("shared", "10.0.0.2")], { shared: "10.0.0.1" }],
+    [
+      "a shared name lists the IPClaim's address",
+      [addressFor("shared", "10.0.0.1")],
+      [capiAddressFor("shared", "10.0.0.2")],
+      { shared: "10.0.0.1" },
+    ],
   ];
-  for (const [what, addresses, capiAddresses, expected] of rows) it(what, () => expect(indexesFrom(addresses, capiAddresses)).to.deep.equal(expected));
+  for (const [what, addresses, capiAddresses, expected] of rows)
+    it(what, () => expect(indexesFrom(addresses, capiAddresses)).to.deep.equal(expected));
 
   it("the IPClaim wins a shared name whatever the order of the lists", () => {
     const addresses = [addressFor("x", "10.0.0.5"), addressFor("shared", "10.0.0.1")];
@@ -82,24 +133,50 @@ describe("desiredPoolStatus (pure)", () => {
     };
   }
   const bound = [addressFor("a", "10.0.0.1"), addressFor("b", "10.0.0.2")];
-  const desired = (p: IPPool, addresses: IPAddress[] = bound, capi: CapiIPAddress[] = [], capacity = small, health = HEALTHY): IPPoolStatus =>
-    desiredPoolStatus(p, addresses, capi, capacity, health, NOW);
+  const desired = (
+    p: IPPool,
+    addresses: IPAddress[] = bound,
+    capi: CapiIPAddress[] = [],
+    capacity = small,
+    health = HEALTHY,
+  ): IPPoolStatus => desiredPoolStatus(p, addresses, capi, capacity, health, NOW);
 
   describe("lastUpdated moves only when indexes change", () => {
     const stored = { a: "10.0.0.1", b: "10.0.0.2" };
     const rows: [string, IPPool, IPAddress[], string][] = [
       ["a fresh status starts at the creation time", pool(), bound, CREATED],
       ["a fresh status of an empty pool starts at the creation time", pool(), [], CREATED],
-      ["a wiped status (indexes kept, no stamp) starts at the creation time", pool({ indexes: { a: "10.0.0.9" } }), bound, CREATED],
+      [
+        "a wiped status (indexes kept, no stamp) starts at the creation time",
+        pool({ indexes: { a: "10.0.0.9" } }),
+        bound,
+        CREATED,
+      ],
       ["without a creation time (not stored yet): now, in whole seconds", pool(undefined, null), bound, NOW_STAMP],
       ["same indexes: the stamp stays", pool({ indexes: stored, lastUpdated: EARLIER }), bound, EARLIER],
-      ["same indexes in another key order: the stamp stays", pool({ indexes: { b: "10.0.0.2", a: "10.0.0.1" }, lastUpdated: EARLIER }), bound, EARLIER],
+      [
+        "same indexes in another key order: the stamp stays",
+        pool({ indexes: { b: "10.0.0.2", a: "10.0.0.1" }, lastUpdated: EARLIER }),
+        bound,
+        EARLIER,
+      ],
       ["a new claim: now", pool({ indexes: { a: "10.0.0.1" }, lastUpdated: EARLIER }), bound, NOW_STAMP],
       ["a released claim: now", pool({ indexes: stored, lastUpdated: EARLIER }), bound.slice(0, 1), NOW_STAMP],
-      ["a claim moved to another address: now", pool({ indexes: { a: "10.0.0.1", b: "10.0.0.7" }, lastUpdated: EARLIER }), bound, NOW_STAMP],
-      ["a reservation added: indexes unchanged, the stamp stays", pool({ indexes: stored, lastUpdated: EARLIER }), [...bound, reservation("10.0.0.9")], EARLIER],
+      [
+        "a claim moved to another address: now",
+        pool({ indexes: { a: "10.0.0.1", b: "10.0.0.7" }, lastUpdated: EARLIER }),
+        bound,
+        NOW_STAMP,
+      ],
+      [
+        "a reservation added: indexes unchanged, the stamp stays",
+        pool({ indexes: stored, lastUpdated: EARLIER }),
+        [...bound, reservation("10.0.0.9")],
+        EARLIER,
+      ],
     ];
-    for (const [what, p, addresses, expected] of rows) it(what, () => expect(desired(p, addresses).lastUpdated).to.equal(expected));
+    for (const [what, p, addresses, expected] of rows)
+      it(what, () => expect(desired(p, addresses).lastUpdated).to.equal(expected));
   });
 
   describe("counts, capped at the int64 maximum", () => {
@@ -107,8 +184,16 @@ describe("desiredPoolStatus (pure)", () => {
     const rows: [string, Capacity, Pick<IPPoolStatus, "total" | "used" | "free">][] = [
       ["exact for small pools", small, { total: 27, used: 2, free: 25 }],
       ["an empty pool", { total: 0n, used: 0n, free: 0n }, { total: 0, used: 0, free: 0 }],
-      ["a /64 is capped, never rounded past int64", { total: huge, used: 3n, free: huge - 3n }, { total: INT64_MAX_NUMBER, used: 3, free: INT64_MAX_NUMBER }],
-      ["exactly 2^63 - 1 is capped too (as a double it would round up to 2^63)", { total: (1n << 63n) - 1n, used: 0n, free: (1n << 63n) - 1n }, { total: INT64_MAX_NUMBER, used: 0, free: INT64_MAX_NUMBER }],
+      [
+        "a /64 is capped, never rounded past int64",
+        { total: huge, used: 3n, free: huge - 3n },
+        { total: INT64_MAX_NUMBER, used: 3, free: INT64_MAX_NUMBER },
+      ],
+      [
+        "exactly 2^63 - 1 is capped too (as a double it would round up to 2^63)",
+        { total: (1n << 63n) - 1n, used: 0n, free: (1n << 63n) - 1n },
+        { total: INT64_MAX_NUMBER, used: 0, free: INT64_MAX_NUMBER },
+      ],
     ];
     for (const [what, capacity, expected] of rows) {
       it(what, () => {
@@ -121,9 +206,21 @@ describe("desiredPoolStatus (pure)", () => {
   describe("the Ready condition", () => {
     const rows: [string, PoolHealth, Pick<Condition, "status" | "reason" | "message">][] = [
       ["healthy", HEALTHY, { status: "True", reason: "PoolReady", message: "Pool is ready" }],
-      ["spec errors, joined", { specErrors: ["spec.pools[0]: bad", "spec.prefix: bad"], collisions: [] }, { status: "False", reason: "InvalidSpec", message: "spec.pools[0]: bad; spec.prefix: bad" }],
-      ["name collisions, joined", { specErrors: [], collisions: ["p-10-0-0-1 is taken", "p-10-0-0-2 is taken"] }, { status: "False", reason: "NameCollision", message: "p-10-0-0-1 is taken; p-10-0-0-2 is taken" }],
-      ["an invalid spec wins over collisions", { specErrors: ["spec.prefix: bad"], collisions: ["p-10-0-0-1 is taken"] }, { status: "False", reason: "InvalidSpec", message: "spec.prefix: bad" }],
+      [
+        "spec errors, joined",
+        { specErrors: ["spec.pools[0]: bad", "spec.prefix: bad"], collisions: [] },
+        { status: "False", reason: "InvalidSpec", message: "spec.pools[0]: bad; spec.prefix: bad" },
+      ],
+      [
+        "name collisions, joined",
+        { specErrors: [], collisions: ["p-10-0-0-1 is taken", "p-10-0-0-2 is taken"] },
+        { status: "False", reason: "NameCollision", message: "p-10-0-0-1 is taken; p-10-0-0-2 is taken" },
+      ],
+      [
+        "an invalid spec wins over collisions",
+        { specErrors: ["spec.prefix: bad"], collisions: ["p-10-0-0-1 is taken"] },
+        { status: "False", reason: "InvalidSpec", message: "spec.prefix: bad" },
+      ],
     ];
     for (const [what, health, expected] of rows) {
       it(what, () => {
@@ -133,22 +230,57 @@ describe("desiredPoolStatus (pure)", () => {
     }
 
     it("keeps its transition time while the status holds, and other conditions as they are", () => {
-      const other: Condition = { type: "Other", status: "True", reason: "Fine", message: "", lastTransitionTime: EARLIER };
-      const ready: Condition = { type: "Ready", status: "True", reason: "PoolReady", message: "Pool is ready", lastTransitionTime: EARLIER };
+      const other: Condition = {
+        type: "Other",
+        status: "True",
+        reason: "Fine",
+        message: "",
+        lastTransitionTime: EARLIER,
+      };
+      const ready: Condition = {
+        type: "Ready",
+        status: "True",
+        reason: "PoolReady",
+        message: "Pool is ready",
+        lastTransitionTime: EARLIER,
+      };
       expect(desired(pool({ conditions: [other, ready] })).conditions).to.deep.equal([other, ready]);
-      const failing = desired(pool({ conditions: [other, ready] }), bound, [], small, { specErrors: ["x"], collisions: [] });
-      expect(failing.conditions?.[1]).to.deep.equal({ type: "Ready", status: "False", reason: "InvalidSpec", message: "x", lastTransitionTime: NOW_STAMP });
+      const failing = desired(pool({ conditions: [other, ready] }), bound, [], small, {
+        specErrors: ["x"],
+        collisions: [],
+      });
+      expect(failing.conditions?.[1]).to.deep.equal({
+        type: "Ready",
+        status: "False",
+        reason: "InvalidSpec",
+        message: "x",
+        lastTransitionTime: NOW_STAMP,
+      });
     });
   });
 
   it("lists both kinds in indexes, the IPClaim winning a shared name", () => {
-    const s = desired(pool(), [addressFor("shared", "10.0.0.1")], [capiAddressFor("shared", "10.0.0.2"), capiAddressFor("m", "10.0.0.3")]);
+    const s = desired(
+      pool(),
+      [addressFor("shared", "10.0.0.1")],
+      [capiAddressFor("shared", "10.0.0.2"), capiAddressFor("m", "10.0.0.3")],
+    );
     expect(s.indexes).to.deep.equal({ shared: "10.0.0.1", m: "10.0.0.3" });
   });
 
   it("is a fixed point: the status it returns, stored, yields itself a day later (no self-triggered reconciles)", () => {
-    const first = desired(pool(), bound, [capiAddressFor("m", "10.0.0.3")], small, { specErrors: [], collisions: ["c"] });
-    const later = desiredPoolStatus(pool(first), bound, [capiAddressFor("m", "10.0.0.3")], small, { specErrors: [], collisions: ["c"] }, new Date("2026-11-24T00:00:00Z"));
+    const first = desired(pool(), bound, [capiAddressFor("m", "10.0.0.3")], small, {
+      specErrors: [],
+      collisions: ["c"],
+    });
+    const later = desiredPoolStatus(
+      pool(first),
+      bound,
+      [capiAddressFor("m", "10.0.0.3")],
+      small,
+      { specErrors: [], collisions: ["c"] },
+      new Date("2026-11-24T00:00:00Z"),
+    );
     expect(later).to.deep.equal(first);
   });
 

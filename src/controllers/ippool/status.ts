@@ -19,7 +19,10 @@ export interface PoolHealth {
  * IPAddresses, listed by claim name as Metal3 lists them. The map has one slot per name: when an IPClaim and an
  * IPAddressClaim share a name, the IPClaim's address is listed (the other stays on its own claim's status).
  */
-export function indexesFrom(addresses: readonly IPAddress[], capiAddresses: readonly CapiIPAddress[] = []): Record<string, string> {
+export function indexesFrom(
+  addresses: readonly IPAddress[],
+  capiAddresses: readonly CapiIPAddress[] = [],
+): Record<string, string> {
   const indexes: Record<string, string> = {};
   const put = (claim: string | undefined, address: string): void => {
     if (claim) indexes[claim] = canonicalAddress(address) ?? address;
@@ -31,10 +34,20 @@ export function indexesFrom(addresses: readonly IPAddress[], capiAddresses: read
 
 function readyCondition(health: PoolHealth): Pick<Condition, "type" | "status" | "reason" | "message"> {
   if (health.specErrors.length > 0) {
-    return { type: READY_CONDITION, status: "False", reason: Reasons.InvalidSpec, message: health.specErrors.join("; ") };
+    return {
+      type: READY_CONDITION,
+      status: "False",
+      reason: Reasons.InvalidSpec,
+      message: health.specErrors.join("; "),
+    };
   }
   if (health.collisions.length > 0) {
-    return { type: READY_CONDITION, status: "False", reason: Reasons.NameCollision, message: health.collisions.join("; ") };
+    return {
+      type: READY_CONDITION,
+      status: "False",
+      reason: Reasons.NameCollision,
+      message: health.collisions.join("; "),
+    };
   }
   return { type: READY_CONDITION, status: "True", reason: Reasons.PoolReady, message: "Pool is ready" };
 }
@@ -56,7 +69,8 @@ export function desiredPoolStatus(
   const changed = !isEqual(indexes, current.indexes ?? {});
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, "Z");
   // A fresh (or wiped) status starts at the creation time; afterwards only a real change of indexes moves it.
-  const lastUpdated = changed && current.lastUpdated ? stamp : current.lastUpdated ?? pool.metadata.creationTimestamp ?? stamp;
+  const lastUpdated =
+    changed && current.lastUpdated ? stamp : (current.lastUpdated ?? pool.metadata.creationTimestamp ?? stamp);
   return {
     ...current,
     indexes,
@@ -87,7 +101,13 @@ export function pendingClaimsByKind(r: PoolRecords): Record<ClaimKind, number> {
     return claims.filter((c) => !isDeleting(c.metadata) && !bound.has(c.metadata.name)).length;
   };
   return {
-    IPClaim: waiting(r.claims, r.addresses.map((a) => a.spec?.claim?.name)),
-    IPAddressClaim: waiting(r.capiClaims, r.capiAddresses.map((a) => a.spec?.claimRef?.name)),
+    IPClaim: waiting(
+      r.claims,
+      r.addresses.map((a) => a.spec?.claim?.name),
+    ),
+    IPAddressClaim: waiting(
+      r.capiClaims,
+      r.capiAddresses.map((a) => a.spec?.claimRef?.name),
+    ),
   };
 }
