@@ -48,7 +48,7 @@ import { desiredPoolStatus, pendingClaimsByKind } from "./status.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
-  /** Claim writes of one pass run this many at a time (decisions stay sequential). Default 16. */
+  /** Claim writes of one pass run this many at a time (decisions stay sequential). Default 32. */
   writeConcurrency?: number;
   clock?: () => Date;
 }
@@ -261,7 +261,7 @@ export class PoolReconciler {
     }
     // Decisions run in claim order (creation, then name) across both kinds, so neither kind starves the other.
     const writes = work.sort((a, b) => byCreationThenName(a.claim, b.claim)).map((w) => w.decide());
-    await runLimited(writes, this.options.writeConcurrency ?? 16, (write) => write());
+    await runLimited(writes, this.options.writeConcurrency ?? 32, (write) => write());
   }
 
   /**
