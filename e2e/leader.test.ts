@@ -8,18 +8,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { claimPort } from "../hack/localplane/ports.js";
-import { startProcess, TSX_LOADER, type Supervised } from "../hack/localplane/process.js";
+import { claimPort } from "../hack/testkit/ports.js";
+import { startProcess, TSX_LOADER, type Supervised } from "../hack/testkit/process.js";
 import { Manager } from "../src/controllers/manager.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { PrometheusMetrics } from "../src/runtime/metrics.js";
 import { LeaderElector } from "../src/runtime/leader.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { startProbeServer } from "../src/runtime/probes.js";
-import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
-import { claim, clients, pool, type Clients } from "./support/ipam.js";
-import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "./support/serviceaccount.js";
-import { eventually } from "./support/wait.js";
+import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
+import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
+import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "../hack/testkit/serviceaccount.js";
+import { eventually } from "../hack/testkit/wait.js";
 
 interface Replica {
   name: string;

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { claimPort } from "../hack/localplane/ports.js";
-import { startProcess, TSX_LOADER, type Supervised } from "../hack/localplane/process.js";
+import { claimPort } from "../hack/testkit/ports.js";
+import { startProcess, TSX_LOADER, type Supervised } from "../hack/testkit/process.js";
 import {
   DASHBOARD_PATH,
   labelValuesAsQuery,
@@ -29,10 +29,10 @@ import {
 import { ALERTS_PATH, findTool, loadRuleFile, mapAlerts } from "../hack/monitoring/rules.js";
 import { WEBHOOK_PATHS } from "../src/webhooks/server.js";
 import { httpsCall, loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
-import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
-import { claim, clients, pool, type Clients } from "./support/ipam.js";
-import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "./support/serviceaccount.js";
-import { eventually } from "./support/wait.js";
+import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
+import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
+import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "../hack/testkit/serviceaccount.js";
+import { eventually } from "../hack/testkit/wait.js";
 
 const EXHAUSTED = "Metal3IPAMPoolExhausted";
 

@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, IPADDRESS_FINALIZER } from "../api/v1alpha1/types.js";
-import { LocalPlane, type LocalPlaneOptions } from "../hack/localplane/plane.js";
-import { freshNamespace, OUR_CRDS, repoRoot, usingExistingCluster } from "./support/cluster.js";
+import { LocalPlane, type LocalPlaneOptions } from "../hack/testkit/plane.js";
+import { freshNamespace, OUR_CRDS, repoRoot, usingExistingCluster } from "../hack/testkit/cluster.js";
 import {
   auditAllocations,
   createClaimsRetrying,
@@ -18,9 +18,9 @@ import {
   startObservedController,
   type AllocationAudit,
   type LogCapture,
-} from "./support/faults.js";
-import { addressOf, claim, clients, exists, pool, type Clients } from "./support/ipam.js";
-import { consistently, eventually, sleep } from "./support/wait.js";
+} from "../hack/testkit/faults.js";
+import { addressOf, claim, clients, exists, pool, type Clients } from "../hack/testkit/ipam.js";
+import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 
 const LOG_DIR = join(repoRoot, ".cache", "e2e", "resilience");
 

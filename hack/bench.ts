@@ -15,7 +15,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { CAPI_CRDS, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { CAPI_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
 import { readConfig, type BenchConfig } from "./bench/config.js";
 import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
@@ -31,7 +31,7 @@ import {
 } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
 import { describeError } from "../src/kube/errors.js";
-import { LocalPlane } from "./localplane/plane.js";
+import { LocalPlane } from "./testkit/plane.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
 const KINDS = [METAL3_IPCLAIM, CAPI_IPADDRESSCLAIM];

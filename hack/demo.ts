@@ -13,10 +13,10 @@ import type { IPAddress, IPClaim, IPPool } from "../api/v1alpha1/types.js";
 import { IPCLAIM_KIND, IPPOOL_KIND, READY_CONDITION } from "../api/v1alpha1/types.js";
 import { Manager } from "../src/controllers/manager.js";
 import { createLogger } from "../src/runtime/logger.js";
-import { clients, type Clients } from "../e2e/support/ipam.js";
-import { CAPI_CRDS, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { clients, type Clients } from "./testkit/ipam.js";
+import { CAPI_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { existsSync } from "node:fs";
-import { LocalPlane } from "./localplane/plane.js";
+import { LocalPlane } from "./testkit/plane.js";
 
 const SAMPLES = join(repoRoot, "config", "samples");
 

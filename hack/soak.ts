@@ -13,20 +13,20 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { freshNamespace, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { freshNamespace, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import {
   auditAllocations,
   createClaimsRetrying,
   startControllerChild,
   type AllocationAudit,
   type ControllerChild,
-} from "../e2e/support/faults.js";
-import { clients, pool, type Clients } from "../e2e/support/ipam.js";
+} from "./testkit/faults.js";
+import { clients, pool, type Clients } from "./testkit/ipam.js";
 import { describeError } from "../src/kube/errors.js";
 import { readProcMemory, type ProcMemory } from "./bench/controller.js";
 import { fmt, fmtBytes, fmtMs, summarize } from "./bench/stats.js";
 import { renderTable, type Row } from "./bench/table.js";
-import { LocalPlane } from "./localplane/plane.js";
+import { LocalPlane } from "./testkit/plane.js";
 import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
 import { readSoakConfig, type SoakConfig } from "./soak/config.js";
 

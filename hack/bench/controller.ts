@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startProcess, TSX_LOADER, type Supervised } from "../localplane/process.js";
+import { startProcess, TSX_LOADER, type Supervised } from "../testkit/process.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 /** The compiled controller, as the image runs it (`npm run bench` builds it first with tsconfig.build.json). */

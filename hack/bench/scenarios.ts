@@ -5,8 +5,8 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
-import { freshNamespace } from "../../e2e/support/cluster.js";
-import { clients, pool } from "../../e2e/support/ipam.js";
+import { freshNamespace } from "../testkit/cluster.js";
+import { clients, pool } from "../testkit/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { describeError, isNotFound } from "../../src/kube/errors.js";
 import { idleNodeMemory, startControllerProcess, type ControllerProcess, type ProcMemory } from "./controller.js";

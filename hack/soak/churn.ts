@@ -4,7 +4,7 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPClaim } from "../../api/v1alpha1/types.js";
-import { claim, type Clients } from "../../e2e/support/ipam.js";
+import { claim, type Clients } from "../testkit/ipam.js";
 import { describeError } from "../../src/kube/errors.js";
 import { Informer } from "../../src/kube/informer.js";
 import { silentLogger } from "../../src/runtime/logger.js";

@@ -11,7 +11,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
 import { describeError, isAlreadyExists } from "../../src/kube/errors.js";
 import { createLogger, type Logger } from "../../src/runtime/logger.js";
-import { startProcess, TSX_LOADER, type Supervised } from "../../hack/localplane/process.js";
+import { startProcess, TSX_LOADER, type Supervised } from "./process.js";
 import { repoRoot } from "./cluster.js";
 import type { IPAddress, IPClaim } from "../../api/v1alpha1/types.js";
 import { claim, type Clients } from "./ipam.js";
