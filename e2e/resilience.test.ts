@@ -14,11 +14,11 @@ import {
   auditAllocations,
   createClaimsRetrying,
   FaultProxy,
-  startControllerChild,
   startObservedController,
   type AllocationAudit,
   type LogCapture,
 } from "../hack/testkit/faults.js";
+import { startControllerProcess } from "../hack/testkit/controller.js";
 import { addressOf, claim, clients, exists, pool, type Clients } from "../hack/testkit/ipam.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 
@@ -275,7 +275,7 @@ describe("resilience: faults never lose or duplicate an address (own local plane
       const perWave = names.length / waves;
       const unfinishedAtKill: number[] = [];
       for (let wave = 0; wave < waves; wave++) {
-        const child = startControllerChild(plane.kubeconfigPath, ns, LOG_DIR);
+        const child = startControllerProcess({ kubeconfigPath: plane.kubeconfigPath, namespace: ns, logDir: LOG_DIR });
         try {
           await child.waitSynced();
           const existing = (await c.addresses.list(ns)).items.length;
@@ -296,7 +296,7 @@ describe("resilience: faults never lose or duplicate an address (own local plane
           await child.kill();
         }
       }
-      const last = startControllerChild(plane.kubeconfigPath, ns, LOG_DIR);
+      const last = startControllerProcess({ kubeconfigPath: plane.kubeconfigPath, namespace: ns, logDir: LOG_DIR });
       try {
         await last.waitSynced();
         expectSound(await settled(c, ns, 300, 120_000), 300);

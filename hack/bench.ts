@@ -18,7 +18,7 @@ import { dirname, join } from "node:path";
 import { CAPI_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
 import { readConfig, type BenchConfig } from "./bench/config.js";
-import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
+import { startBenchController, stopAllControllers } from "./bench/controller.js";
 import { CAPI_IPADDRESSCLAIM, METAL3_IPCLAIM } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
 import {
@@ -83,7 +83,7 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   }
 
   progress("starting the compiled controller (all namespaces) for the bursts and latencies");
-  const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir);
+  const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir);
   try {
     for (const size of config.sizes) {
       for (const kind of KINDS) {

@@ -1,7 +1,8 @@
 /**
- * `npm run soak`: a soak benchmark, not a test. Runs the controller as a child process against a local plane of its
- * own and churns claims on several pools for SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim,
- * wait until it is bound and delete it, next to SOAK_RESIDENT claims per pool that live throughout. Then it lets
+ * `npm run soak`: a soak benchmark, not a test. Runs the compiled controller as a child process (as the image runs it,
+ * with the Deployment's NODE_OPTIONS) against a local plane of its own and churns claims on several pools for
+ * SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim, wait until it is bound and delete it, next to
+ * SOAK_RESIDENT claims per pool that live throughout. Then it lets
  * everything settle and checks, through the API:
  *   - duplicates: two IPAddresses with one address in a pool, or one claim named by two IPAddresses;
  *   - leaks: IPAddresses no live claim is bound to (their claim gone, or never bound), claims left without an address,
@@ -14,13 +15,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { freshNamespace, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
-import {
-  auditAllocations,
-  createClaimsRetrying,
-  startControllerChild,
-  type AllocationAudit,
-  type ControllerChild,
-} from "./testkit/faults.js";
+import { startControllerProcess, type ControllerProcess } from "./testkit/controller.js";
+import { auditAllocations, createClaimsRetrying, type AllocationAudit } from "./testkit/faults.js";
 import { clients, pool, type Clients } from "./testkit/ipam.js";
 import { describeError } from "../src/kube/errors.js";
 import { readProcMemory, type ProcMemory } from "./bench/controller.js";
@@ -33,7 +29,7 @@ import { readSoakConfig, type SoakConfig } from "./soak/config.js";
 const SOAK_DIR = join(repoRoot, ".cache", "soak");
 
 let plane: LocalPlane | undefined;
-let controller: ControllerChild | undefined;
+let controller: ControllerProcess | undefined;
 let watch: BindingWatch | undefined;
 
 function progress(message: string): void {
@@ -196,7 +192,14 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   const c = clients(kc);
   const ns = await freshNamespace(kc, "soak");
   progress(`starting the controller (namespace ${ns})`);
-  const ctl = startControllerChild(plane.kubeconfigPath, ns, join(SOAK_DIR, "logs"));
+  // The compiled build with the Deployment's NODE_OPTIONS (npm run soak builds it), so the memory figures are the
+  // image's; info logging, which waitSynced reads.
+  const ctl = startControllerProcess({
+    build: "compiled",
+    kubeconfigPath: plane.kubeconfigPath,
+    namespace: ns,
+    logDir: join(SOAK_DIR, "logs"),
+  });
   controller = ctl;
   await ctl.waitSynced();
   watch = await BindingWatch.start(kc, c, ns);

@@ -9,7 +9,7 @@ import { freshNamespace } from "../testkit/cluster.js";
 import { clients, pool } from "../testkit/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { describeError, isNotFound } from "../../src/kube/errors.js";
-import { idleNodeMemory, startControllerProcess, type ControllerProcess, type ProcMemory } from "./controller.js";
+import { idleNodeMemory, startBenchController, type BenchController, type ProcMemory } from "./controller.js";
 import type { ClaimKind } from "./kinds.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
@@ -90,7 +90,7 @@ async function readPool(kc: KubeConfig, namespace: string, name: string): Promis
 /** Waits until the controller wrote the pool's status (Ready condition present): it is synced and reconciling. */
 async function waitPoolReconciled(
   ctx: BenchContext,
-  controller: ControllerProcess,
+  controller: BenchController,
   namespace: string,
   name: string,
 ): Promise<void> {
@@ -113,7 +113,7 @@ export interface BurstOptions {
   /** Creates in flight. */
   concurrency: number;
   /** The controller serving the cluster; a crash aborts the scenario with its output. */
-  controller: ControllerProcess;
+  controller: BenchController;
 }
 
 /** Result of {@link bindBurst}. */
@@ -236,7 +236,7 @@ export async function bareClientCeiling(
 /** Options of {@link singleClaimLatency}. */
 export interface LatencyOptions {
   count: number;
-  controller: ControllerProcess;
+  controller: BenchController;
   /** Quiet time after each bind before the next create, so each claim meets an idle controller. Default 100 ms. */
   pauseMs?: number;
 }
@@ -320,7 +320,7 @@ async function controllerReading(
   ready: () => Promise<boolean>,
   settleMs: number,
 ): Promise<{ memory: ProcMemory; readyMs: number }> {
-  const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir, namespace);
+  const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir, namespace);
   try {
     const start = nowMs();
     const ok = await controller.guard(pollUntil(ready, ctx.timeoutMs, 100));
