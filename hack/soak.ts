@@ -23,6 +23,7 @@ import { readProcMemory, type ProcMemory } from "./bench/controller.js";
 import { fmt, fmtBytes, fmtMs, summarize } from "./bench/stats.js";
 import { renderTable, type Row } from "./bench/table.js";
 import { LocalPlane } from "./testkit/plane.js";
+import { poll, sleep } from "./testkit/wait.js";
 import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
 import { readSoakConfig, type SoakConfig } from "./soak/config.js";
 
@@ -46,8 +47,6 @@ async function cleanup(): Promise<void> {
   await p?.stop();
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** Creates the pools (one /24 each) and their resident claims; resolves when every resident claim is bound. */
 async function seed(c: Clients, ns: string, config: SoakConfig): Promise<string[]> {
   const pools = Array.from({ length: config.pools }, (_, i) => `pool-${i}`);
@@ -64,17 +63,23 @@ async function seed(c: Clients, ns: string, config: SoakConfig): Promise<string[
 
 /** Waits until `expected` claims are bound, nothing is deleting and no IPAddress is stray; returns the last audit. */
 async function settle(c: Clients, ns: string, expected: number, timeoutMs: number): Promise<AllocationAudit> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const audit = await auditAllocations(c, ns);
-    const clean =
-      audit.bound === expected &&
-      audit.deleting.length === 0 &&
-      audit.unbound.length === 0 &&
-      audit.strayAddresses.length === 0;
-    if (clean || Date.now() > deadline) return audit;
-    await sleep(1_000);
-  }
+  let last: AllocationAudit | undefined;
+  const clean = (audit: AllocationAudit): boolean =>
+    audit.bound === expected &&
+    audit.deleting.length === 0 &&
+    audit.unbound.length === 0 &&
+    audit.strayAddresses.length === 0;
+  // A timeout is not an error here: the last audit is the report.
+  await poll(
+    async () => {
+      last = await auditAllocations(c, ns);
+      return clean(last);
+    },
+    timeoutMs,
+    1_000,
+  );
+  if (!last) throw new Error("no audit was made");
+  return last;
 }
 
 /** Samples the controller's RSS every 15 s while `work` runs. */

@@ -7,6 +7,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
 import { freshNamespace } from "../testkit/cluster.js";
 import { clients, pool } from "../testkit/ipam.js";
+import { poll, sleep } from "../testkit/wait.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { describeError, isNotFound } from "../../src/kube/errors.js";
 import { idleNodeMemory, startBenchController, type BenchController, type ProcMemory } from "./controller.js";
@@ -30,8 +31,6 @@ export interface BenchContext {
   timeoutMs: number;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** Runs `fn` over `items` with at most `limit` calls in flight; rejects with the first error once all settled. */
 export async function runLimited<T>(
   items: readonly T[],
@@ -52,16 +51,6 @@ export async function runLimited<T>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error(describeError(firstError));
-}
-
-/** Polls `probe` every `intervalMs` until it returns true (→ true) or `timeoutMs` passes (→ false). */
-export async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await probe()) return true;
-    if (Date.now() >= deadline) return false;
-    await sleep(intervalMs);
-  }
 }
 
 /** 10.0.0.0 with the longest prefix (at most /16) whose subnet yields at least `count` addresses (spec §2: network+1 … broadcast). */
@@ -95,11 +84,7 @@ async function waitPoolReconciled(
   name: string,
 ): Promise<void> {
   const ok = await controller.guard(
-    pollUntil(
-      async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length),
-      ctx.timeoutMs,
-      50,
-    ),
+    poll(async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length), ctx.timeoutMs, 50),
   );
   if (!ok)
     throw new Error(
@@ -323,7 +308,7 @@ async function controllerReading(
   const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir, namespace);
   try {
     const start = nowMs();
-    const ok = await controller.guard(pollUntil(ready, ctx.timeoutMs, 100));
+    const ok = await controller.guard(poll(ready, ctx.timeoutMs, 100));
     if (!ok)
       throw new Error(
         `the controller did not sync namespace ${namespace} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dump } from "js-yaml";
-import { waitFor } from "../testkit/http.js";
+import { eventually } from "../testkit/wait.js";
 import { claimPort } from "../testkit/ports.js";
 import { exitedWithError, startProcess, type Supervised } from "../testkit/process.js";
 import { writeRuleFile, type RuleFile } from "./rules.js";
@@ -87,7 +87,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const ready = waitFor("Prometheus to be ready", async () => (await fetch(`${url}/-/ready`)).ok, 30_000);
+    const ready = eventually("Prometheus to be ready", async () => (await fetch(`${url}/-/ready`)).ok, 30_000, 200);
     await Promise.race([ready, exitedWithError(proc)]);
   } catch (err) {
     await stop();
