@@ -1,6 +1,6 @@
 /**
  * The layer rules of the source tree, checked on the import statements of every .ts file under api/, src/, hack/
- * and e2e/ (a regular expression per statement form, relative paths resolved). Data flows downhill, hack → e2e → src
+ * and e2e/ (a regular expression per statement form, relative paths resolved). Data flows downhill, e2e → hack → src
  * → api; inside src/, each folder's README says what it may import ("May import: ..."), and RULES below is that list,
  * compared with the READMEs so the two cannot drift apart.
  */
