@@ -1,5 +1,6 @@
 /**
- * Comparing `kubectl-ipam`'s output (`runCli`, from hack/testkit/cli.ts) with golden files, and the samples. `UPDATE_GOLDEN=true` rewrites the golden files instead of comparing.
+ * Comparing `kubectl-ipam`'s output (run by `runCli` of hack/testkit/cli.ts) with golden files, and config/samples
+ * as fixtures. `UPDATE_GOLDEN=true` rewrites the golden files instead of comparing.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";

@@ -1,7 +1,8 @@
 /**
- * Helpers for reliability suites: a controller in this process whose log can be inspected (the controller as a child
- * process that can be SIGKILLed is controller.ts), a TCP proxy that can freeze connections (a watch that hangs without an error),
- * claim creation that rides out API server restarts, and an audit of the allocations a namespace ends up with.
+ * Helpers for reliability suites: a controller in this process whose log can be inspected, a TCP proxy that can freeze
+ * connections (a watch that hangs without an error), claim creation that rides out API server restarts, and an audit
+ * of the allocations a namespace ends up with. The controller as a child process that can be SIGKILLed is
+ * controller.ts.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { Writable } from "node:stream";
