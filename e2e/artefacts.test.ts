@@ -8,8 +8,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { resolveClusterctl } from "../hack/localplane/binaries.js";
-import { repoRoot } from "./support/cluster.js";
+import { resolveClusterctl } from "../hack/testkit/binaries.js";
+import { repoRoot } from "../hack/testkit/cluster.js";
 
 const has = (tool: string, ...args: string[]): boolean =>
   spawnSync(tool, args.length > 0 ? args : ["--version"], { stdio: "ignore" }).status === 0;

@@ -21,11 +21,11 @@ import { isNotFound } from "../src/kube/errors.js";
 import { ResourceClient } from "../src/kube/resource.js";
 import { Manager } from "../src/controllers/manager.js";
 import { silentLogger } from "../src/runtime/logger.js";
-import { LocalPlane } from "../hack/localplane/plane.js";
-import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "./support/cluster.js";
-import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "./support/ipam.js";
-import { withController as withControllerIn } from "./support/ipam.js";
-import { consistently, eventually } from "./support/wait.js";
+import { LocalPlane } from "../hack/testkit/plane.js";
+import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
+import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "../hack/testkit/ipam.js";
+import { withController as withControllerIn } from "../hack/testkit/ipam.js";
+import { consistently, eventually } from "../hack/testkit/wait.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
 

@@ -7,9 +7,9 @@ import type { CoreV1Api, CoreV1Event, KubeConfig } from "@kubernetes/client-node
 import type { IPClaim } from "../api/v1alpha1/types.js";
 import { EventRecorder } from "../src/controllers/events.js";
 import { silentLogger } from "../src/runtime/logger.js";
-import { freshNamespace, sharedCluster } from "./support/cluster.js";
-import { claim, clients, type Clients } from "./support/ipam.js";
-import { serviceAccountKubeConfig } from "./support/serviceaccount.js";
+import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
+import { claim, clients, type Clients } from "../hack/testkit/ipam.js";
+import { serviceAccountKubeConfig } from "../hack/testkit/serviceaccount.js";
 
 describe("Event aggregation (real API server)", function () {
   this.timeout(120_000);

@@ -4,10 +4,10 @@
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, IPPOOL_FINALIZER, type IPClaim } from "../api/v1alpha1/types.js";
-import { sharedCluster } from "./support/cluster.js";
-import { addressOf, claim, clients, cluster, eventReasons, exists, pool, type Clients } from "./support/ipam.js";
-import { withController as withControllerIn } from "./support/ipam.js";
-import { consistently, eventually, sleep } from "./support/wait.js";
+import { sharedCluster } from "../hack/testkit/cluster.js";
+import { addressOf, claim, clients, cluster, eventReasons, exists, pool, type Clients } from "../hack/testkit/ipam.js";
+import { withController as withControllerIn } from "../hack/testkit/ipam.js";
+import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 
 const CAPM3_FINALIZER = "metal3data.infrastructure.cluster.x-k8s.io";
 

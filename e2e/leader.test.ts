@@ -3,28 +3,32 @@
  * a SIGKILLed leader is replaced within the lease duration without a duplicate address, and SIGTERM hands over at
  * once. Plus /metrics gauges that match the pools' status.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { claimPort } from "../hack/localplane/ports.js";
-import { startProcess, TSX_LOADER, type Supervised } from "../hack/localplane/process.js";
+import { claimPort } from "../hack/testkit/ports.js";
+import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
 import { Manager } from "../src/controllers/manager.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { PrometheusMetrics } from "../src/runtime/metrics.js";
 import { LeaderElector } from "../src/runtime/leader.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { startProbeServer } from "../src/runtime/probes.js";
-import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
-import { claim, clients, pool, type Clients } from "./support/ipam.js";
-import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "./support/serviceaccount.js";
-import { eventually } from "./support/wait.js";
+import { freshNamespace, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
+import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
+import {
+  CONTROLLER_NAMESPACE,
+  serviceAccountKubeConfig,
+  serviceAccountKubeconfigFile,
+} from "../hack/testkit/serviceaccount.js";
+import { eventually } from "../hack/testkit/wait.js";
 
 interface Replica {
   name: string;
   /** Supervised: the local plane's exit hook kills it even when this test run dies. */
-  proc: Supervised;
+  proc: ControllerProcess;
   metricsPort: number;
 }
 
@@ -65,8 +69,7 @@ describe("leader election and metrics (controller processes)", function () {
     admin = (await sharedCluster()).kubeConfig;
     c = clients(admin);
     dir = mkdtempSync(join(tmpdir(), "leader-test-"));
-    kubeconfig = join(dir, "sa.kubeconfig");
-    writeFileSync(kubeconfig, (await serviceAccountKubeConfig(admin)).exportConfig());
+    kubeconfig = await serviceAccountKubeconfigFile(admin, dir);
   });
 
   afterEach(async () => {
@@ -86,28 +89,23 @@ describe("leader election and metrics (controller processes)", function () {
     durations: [string, string, string],
   ): Promise<Replica> {
     const metricsPort = await claimPort();
-    // The tsx loader by path, so the child resolves it whatever its working directory.
-    const proc = startProcess(
-      `replica ${name}`,
-      process.execPath,
-      [
-        "--import",
-        TSX_LOADER,
-        join(repoRoot, "src", "main.ts"),
-        `--kubeconfig=${kubeconfig}`,
-        `--namespace=${namespace}`,
-        "--log-level=warn",
+    const proc = startControllerProcess({
+      name: `replica ${name}`,
+      kubeconfigPath: kubeconfig,
+      namespace,
+      logDir: dir,
+      logName: `${lease}-${name}.log`,
+      logLevel: "warn",
+      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      flags: [
         "--leader-elect",
         `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
         `--leader-election-id=${lease}`,
         `--leader-elect-lease-duration=${durations[0]}`,
         `--leader-elect-renew-deadline=${durations[1]}`,
         `--leader-elect-retry-period=${durations[2]}`,
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-        "--health-probe-bind-address=0",
       ],
-      join(dir, `${lease}-${name}.log`),
-    );
+    });
     const replica = { name, proc, metricsPort };
     replicas.push(replica);
     await eventually(

@@ -20,9 +20,9 @@ import {
 } from "../api/v1alpha1/types.js";
 import { ipAddressName } from "../src/ipam/naming.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
-import { freshNamespace, sharedCluster } from "./support/cluster.js";
-import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "./support/ipam.js";
-import { consistently, eventually } from "./support/wait.js";
+import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
+import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "../hack/testkit/ipam.js";
+import { consistently, eventually } from "../hack/testkit/wait.js";
 
 const PREFIX = "pool1";
 const POOL_REF = { apiGroup: GROUP, kind: IPPOOL_KIND, name: "pool1" };

@@ -4,13 +4,13 @@
  * waiting, Metal3IPAMPoolExhausted fires and resolves once an address is freed, and every dashboard query runs
  * without error and returns data.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { claimPort } from "../hack/localplane/ports.js";
-import { startProcess, TSX_LOADER, type Supervised } from "../hack/localplane/process.js";
+import { claimPort } from "../hack/testkit/ports.js";
+import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
 import {
   DASHBOARD_PATH,
   labelValuesAsQuery,
@@ -29,10 +29,10 @@ import {
 import { ALERTS_PATH, findTool, loadRuleFile, mapAlerts } from "../hack/monitoring/rules.js";
 import { WEBHOOK_PATHS } from "../src/webhooks/server.js";
 import { httpsCall, loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
-import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
-import { claim, clients, pool, type Clients } from "./support/ipam.js";
-import { CONTROLLER_NAMESPACE, serviceAccountKubeConfig } from "./support/serviceaccount.js";
-import { eventually } from "./support/wait.js";
+import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
+import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
+import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
+import { eventually } from "../hack/testkit/wait.js";
 
 const EXHAUSTED = "Metal3IPAMPoolExhausted";
 
@@ -65,7 +65,7 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
   let admin: KubeConfig;
   let c: Clients;
   let dir: string;
-  let controller: Supervised | undefined;
+  let controller: ControllerProcess | undefined;
   let prometheus: PrometheusServer | undefined;
   let metricsPort: number;
   let webhookPort: number;
@@ -82,28 +82,22 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     admin = (await sharedCluster()).kubeConfig;
     c = clients(admin);
     dir = mkdtempSync(join(tmpdir(), "monitoring-test-"));
-    const kubeconfig = join(dir, "sa.kubeconfig");
-    writeFileSync(kubeconfig, (await serviceAccountKubeConfig(admin)).exportConfig());
+    const kubeconfig = await serviceAccountKubeconfigFile(admin, dir);
     [metricsPort, webhookPort] = [await claimPort(), await claimPort()];
-    controller = startProcess(
-      "controller",
-      process.execPath,
-      [
-        "--import",
-        TSX_LOADER,
-        join(repoRoot, "src", "main.ts"),
-        `--kubeconfig=${kubeconfig}`,
-        "--log-level=warn",
+    controller = startControllerProcess({
+      kubeconfigPath: kubeconfig,
+      logDir: dir,
+      logName: "controller.log",
+      logLevel: "warn",
+      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      flags: [
         "--leader-elect",
         `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
         `--leader-election-id=monitoring-${process.pid}`,
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-        "--health-probe-bind-address=0",
         `--webhook-port=${webhookPort}`,
         `--webhook-cert-dir=${writeCertDir(pki.serving, mkdtempSync(join(dir, "certs-")))}`,
       ],
-      join(dir, "controller.log"),
-    );
+    });
     await eventually(
       "the controller to lead",
       async () =>

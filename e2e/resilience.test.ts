@@ -8,19 +8,19 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, IPADDRESS_FINALIZER } from "../api/v1alpha1/types.js";
-import { LocalPlane, type LocalPlaneOptions } from "../hack/localplane/plane.js";
-import { freshNamespace, OUR_CRDS, repoRoot, usingExistingCluster } from "./support/cluster.js";
+import { LocalPlane, type LocalPlaneOptions } from "../hack/testkit/plane.js";
+import { freshNamespace, OUR_CRDS, repoRoot, usingExistingCluster } from "../hack/testkit/cluster.js";
 import {
   auditAllocations,
   createClaimsRetrying,
   FaultProxy,
-  startControllerChild,
   startObservedController,
   type AllocationAudit,
   type LogCapture,
-} from "./support/faults.js";
-import { addressOf, claim, clients, exists, pool, type Clients } from "./support/ipam.js";
-import { consistently, eventually, sleep } from "./support/wait.js";
+} from "../hack/testkit/faults.js";
+import { startControllerProcess } from "../hack/testkit/controller.js";
+import { addressOf, claim, clients, exists, pool, type Clients } from "../hack/testkit/ipam.js";
+import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 
 const LOG_DIR = join(repoRoot, ".cache", "e2e", "resilience");
 
@@ -275,7 +275,7 @@ describe("resilience: faults never lose or duplicate an address (own local plane
       const perWave = names.length / waves;
       const unfinishedAtKill: number[] = [];
       for (let wave = 0; wave < waves; wave++) {
-        const child = startControllerChild(plane.kubeconfigPath, ns, LOG_DIR);
+        const child = startControllerProcess({ kubeconfigPath: plane.kubeconfigPath, namespace: ns, logDir: LOG_DIR });
         try {
           await child.waitSynced();
           const existing = (await c.addresses.list(ns)).items.length;
@@ -296,7 +296,7 @@ describe("resilience: faults never lose or duplicate an address (own local plane
           await child.kill();
         }
       }
-      const last = startControllerChild(plane.kubeconfigPath, ns, LOG_DIR);
+      const last = startControllerProcess({ kubeconfigPath: plane.kubeconfigPath, namespace: ns, logDir: LOG_DIR });
       try {
         await last.waitSynced();
         expectSound(await settled(c, ns, 300, 120_000), 300);

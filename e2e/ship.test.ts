@@ -7,15 +7,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { AuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { installCrds } from "../hack/localplane/crds.js";
+import { installCrds } from "../hack/testkit/crds.js";
 import { renderRbac } from "../hack/rbac.js";
 import { CLUSTER_ROLE_RULES, NAMESPACE_ROLE_RULES, normalizeRules } from "../src/rbac.js";
-import { repoRoot, sharedCluster, usingExistingCluster } from "./support/cluster.js";
+import { repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import {
   CONTROLLER_NAMESPACE,
   CONTROLLER_SERVICE_ACCOUNT,
   serviceAccountKubeConfig,
-} from "./support/serviceaccount.js";
+} from "../hack/testkit/serviceaccount.js";
 
 /** The whole grant, as a table: any change to what the controller may do must change this table too. */
 const EXPECTED = [

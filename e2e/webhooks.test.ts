@@ -43,10 +43,10 @@ import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
 import { createCertificateAuthority, issueServingCertificate, servingCertificateProblem } from "../src/certs/pki.js";
 import { startWebhookServer } from "../src/webhooks/server.js";
 import type { WebhookServer } from "../src/webhooks/server.js";
-import { freshNamespace, repoRoot, sharedCluster } from "./support/cluster.js";
-import { addressOf, claim, clients, exists, pool, startController } from "./support/ipam.js";
-import type { Clients } from "./support/ipam.js";
-import { eventually } from "./support/wait.js";
+import { freshNamespace, repoRoot, sharedCluster } from "../hack/testkit/cluster.js";
+import { addressOf, claim, clients, exists, pool, startController } from "../hack/testkit/ipam.js";
+import type { Clients } from "../hack/testkit/ipam.js";
+import { eventually } from "../hack/testkit/wait.js";
 
 /** Label on this suite's namespaces; the webhook configurations select it. */
 const SCOPE_LABEL = "e2e.ipam.metal3.io/webhooks";

@@ -15,10 +15,10 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { CAPI_CRDS, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { CAPI_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
 import { readConfig, type BenchConfig } from "./bench/config.js";
-import { startControllerProcess, stopAllControllers } from "./bench/controller.js";
+import { startBenchController, stopAllControllers } from "./bench/controller.js";
 import { CAPI_IPADDRESSCLAIM, METAL3_IPCLAIM } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
 import {
@@ -31,7 +31,7 @@ import {
 } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
 import { describeError } from "../src/kube/errors.js";
-import { LocalPlane } from "./localplane/plane.js";
+import { LocalPlane } from "./testkit/plane.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
 const KINDS = [METAL3_IPCLAIM, CAPI_IPADDRESSCLAIM];
@@ -83,7 +83,7 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   }
 
   progress("starting the compiled controller (all namespaces) for the bursts and latencies");
-  const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir);
+  const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir);
   try {
     for (const size of config.sizes) {
       for (const kind of KINDS) {

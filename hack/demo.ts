@@ -13,10 +13,11 @@ import type { IPAddress, IPClaim, IPPool } from "../api/v1alpha1/types.js";
 import { IPCLAIM_KIND, IPPOOL_KIND, READY_CONDITION } from "../api/v1alpha1/types.js";
 import { Manager } from "../src/controllers/manager.js";
 import { createLogger } from "../src/runtime/logger.js";
-import { clients, type Clients } from "../e2e/support/ipam.js";
-import { CAPI_CRDS, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
+import { clients, type Clients } from "./testkit/ipam.js";
+import { CAPI_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { existsSync } from "node:fs";
-import { LocalPlane } from "./localplane/plane.js";
+import { LocalPlane } from "./testkit/plane.js";
+import { poll } from "./testkit/wait.js";
 
 const SAMPLES = join(repoRoot, "config", "samples");
 
@@ -45,13 +46,18 @@ async function apply(c: Clients, samples: Sample[]): Promise<void> {
 
 /** Waits until every claim has a Ready condition (True or False). */
 async function settle(c: Clients, count: number): Promise<IPClaim[]> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const claims = (await c.claims.list()).items;
-    const done = claims.filter((cl) => cl.status?.conditions?.some((x) => x.type === READY_CONDITION));
-    if (done.length >= count || Date.now() > deadline) return claims;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  let claims: IPClaim[] = [];
+  const decided = (cl: IPClaim): boolean => cl.status?.conditions?.some((x) => x.type === READY_CONDITION) ?? false;
+  // After a minute the table shows whatever state the claims are in.
+  await poll(
+    async () => {
+      claims = (await c.claims.list()).items;
+      return claims.filter(decided).length >= count;
+    },
+    60_000,
+    200,
+  );
+  return claims;
 }
 
 function table(rows: string[][]): string {

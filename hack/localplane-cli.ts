@@ -11,8 +11,8 @@ import { spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LocalPlane } from "./localplane/plane.js";
-import { processAlive } from "./localplane/reaper.js";
+import { LocalPlane } from "./testkit/plane.js";
+import { processAlive } from "./testkit/reaper.js";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const stateDir = join(repoRoot, ".localplane");

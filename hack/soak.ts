@@ -1,7 +1,8 @@
 /**
- * `npm run soak`: a soak benchmark, not a test. Runs the controller as a child process against a local plane of its
- * own and churns claims on several pools for SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim,
- * wait until it is bound and delete it, next to SOAK_RESIDENT claims per pool that live throughout. Then it lets
+ * `npm run soak`: a soak benchmark, not a test. Runs the compiled controller as a child process (as the image runs it,
+ * with the Deployment's NODE_OPTIONS) against a local plane of its own and churns claims on several pools for
+ * SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim, wait until it is bound and delete it, next to
+ * SOAK_RESIDENT claims per pool that live throughout. Then it lets
  * everything settle and checks, through the API:
  *   - duplicates: two IPAddresses with one address in a pool, or one claim named by two IPAddresses;
  *   - leaks: IPAddresses no live claim is bound to (their claim gone, or never bound), claims left without an address,
@@ -13,27 +14,23 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { freshNamespace, OUR_CRDS, repoRoot } from "../e2e/support/cluster.js";
-import {
-  auditAllocations,
-  createClaimsRetrying,
-  startControllerChild,
-  type AllocationAudit,
-  type ControllerChild,
-} from "../e2e/support/faults.js";
-import { clients, pool, type Clients } from "../e2e/support/ipam.js";
+import { freshNamespace, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
+import { startControllerProcess, type ControllerProcess } from "./testkit/controller.js";
+import { auditAllocations, createClaimsRetrying, type AllocationAudit } from "./testkit/faults.js";
+import { clients, pool, type Clients } from "./testkit/ipam.js";
 import { describeError } from "../src/kube/errors.js";
 import { readProcMemory, type ProcMemory } from "./bench/controller.js";
 import { fmt, fmtBytes, fmtMs, summarize } from "./bench/stats.js";
 import { renderTable, type Row } from "./bench/table.js";
-import { LocalPlane } from "./localplane/plane.js";
+import { LocalPlane } from "./testkit/plane.js";
+import { poll, sleep } from "./testkit/wait.js";
 import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
 import { readSoakConfig, type SoakConfig } from "./soak/config.js";
 
 const SOAK_DIR = join(repoRoot, ".cache", "soak");
 
 let plane: LocalPlane | undefined;
-let controller: ControllerChild | undefined;
+let controller: ControllerProcess | undefined;
 let watch: BindingWatch | undefined;
 
 function progress(message: string): void {
@@ -49,8 +46,6 @@ async function cleanup(): Promise<void> {
   plane = undefined;
   await p?.stop();
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Creates the pools (one /24 each) and their resident claims; resolves when every resident claim is bound. */
 async function seed(c: Clients, ns: string, config: SoakConfig): Promise<string[]> {
@@ -68,17 +63,23 @@ async function seed(c: Clients, ns: string, config: SoakConfig): Promise<string[
 
 /** Waits until `expected` claims are bound, nothing is deleting and no IPAddress is stray; returns the last audit. */
 async function settle(c: Clients, ns: string, expected: number, timeoutMs: number): Promise<AllocationAudit> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const audit = await auditAllocations(c, ns);
-    const clean =
-      audit.bound === expected &&
-      audit.deleting.length === 0 &&
-      audit.unbound.length === 0 &&
-      audit.strayAddresses.length === 0;
-    if (clean || Date.now() > deadline) return audit;
-    await sleep(1_000);
-  }
+  let last: AllocationAudit | undefined;
+  const clean = (audit: AllocationAudit): boolean =>
+    audit.bound === expected &&
+    audit.deleting.length === 0 &&
+    audit.unbound.length === 0 &&
+    audit.strayAddresses.length === 0;
+  // A timeout is not an error here: the last audit is the report.
+  await poll(
+    async () => {
+      last = await auditAllocations(c, ns);
+      return clean(last);
+    },
+    timeoutMs,
+    1_000,
+  );
+  if (!last) throw new Error("no audit was made");
+  return last;
 }
 
 /** Samples the controller's RSS every 15 s while `work` runs. */
@@ -196,7 +197,14 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   const c = clients(kc);
   const ns = await freshNamespace(kc, "soak");
   progress(`starting the controller (namespace ${ns})`);
-  const ctl = startControllerChild(plane.kubeconfigPath, ns, join(SOAK_DIR, "logs"));
+  // The compiled build with the Deployment's NODE_OPTIONS (npm run soak builds it), so the memory figures are the
+  // image's; info logging, which waitSynced reads.
+  const ctl = startControllerProcess({
+    build: "compiled",
+    kubeconfigPath: plane.kubeconfigPath,
+    namespace: ns,
+    logDir: join(SOAK_DIR, "logs"),
+  });
   controller = ctl;
   await ctl.waitSynced();
   watch = await BindingWatch.start(kc, c, ns);

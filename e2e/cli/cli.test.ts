@@ -9,11 +9,12 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { dump } from "js-yaml";
-import { LocalPlane } from "../../hack/localplane/plane.js";
-import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../support/cluster.js";
-import { claim, clients, startController, type Clients } from "../support/ipam.js";
-import { eventually } from "../support/wait.js";
-import { applySamples, expectGolden, normalise, runCli, type CliRun } from "./support.js";
+import { LocalPlane } from "../../hack/testkit/plane.js";
+import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../../hack/testkit/cluster.js";
+import { claim, clients, startController, type Clients } from "../../hack/testkit/ipam.js";
+import { eventually } from "../../hack/testkit/wait.js";
+import { applySamples, expectGolden, normalise } from "./support.js";
+import { runCli, type CliRun } from "../../hack/testkit/cli.js";
 
 describe("kubectl ipam on config/samples (real API server)", function () {
   this.timeout(180_000);

@@ -8,8 +8,8 @@
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, IPADDRESS_KIND } from "../../api/v1alpha1/types.js";
-import { CAPI_CRDS, sharedCluster } from "../support/cluster.js";
-import { withController } from "../support/ipam.js";
+import { CAPI_CRDS, sharedCluster } from "../../hack/testkit/cluster.js";
+import { withController } from "../../hack/testkit/ipam.js";
 import {
   claimCount,
   createTopology,
@@ -23,8 +23,9 @@ import {
   type Topology,
 } from "../pivot/fixtures.js";
 import { ensureCrds, PIVOT_CRDS } from "../pivot/harness.js";
-import { eventually } from "../support/wait.js";
-import { expectGolden, normalise, runCli, type CliRun } from "./support.js";
+import { eventually } from "../../hack/testkit/wait.js";
+import { expectGolden, normalise } from "./support.js";
+import { runCli, type CliRun } from "../../hack/testkit/cli.js";
 
 interface PreflightJson {
   ok: boolean;

@@ -1,8 +1,7 @@
 /**
- * Running `kubectl-ipam` as users do (the bin launcher in a child process, output piped) and comparing its output
- * with golden files. `UPDATE_GOLDEN=true` rewrites the golden files instead of comparing.
+ * Comparing `kubectl-ipam`'s output (run by `runCli` of hack/testkit/cli.ts) with golden files, and config/samples
+ * as fixtures. `UPDATE_GOLDEN=true` rewrites the golden files instead of comparing.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,34 +9,10 @@ import { expect } from "chai";
 import { loadAll } from "js-yaml";
 import type { IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import { IPCLAIM_KIND, IPPOOL_KIND } from "../../api/v1alpha1/types.js";
-import { repoRoot } from "../support/cluster.js";
-import type { Clients } from "../support/ipam.js";
+import { repoRoot } from "../../hack/testkit/cluster.js";
+import type { Clients } from "../../hack/testkit/ipam.js";
 
 const GOLDEN = join(dirname(fileURLToPath(import.meta.url)), "golden");
-const BIN = join(repoRoot, "bin", "kubectl-ipam.mjs");
-
-/** What one run printed and how it ended. */
-export interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI with `args`; `env` is added to this process's environment. */
-export async function runCli(args: readonly string[], env: Record<string, string>): Promise<CliRun> {
-  return await new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, NO_COLOR: "", FORCE_COLOR: "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** Output with the test's random namespace replaced by `<ns>`, so golden files stay fixed. */
 export function normalise(text: string, namespace: string): string {

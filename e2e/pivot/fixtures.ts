@@ -35,7 +35,7 @@ import {
 } from "../../api/v1alpha1/types.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
-import { eventually } from "../support/wait.js";
+import { eventually } from "../../hack/testkit/wait.js";
 
 /** CAPM3's finalizer on the claims a Metal3Data makes; it means "the machine still uses this address". */
 export const METAL3DATA_FINALIZER = "metal3data.infrastructure.cluster.x-k8s.io";

@@ -24,11 +24,11 @@ import { Manager } from "../../src/controllers/manager.js";
 import { isConflict, isNotFound } from "../../src/kube/errors.js";
 import type { KubeObject } from "../../src/kube/resource.js";
 import { createLogger } from "../../src/runtime/logger.js";
-import { resolveClusterctl } from "../../hack/localplane/binaries.js";
-import { loadCrds } from "../../hack/localplane/crds.js";
-import { LocalPlane } from "../../hack/localplane/plane.js";
-import { CAPI_CRDS, OUR_CRDS } from "../support/cluster.js";
-import { eventually } from "../support/wait.js";
+import { resolveClusterctl } from "../../hack/testkit/binaries.js";
+import { loadCrds } from "../../hack/testkit/crds.js";
+import { LocalPlane } from "../../hack/testkit/plane.js";
+import { CAPI_CRDS, OUR_CRDS } from "../../hack/testkit/cluster.js";
+import { eventually } from "../../hack/testkit/wait.js";
 import { inBatches, kinds, type Kinds } from "./fixtures.js";
 
 /** The suite's own CRDs (the stand-ins for CAPM3's kinds). */

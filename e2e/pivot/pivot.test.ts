@@ -42,8 +42,8 @@ import {
   type Side,
   type World,
 } from "./harness.js";
-import { consistently, eventually } from "../support/wait.js";
-import { runCli } from "../cli/support.js";
+import { consistently, eventually } from "../../hack/testkit/wait.js";
+import { runCli } from "../../hack/testkit/cli.js";
 
 const external = process.env.E2E_EXTERNAL_CONTROLLER === "true";
 const suffix = Math.random().toString(36).slice(2, 7);

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { repoRoot } from "../support/cluster.js";
+import { repoRoot } from "../../hack/testkit/cluster.js";
 
 const USAGE = `usage: npx tsx e2e/pivot/run.ts --from <kubeconfig> --to <kubeconfig>
          [--from-context <name>] [--to-context <name>] [--clusterctl <path>] [--keep] [--external-controller]

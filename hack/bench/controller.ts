@@ -1,28 +1,13 @@
 /**
- * The controller under test as a child process (`node dist/src/main.js`), as it runs in a pod, plus
- * memory readings from /proc. Every process started here is registered so the benchmark can stop them all on error
- * or Ctrl-C, and localplane's exit hook kills any that survive.
+ * The controller under test as a child process (the compiled build, as it runs in a pod; started by
+ * hack/testkit/controller.ts), plus memory readings from /proc. Every process started here is registered so the
+ * benchmark can stop them all on error or Ctrl-C, and the testkit's exit hook (process.ts) kills any that survive.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { startProcess, TSX_LOADER, type Supervised } from "../localplane/process.js";
-
-const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
-/** The compiled controller, as the image runs it (`npm run bench` builds it first with tsconfig.build.json). */
-const COMPILED_MAIN = join(repoRoot, "dist", "src", "main.js");
-const MANAGER_MANIFEST = join(repoRoot, "config", "manager", "manager.yaml");
-
-/**
- * The Node flags the Deployment gives the controller (`NODE_OPTIONS` in config/manager/manager.yaml), so the bench
- * measures the heap settings that ship, not Node's defaults.
- */
-export function deploymentNodeFlags(manifest = readFileSync(MANAGER_MANIFEST, "utf8")): string[] {
-  const value = /- name: NODE_OPTIONS\s+value: "?([^"\n]+)"?/.exec(manifest)?.[1];
-  return value ? value.trim().split(/\s+/) : [];
-}
-/** The tsx loader as a file URL, so the child finds it whatever its working directory. */
+import { startControllerProcess, type ControllerProcess } from "../testkit/controller.js";
+import { exitedWithError, startProcess, TSX_LOADER, type Supervised } from "../testkit/process.js";
 
 const running = new Set<Supervised>();
 let counter = 0;
@@ -47,8 +32,8 @@ export async function readProcMemory(pid: number): Promise<ProcMemory> {
   return { rss: field("VmRSS"), peakRss: field("VmHWM"), rssAnon: field("RssAnon") };
 }
 
-/** A running controller child process. */
-export interface ControllerProcess {
+/** A controller child process of the bench: guarded work, memory readings, a stop that forgets it. */
+export interface BenchController {
   readonly pid: number;
   readonly logFile: string;
   /** Resolves with `work`, or rejects with the controller's last output if it exits first. */
@@ -58,25 +43,15 @@ export interface ControllerProcess {
   stop(): Promise<void>;
 }
 
-function track(proc: Supervised, logFile: string): ControllerProcess {
+/** Registers `proc` so stopAllControllers reaches it, and adds memory readings. */
+function track(proc: ControllerProcess): BenchController {
   running.add(proc);
-  let stopping = false;
   return {
     pid: proc.pid,
-    logFile,
-    async guard<T>(work: Promise<T>): Promise<T> {
-      const crash = proc.exited.then((how) => {
-        throw new Error(
-          `${proc.name} exited (${how})${stopping ? " while stopping" : ""}; log ${logFile}; last output:\n${proc.tail()}`,
-        );
-      });
-      // The losing side of the race must not become an unhandled rejection when the process stops later.
-      crash.catch(() => undefined);
-      return await Promise.race([work, crash]);
-    },
+    logFile: proc.logFile,
+    guard: (work) => proc.guard(work),
     memory: () => readProcMemory(proc.pid),
     async stop() {
-      stopping = true;
       await proc.stop(10_000);
       running.delete(proc);
     },
@@ -84,34 +59,22 @@ function track(proc: Supervised, logFile: string): ControllerProcess {
 }
 
 /**
- * Starts the compiled controller (`dist/src/main.js`, what the image runs, on this process's Node) against
- * `kubeconfigPath` with `--log-level warn`, watching `namespace` (all when undefined). Its output goes to
- * `<logDir>/controller-<n>.log`. Throws when the build is missing.
+ * Starts the compiled controller (`dist/src/main.js` with the Deployment's NODE_OPTIONS, what the image runs) against
+ * `kubeconfigPath` with `--log-level warn`, watching `namespace` (all when undefined); its log goes to `logDir`.
+ * Throws when the build is missing.
  */
-export function startControllerProcess(kubeconfigPath: string, logDir: string, namespace?: string): ControllerProcess {
-  if (!existsSync(COMPILED_MAIN))
-    throw new Error(`${COMPILED_MAIN} is missing: build it first (npm run build), as npm run bench does`);
-  mkdirSync(logDir, { recursive: true });
-  const logFile = join(logDir, `controller-${++counter}.log`);
-  // Probe and metrics ports off: two runs (or a run beside a deployed controller) must not collide on :8080/:8081.
+export function startBenchController(kubeconfigPath: string, logDir: string, namespace?: string): BenchController {
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each controller there when it stops (`node --cpu-prof`).
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const args = [
-    ...deploymentNodeFlags(),
-    ...profile,
-    COMPILED_MAIN,
-    "--kubeconfig",
+  const proc = startControllerProcess({
+    build: "compiled",
     kubeconfigPath,
-    "--log-level",
-    "warn",
-    "--metrics-bind-address",
-    "0",
-    "--health-probe-bind-address",
-    "0",
-    ...(namespace ? ["--namespace", namespace] : []),
-  ];
-  const proc = startProcess("controller", process.execPath, args, logFile);
-  return track(proc, logFile);
+    logDir,
+    ...(namespace ? { namespace } : {}),
+    logLevel: "warn",
+    nodeFlags: profile,
+  });
+  return track(proc);
 }
 
 /**
@@ -127,12 +90,14 @@ export async function idleNodeMemory(withTsx: boolean, logDir: string, settleMs 
     args,
     join(logDir, `idle-node-${++counter}.log`),
   );
-  const ctl = track(proc, "(idle node)");
+  running.add(proc);
   try {
-    await ctl.guard(new Promise((r) => setTimeout(r, settleMs)));
-    return await ctl.memory();
+    // A node that dies while idling would read someone else's /proc entry later (pids get reused): fail instead.
+    await Promise.race([new Promise((r) => setTimeout(r, settleMs)), exitedWithError(proc)]);
+    return await readProcMemory(proc.pid);
   } finally {
-    await ctl.stop();
+    await proc.stop(10_000);
+    running.delete(proc);
   }
 }
 

@@ -18,7 +18,7 @@ import {
   READY_CONDITION,
   type IPClaim,
 } from "../../api/v1alpha1/types.js";
-import { clients, claim } from "../../e2e/support/ipam.js";
+import { clients, claim } from "../testkit/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";

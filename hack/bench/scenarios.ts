@@ -5,11 +5,12 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
-import { freshNamespace } from "../../e2e/support/cluster.js";
-import { clients, pool } from "../../e2e/support/ipam.js";
+import { freshNamespace } from "../testkit/cluster.js";
+import { clients, pool } from "../testkit/ipam.js";
+import { poll, sleep } from "../testkit/wait.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { describeError, isNotFound } from "../../src/kube/errors.js";
-import { idleNodeMemory, startControllerProcess, type ControllerProcess, type ProcMemory } from "./controller.js";
+import { idleNodeMemory, startBenchController, type BenchController, type ProcMemory } from "./controller.js";
 import type { ClaimKind } from "./kinds.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
@@ -29,8 +30,6 @@ export interface BenchContext {
   /** Deadline of each wait for the controller. */
   timeoutMs: number;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Runs `fn` over `items` with at most `limit` calls in flight; rejects with the first error once all settled. */
 export async function runLimited<T>(
@@ -52,16 +51,6 @@ export async function runLimited<T>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error(describeError(firstError));
-}
-
-/** Polls `probe` every `intervalMs` until it returns true (→ true) or `timeoutMs` passes (→ false). */
-export async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number, intervalMs = 100): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await probe()) return true;
-    if (Date.now() >= deadline) return false;
-    await sleep(intervalMs);
-  }
 }
 
 /** 10.0.0.0 with the longest prefix (at most /16) whose subnet yields at least `count` addresses (spec §2: network+1 … broadcast). */
@@ -90,16 +79,12 @@ async function readPool(kc: KubeConfig, namespace: string, name: string): Promis
 /** Waits until the controller wrote the pool's status (Ready condition present): it is synced and reconciling. */
 async function waitPoolReconciled(
   ctx: BenchContext,
-  controller: ControllerProcess,
+  controller: BenchController,
   namespace: string,
   name: string,
 ): Promise<void> {
   const ok = await controller.guard(
-    pollUntil(
-      async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length),
-      ctx.timeoutMs,
-      50,
-    ),
+    poll(async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length), ctx.timeoutMs, 50),
   );
   if (!ok)
     throw new Error(
@@ -113,7 +98,7 @@ export interface BurstOptions {
   /** Creates in flight. */
   concurrency: number;
   /** The controller serving the cluster; a crash aborts the scenario with its output. */
-  controller: ControllerProcess;
+  controller: BenchController;
 }
 
 /** Result of {@link bindBurst}. */
@@ -236,7 +221,7 @@ export async function bareClientCeiling(
 /** Options of {@link singleClaimLatency}. */
 export interface LatencyOptions {
   count: number;
-  controller: ControllerProcess;
+  controller: BenchController;
   /** Quiet time after each bind before the next create, so each claim meets an idle controller. Default 100 ms. */
   pauseMs?: number;
 }
@@ -320,10 +305,10 @@ async function controllerReading(
   ready: () => Promise<boolean>,
   settleMs: number,
 ): Promise<{ memory: ProcMemory; readyMs: number }> {
-  const controller = startControllerProcess(ctx.kubeconfigPath, ctx.logDir, namespace);
+  const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir, namespace);
   try {
     const start = nowMs();
-    const ok = await controller.guard(pollUntil(ready, ctx.timeoutMs, 100));
+    const ok = await controller.guard(poll(ready, ctx.timeoutMs, 100));
     if (!ok)
       throw new Error(
         `the controller did not sync namespace ${namespace} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,

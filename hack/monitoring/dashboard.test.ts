@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { load } from "js-yaml";
-import { repoRoot } from "../../e2e/support/cluster.js";
+import { repoRoot } from "../testkit/cluster.js";
 import { allPanels, DASHBOARD_PATH, loadDashboard, panelQueries, substituteVariables } from "./dashboard.js";
 
 /** Metric a dashboard query must read, per topic of the issue. */

@@ -1,15 +1,15 @@
 /**
  * A real Prometheus as a supervised child process on loopback: temporary data folder, our rules, static scrape
  * targets, and small readers of its HTTP API. Used by the e2e monitoring suite; the process dies with the test run
- * (hack/localplane/process.ts kills every supervised child on exit).
+ * (hack/testkit/process.ts kills every supervised child on exit).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dump } from "js-yaml";
-import { waitFor } from "../localplane/http.js";
-import { claimPort } from "../localplane/ports.js";
-import { exitedWithError, startProcess, type Supervised } from "../localplane/process.js";
+import { eventually } from "../testkit/wait.js";
+import { claimPort } from "../testkit/ports.js";
+import { exitedWithError, startProcess, type Supervised } from "../testkit/process.js";
 import { writeRuleFile, type RuleFile } from "./rules.js";
 
 /** A target Prometheus scrapes, with the target labels a ServiceMonitor would add. */
@@ -87,7 +87,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const ready = waitFor("Prometheus to be ready", async () => (await fetch(`${url}/-/ready`)).ok, 30_000);
+    const ready = eventually("Prometheus to be ready", async () => (await fetch(`${url}/-/ready`)).ok, 30_000, 200);
     await Promise.race([ready, exitedWithError(proc)]);
   } catch (err) {
     await stop();

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { loadAll } from "js-yaml";
-import { repoRoot } from "../../e2e/support/cluster.js";
+import { repoRoot } from "../testkit/cluster.js";
 import {
   ALERT_TESTS_PATH,
   ALERTS_PATH,

@@ -4,7 +4,8 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPClaim } from "../../api/v1alpha1/types.js";
-import { claim, type Clients } from "../../e2e/support/ipam.js";
+import { sleep } from "../testkit/wait.js";
+import { claim, type Clients } from "../testkit/ipam.js";
 import { describeError } from "../../src/kube/errors.js";
 import { Informer } from "../../src/kube/informer.js";
 import { silentLogger } from "../../src/runtime/logger.js";
@@ -109,7 +110,7 @@ export async function churn(c: Clients, watch: BindingWatch, options: ChurnOptio
         result.created++;
       } catch (err) {
         failed(err);
-        await new Promise((r) => setTimeout(r, 500));
+        await sleep(500);
         continue;
       }
       if (await watch.waitBound(uid, options.bindTimeoutMs ?? 60_000)) {

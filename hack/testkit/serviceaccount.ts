@@ -3,7 +3,7 @@
  * config/rbac (namespace metal3-ipam-system, name prefix metal3-ipam-, as config/default renders them) and mints a
  * token through the TokenRequest API. Every suite that starts a controller thereby proves the rules sufficient.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject } from "@kubernetes/client-node";
 import { load } from "js-yaml";
@@ -82,4 +82,14 @@ export async function serviceAccountKubeConfig(admin: KubeConfig): Promise<KubeC
     currentContext: "sa",
   });
   return kc;
+}
+
+/**
+ * {@link serviceAccountKubeConfig} written to `<dir>/sa.kubeconfig`, for a controller child process
+ * (startControllerProcess takes a kubeconfig file). Returns the file's path.
+ */
+export async function serviceAccountKubeconfigFile(admin: KubeConfig, dir: string): Promise<string> {
+  const path = join(dir, "sa.kubeconfig");
+  writeFileSync(path, (await serviceAccountKubeConfig(admin)).exportConfig());
+  return path;
 }

@@ -20,11 +20,12 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { dump } from "js-yaml";
 import { resolveBinaries, type PlaneBinaries } from "./binaries.js";
 import { installCrds } from "./crds.js";
-import { get, waitFor, type TlsIdentity } from "./http.js";
+import { get, type TlsIdentity } from "./http.js";
 import { generatePlanePki, type PlanePki } from "./pki.js";
 import { claimPort } from "./ports.js";
 import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
 import { PLANE_DIR_PREFIX, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
+import { eventually } from "./wait.js";
 
 export interface LocalPlaneOptions {
   /** Folders whose CustomResourceDefinitions are installed once the API server is ready. */
@@ -263,7 +264,7 @@ export class LocalPlane {
   }
 
   private async ready(proc: Supervised, what: string, probe: () => Promise<boolean>): Promise<void> {
-    await Promise.race([exitedWithError(proc), waitFor(what, probe, this.timeout)]);
+    await Promise.race([exitedWithError(proc), eventually(what, probe, this.timeout, 200)]);
   }
 
   /** Installs (or updates) the CRDs of `dirs` and waits until they are served. */

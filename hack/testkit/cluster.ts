@@ -6,7 +6,7 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { LocalPlane } from "../../hack/localplane/plane.js";
+import { LocalPlane } from "./plane.js";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const OUR_CRDS = join(repoRoot, "config", "crd", "bases");

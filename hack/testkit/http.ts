@@ -28,25 +28,3 @@ export async function get(
     req.end();
   });
 }
-
-/**
- * Polls `probe` until it returns true. Rejects with `what` and the last error after `timeoutMs`; never hangs.
- */
-export async function waitFor(
-  what: string,
-  probe: () => Promise<boolean>,
-  timeoutMs: number,
-  intervalMs = 200,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (Date.now() < deadline) {
-    try {
-      if (await probe()) return;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last})` : ""}`);
-}

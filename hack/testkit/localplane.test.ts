@@ -6,13 +6,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
-import { freshNamespace, sharedCluster, usingExistingCluster, type TestCluster } from "../../e2e/support/cluster.js";
+import { freshNamespace, sharedCluster, usingExistingCluster, type TestCluster } from "./cluster.js";
 import { resolveBinaries } from "./binaries.js";
 import { installCrds } from "./crds.js";
 import { LocalPlane } from "./plane.js";
 import { processAlive, reapOrphanedPlanes } from "./reaper.js";
 import { isNotFound, statusCodeOf } from "../../src/kube/errors.js";
-import { eventually } from "../../e2e/support/wait.js";
+import { eventually } from "./wait.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const testdata = join(here, "testdata");

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { CustomObjectsApi, KubeConfig, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { loadAll } from "js-yaml";
 import { isConflict } from "../../src/kube/errors.js";
-import { waitFor } from "./http.js";
+import { eventually } from "./wait.js";
 
 /** Reads every CRD document from the YAML files of `dirs` (not recursive). Throws on a missing folder or a folder without CRDs. */
 export function loadCrds(dirs: string[]): V1CustomResourceDefinition[] {
@@ -56,16 +56,17 @@ export async function installCrds(kc: KubeConfig, dirs: string[], timeoutMs = 60
   const api = kc.makeApiClient(CustomObjectsApi);
   for (const crd of crds) await applyCrd(api, crd);
   const names = crds.map((c) => c.metadata?.name ?? "");
-  await waitFor(
+  await eventually(
     `CRDs ${names.join(", ")} to be Established`,
     async () => {
       for (const name of names) if (!established(await readCrd(api, name))) return false;
       return true;
     },
     timeoutMs,
+    200,
   );
   // Established can precede the resource showing up in discovery and the REST mapping; a list proves both.
-  await waitFor(
+  await eventually(
     `CRDs ${names.join(", ")} to be served`,
     async () => {
       for (const crd of crds) {
@@ -81,6 +82,7 @@ export async function installCrds(kc: KubeConfig, dirs: string[], timeoutMs = 60
       return true;
     },
     timeoutMs,
+    200,
   );
   return names;
 }

@@ -1,21 +1,18 @@
 /**
- * Helpers for reliability suites: a controller in this process whose log can be inspected, the controller as a child
- * process that can be SIGKILLed, a TCP proxy that can freeze connections (a watch that hangs without an error),
- * claim creation that rides out API server restarts, and an audit of the allocations a namespace ends up with.
+ * Helpers for reliability suites: a controller in this process whose log can be inspected, a TCP proxy that can freeze
+ * connections (a watch that hangs without an error), claim creation that rides out API server restarts, and an audit
+ * of the allocations a namespace ends up with. The controller as a child process that can be SIGKILLed is
+ * controller.ts.
  */
-import { mkdirSync, readFileSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
-import { join } from "node:path";
 import { Writable } from "node:stream";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
 import { describeError, isAlreadyExists } from "../../src/kube/errors.js";
 import { createLogger, type Logger } from "../../src/runtime/logger.js";
-import { startProcess, TSX_LOADER, type Supervised } from "../../hack/localplane/process.js";
-import { repoRoot } from "./cluster.js";
 import type { IPAddress, IPClaim } from "../../api/v1alpha1/types.js";
 import { claim, type Clients } from "./ipam.js";
-import { eventually, sleep } from "./wait.js";
+import { sleep } from "./wait.js";
 
 /** A JSON logger whose records are kept for assertions (and echoed to stderr when E2E_LOG is set). */
 export class LogCapture {
@@ -57,74 +54,6 @@ export async function startObservedController(
   const manager = new Manager(kc, { namespace, poolConcurrency: 4, logger: logs.logger, ...options });
   await manager.start();
   return { manager, logs, stop: () => manager.stop() };
-}
-
-/** The controller process (`src/main.ts`) for one namespace, as it runs in a pod. */
-export interface ControllerChild {
-  readonly pid: number;
-  readonly logFile: string;
-  readonly exited: Promise<string>;
-  /** Resolves once the controller logged that its caches are synced; rejects if it exits first or after `timeoutMs`. */
-  waitSynced(timeoutMs?: number): Promise<void>;
-  /** SIGKILL: no drain, no cleanup, like the OOM killer. */
-  kill(): Promise<void>;
-  /** SIGTERM (graceful), SIGKILL after 10 s. */
-  stop(): Promise<void>;
-}
-
-const MAIN = join(repoRoot, "src", "main.ts");
-let childCounter = 0;
-
-/**
- * Starts `node --import tsx src/main.ts` for `namespace` with info logging into `<logDir>/controller-<n>.log`;
- * probes and metrics are off (their default ports would collide between runs).
- */
-export function startControllerChild(kubeconfigPath: string, namespace: string, logDir: string): ControllerChild {
-  mkdirSync(logDir, { recursive: true });
-  const logFile = join(logDir, `controller-${process.pid}-${++childCounter}.log`);
-  const args = [
-    "--import",
-    TSX_LOADER,
-    MAIN,
-    "--kubeconfig",
-    kubeconfigPath,
-    ...(namespace ? ["--namespace", namespace] : []),
-    // info: waitSynced reads "Caches synced" from the log.
-    "--log-level",
-    "info",
-    "--metrics-bind-address",
-    "0",
-    "--health-probe-bind-address",
-    "0",
-  ];
-  const proc: Supervised = startProcess("controller", process.execPath, args, logFile);
-  return {
-    pid: proc.pid,
-    logFile,
-    exited: proc.exited,
-    async waitSynced(timeoutMs = 60_000) {
-      const synced = eventually(
-        "the controller to sync its caches",
-        () => {
-          if (!proc.isRunning()) throw new Error(`controller exited; last output:\n${proc.tail()}`);
-          try {
-            return readFileSync(logFile, "utf8").includes("Caches synced");
-          } catch {
-            return false;
-          }
-        },
-        timeoutMs,
-        100,
-      );
-      const died = proc.exited.then((how) => {
-        throw new Error(`controller exited (${how}) before syncing; last output:\n${proc.tail()}`);
-      });
-      died.catch(() => undefined);
-      await Promise.race([synced, died]);
-    },
-    kill: () => proc.kill(),
-    stop: () => proc.stop(10_000),
-  };
 }
 
 /**
