@@ -17,7 +17,6 @@ import { admissionListener } from "./http.js";
 import { kubeLookup } from "./lookup.js";
 import type { ClusterLookup } from "./lookup.js";
 import type { CertificatePair } from "../certs/pki.js";
-import { SelfManagedSource } from "../certs/selfmanaged.js";
 import type { SelfManagedOptions } from "../certs/selfmanaged.js";
 
 export { WEBHOOK_PATHS } from "./handlers.js";
@@ -74,7 +73,12 @@ async function certificateSource(options: WebhookServerOptions): Promise<Certifi
   if (options.certDir !== undefined && options.selfManaged !== undefined) {
     throw new Error("the webhook server takes a certificate folder or self-managed mode, not both");
   }
-  if (options.selfManaged) return await SelfManagedSource.create(options.selfManaged, options.logger);
+  if (options.selfManaged) {
+    // Loaded only in self-managed mode: its certificate issuer (node-forge) costs about 10 MiB of resident memory
+    // that a controller with cert-manager's certificates never needs.
+    const { SelfManagedSource } = await import("../certs/selfmanaged.js");
+    return await SelfManagedSource.create(options.selfManaged, options.logger);
+  }
   if (options.certDir !== undefined) return new CertDirSource(options.certDir, options.logger, options.certReloadMs);
   throw new Error(
     "the webhook server needs a certificate folder (--webhook-cert-dir) or self-managed mode (--webhook-self-managed)",
