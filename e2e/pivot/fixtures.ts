@@ -33,9 +33,11 @@ import {
   type ObjectMeta,
   type OwnerReference,
 } from "../../api/v1alpha1/types.js";
-import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
+import { exists } from "../../hack/testkit/ipam.js";
 import { eventually } from "../../hack/testkit/wait.js";
+
+export { exists };
 
 /** CAPM3's finalizer on the claims a Metal3Data makes; it means "the machine still uses this address". */
 export const METAL3DATA_FINALIZER = "metal3data.infrastructure.cluster.x-k8s.io";
@@ -571,19 +573,4 @@ export async function versionsOf(k: Kinds, namespace: string): Promise<Record<st
     ]),
   );
   return sortedRecord(entries);
-}
-
-/** Whether an object exists. */
-export async function exists<T extends KubeObject>(
-  client: ResourceClient<T>,
-  namespace: string,
-  name: string,
-): Promise<boolean> {
-  try {
-    await client.get(namespace, name);
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
 }

@@ -8,7 +8,7 @@ import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Cluster } from "../../src/controllers/clusters.js";
 import { Manager } from "../../src/controllers/manager.js";
 import { isNotFound } from "../../src/kube/errors.js";
-import { ResourceClient } from "../../src/kube/resource.js";
+import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { createLogger, silentLogger } from "../../src/runtime/logger.js";
 import { freshNamespace } from "./cluster.js";
 import { serviceAccountKubeConfig } from "./serviceaccount.js";
@@ -100,8 +100,9 @@ export async function addressOf(c: Clients, namespace: string, claimName: string
   }
 }
 
-export async function exists(
-  client: ResourceClient<IPPool> | ResourceClient<IPClaim> | ResourceClient<IPAddress>,
+/** Whether an object exists (any kind). */
+export async function exists<T extends KubeObject>(
+  client: ResourceClient<T>,
   namespace: string,
   name: string,
 ): Promise<boolean> {

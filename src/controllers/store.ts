@@ -191,33 +191,26 @@ export class Store {
   }
 
   /**
-   * Freshness barrier before allocating (spec §3.4): lists the pool's IPAddresses at a resourceVersion no older than
-   * `notOlderThan` and folds them into the cache. The claims and addresses watches are separate streams, so without
-   * this an IPAddress created (by hand) before a claim could still be missing from the cache when the claim arrives.
+   * Freshness barrier before allocating (spec §3.4): lists the objects of `informer` in `namespace` whose selectable
+   * `field` equals `value` (a pool's IPAddresses, of either API), at a resourceVersion no older than `notOlderThan`,
+   * and folds them into the cache. The claims and addresses watches are separate streams, so without this a record
+   * created (by hand) before a claim could still be missing from the cache when the claim arrives.
    */
-  async refreshPoolAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
-    const items = await this.addresses.client.listWhere(
+  async refreshWhere<T extends KubeObject>(
+    informer: Informer<T>,
+    namespace: string,
+    field: { path: string; read: (obj: T) => string | undefined },
+    value: string,
+    notOlderThan: string | undefined,
+  ): Promise<void> {
+    const items = await informer.client.listWhere(
       namespace,
-      "spec.pool.name",
-      poolName,
-      (a) => a.spec?.pool?.name,
+      field.path,
+      value,
+      field.read,
       notOlderThan ? { notOlderThan } : {},
     );
-    for (const item of items) this.addresses.upsert(item);
-  }
-
-  /** The freshness barrier of {@link refreshPoolAddresses} for the pool's Cluster API IPAddresses. */
-  async refreshPoolCapiAddresses(namespace: string, poolName: string, notOlderThan: string | undefined): Promise<void> {
-    const capi = this.capi;
-    if (!capi) return;
-    const items = await capi.addresses.client.listWhere(
-      namespace,
-      "spec.poolRef.name",
-      poolName,
-      (a) => a.spec?.poolRef?.name,
-      notOlderThan ? { notOlderThan } : {},
-    );
-    for (const item of items) capi.addresses.upsert(item);
+    for (const item of items) informer.upsert(item);
   }
 
   /** Reads one object from the API server, bypassing the cache; undefined when it does not exist. */

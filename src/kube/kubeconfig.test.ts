@@ -67,11 +67,21 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
     expect((await access.requestOptions()).headers.Authorization).to.equal("Bearer first");
   });
 
-  it("hands exec credentials to client-node instead of ignoring them", async () => {
-    const access = await loadClusterAccess(
-      kubeconfig(dir, { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "true" } }),
-    );
+  it("hands exec credentials to client-node instead of ignoring them: the plugin's token is sent", async () => {
+    const credential = JSON.stringify({
+      apiVersion: "client.authentication.k8s.io/v1",
+      kind: "ExecCredential",
+      status: { token: "from-exec" },
+    });
+    const exec = {
+      apiVersion: "client.authentication.k8s.io/v1",
+      command: "sh",
+      args: ["-c", `echo '${credential}'`],
+      interactiveMode: "Never",
+    };
+    const access = await loadClusterAccess(kubeconfig(dir, { exec }));
     expect(access.server).to.equal("https://127.0.0.1:6443");
+    expect((await access.requestOptions()).headers.Authorization).to.equal("Bearer from-exec");
   });
 
   it("says what is wrong with a kubeconfig without a usable current context", async () => {

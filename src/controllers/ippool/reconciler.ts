@@ -145,13 +145,14 @@ export class PoolReconciler {
     // Both kinds of records hold addresses of the pool, so both must be as fresh as the barrier. A watch that has
     // already delivered everything up to the barrier makes its cache as fresh as a list would be.
     const fresh = (observed: string): boolean => barrier !== undefined && passed(observed, barrier);
+    const { addresses, capi } = this.store;
     await Promise.all([
-      fresh(this.store.addresses.observedResourceVersion)
+      fresh(addresses.observedResourceVersion)
         ? undefined
-        : this.store.refreshPoolAddresses(namespace, poolName, barrier),
-      !this.store.capi || fresh(this.store.capi.addresses.observedResourceVersion)
+        : this.store.refreshWhere(addresses, namespace, ADDRESS_POOL_FIELD, poolName, barrier),
+      !capi || fresh(capi.addresses.observedResourceVersion)
         ? undefined
-        : this.store.refreshPoolCapiAddresses(namespace, poolName, barrier),
+        : this.store.refreshWhere(capi.addresses, namespace, CAPI_ADDRESS_POOL_FIELD, poolName, barrier),
     ]);
   }
 
@@ -388,6 +389,14 @@ function adoptedAsIs(pool: IPPool, desired: IPPoolStatus): boolean {
     isEqual(current.indexes, desired.indexes)
   );
 }
+
+/** The selectable field naming the pool of an IPAddress (field selector, and how to read it where unsupported). */
+const ADDRESS_POOL_FIELD = { path: "spec.pool.name", read: (a: IPAddress): string | undefined => a.spec?.pool?.name };
+/** The same for a Cluster API IPAddress (`poolRef`; not selectable in Cluster API's CRDs, so read here). */
+const CAPI_ADDRESS_POOL_FIELD = {
+  path: "spec.poolRef.name",
+  read: (a: CapiIPAddress): string | undefined => a.spec?.poolRef?.name,
+};
 
 /** The Cluster a claim belongs to (spec §4): its own label, else its pool's. */
 export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): string | undefined {
