@@ -83,18 +83,27 @@ function parseImports(file: string, text: string): Import[] {
   return found;
 }
 
-/** Named bindings of a static import of `module` in `text` that survive compilation (not `type`-marked). */
+/** The imported names in the text between `{` and `}`, type-marked ones left out (`a as b`, `a: b` give `a`). */
+function namesIn(braces: string): string[] {
+  return braces
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p && !p.startsWith("type "))
+    .map((p) => p.split(/\s+as\s+|\s*:\s*/)[0] ?? p);
+}
+
+/**
+ * Named bindings of `module` in `text` that survive compilation: from a static import (not `type`-marked) or
+ * destructured from `process.getBuiltinModule(module)`.
+ */
 function runtimeNamesFrom(text: string, module: string): string[] {
   const names: string[] = [];
   for (const m of text.matchAll(STATIC)) {
     if (m[4] !== module || m[2]) continue;
-    const braces = /\{([^}]*)\}/.exec(m[3] ?? "")?.[1] ?? "";
-    for (const part of braces
-      .split(",")
-      .map((p) => p.trim())
-      .filter((p) => p && !p.startsWith("type ")))
-      names.push(part.split(/\s+as\s+/)[0] ?? part);
+    names.push(...namesIn(/\{([^}]*)\}/.exec(m[3] ?? "")?.[1] ?? ""));
   }
+  for (const m of text.matchAll(/\{([^}]*)\}\s*=\s*process\.getBuiltinModule\(\s*"([^"]+)"\s*\)/g))
+    if (m[2] === module) names.push(...namesIn(m[1] ?? ""));
   return names;
 }
 
@@ -257,5 +266,14 @@ describe("layer rules (imports of api/, src/, hack/, e2e/)", () => {
       return [...names, ...(/(?<![.\w])fetch\(/.test(text) ? ["fetch"] : [])].map((n) => `${file} uses ${n}`);
     });
     expect(http, "HTTP clients outside src/kube").to.deep.equal([]);
+  });
+
+  it("(2) no production file imports node:http as an ES module (the namespace loads Node's undici, ~15 MiB)", () => {
+    // Building the ES namespace of node:http reads its lazy `WebSocket` export, which loads Node's bundled undici
+    // (nodejs/node#59686); process.getBuiltinModule("node:http") leaves it lazy. Type-only imports are erased.
+    const esHttp = IMPORTS.filter(
+      (i) => i.file.startsWith("src/") && !isTest(i.file) && i.target === "node:http" && !i.typeOnly,
+    );
+    expect(esHttp.map(describeImport)).to.deep.equal([]);
   });
 });

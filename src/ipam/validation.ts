@@ -2,7 +2,8 @@
  * The one validation module (spec §6), shared by the admission webhooks and the controllers (defence in depth).
  * Every function collects all errors and never throws, even on objects that are missing required parts.
  */
-import lodash from "lodash";
+import isEqual from "lodash/isEqual.js";
+import cloneDeep from "lodash/cloneDeep.js";
 import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef } from "../../api/v1alpha1/types.js";
 import { addressKey, formatAddress, parseAddress } from "./address.js";
@@ -137,7 +138,7 @@ export function ipPoolUpdateWarnings(
   old: IPPool | undefined,
   inUseAddresses: readonly string[],
 ): string[] {
-  if (!old?.spec || lodash.isEqual(old.spec, pool.spec)) return [];
+  if (!old?.spec || isEqual(old.spec, pool.spec)) return [];
   return droppedInUse(pool, old, inUseAddresses).inside.map(
     (a) => `spec.pools: ${formatAddress(a)} is in use and no entry yields it any more (it stays held by its IPAddress)`,
   );
@@ -152,7 +153,7 @@ export function ipPoolUpdateWarnings(
  */
 export function validateIPPool(pool: IPPool, old?: IPPool, inUseAddresses: readonly string[] = []): FieldError[] {
   const spec: IPPoolSpec = pool.spec ?? { namePrefix: "" };
-  if (old && lodash.isEqual(old.spec, spec)) return [];
+  if (old && isEqual(old.spec, spec)) return [];
   const errors = validateIPPoolSpec(spec);
   if (!old?.spec) return errors;
   if (old.spec.namePrefix !== spec.namePrefix) {
@@ -168,7 +169,7 @@ export function validateIPPool(pool: IPPool, old?: IPPool, inUseAddresses: reado
 
 /** A copy of `pool` with defaults applied: `allocationStrategy` absent or `""` becomes `sequential`. */
 export function defaultIPPool(pool: IPPool): IPPool {
-  const copy = lodash.cloneDeep(pool);
+  const copy = cloneDeep(pool);
   if (copy.spec && !copy.spec.allocationStrategy) copy.spec.allocationStrategy = "sequential";
   return copy;
 }

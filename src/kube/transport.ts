@@ -3,9 +3,14 @@
  * per {@link ClusterAccess}. (client-node opens a new connection, with a TLS handshake on both sides, for every
  * request; on two cores that cost the API server much of its CPU, issue 13.)
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import { accessOf, type ClusterAccess, type Kube } from "./access.js";
+
+// node:http through getBuiltinModule, never an ES import: building the ES namespace reads every export, and reading
+// `WebSocket` loads Node's bundled undici, about 15 MiB resident the controller never uses (nodejs/node#59686).
+const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
+type HttpAgent = InstanceType<typeof HttpAgent>;
 
 /** Thrown when a request got no answer within its deadline. Whether a write took effect is then unknown. */
 export class RequestTimeoutError extends Error {
@@ -111,6 +116,15 @@ export async function requestOptionsFor(
   };
 }
 
+/** Starts a request to `url` over node:http or node:https, as its scheme says; the caller ends it. */
+export function sendRequest(
+  url: URL,
+  options: RequestOptions,
+  onResponse: (res: IncomingMessage) => void,
+): ReturnType<typeof httpsRequest> {
+  return url.protocol === "http:" ? httpRequest(url, options, onResponse) : httpsRequest(url, options, onResponse);
+}
+
 /** Sends `req`; resolves with the parsed JSON answer (undefined when empty), rejects with ApiError or RequestTimeoutError. */
 export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
   const access = accessOf(kube);
@@ -121,9 +135,8 @@ export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
       ? {}
       : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
   const options = await requestOptionsFor(access, req.method, headers);
-  const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return await new Promise<T>((resolve, reject) => {
-    const request = send(url, options, (res) => {
+    const request = sendRequest(url, options, (res) => {
       readBody(res).then((text) => settle(res.statusCode ?? 0, text, req.what, resolve, reject), reject);
     });
     const timer = setTimeout(

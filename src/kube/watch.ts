@@ -4,10 +4,9 @@
  * builds is overwritten before use), so a connect to a hung API server hangs forever; and which reports an HTTP
  * error status as `statusCode`, not as the `code` that ./errors.ts classifies.
  */
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+import type { IncomingMessage } from "node:http";
 import { accessOf, type Kube } from "./access.js";
-import { requestOptionsFor, urlOf } from "./transport.js";
+import { requestOptionsFor, sendRequest, urlOf } from "./transport.js";
 
 /** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with its object. */
 export interface WatchEvent {
@@ -42,9 +41,8 @@ export async function streamWatch(kube: Kube, req: WatchRequest): Promise<void> 
   const url = urlOf(access, req.path, { ...req.query, watch: true });
   // The credentials of every other request, on a connection of its own: the watch holds it until it ends.
   const options = await requestOptionsFor(access, "GET", {}, req.signal, true);
-  const send = url.protocol === "http:" ? httpRequest : httpsRequest;
   return await new Promise<void>((resolve, reject) => {
-    const request = send(url, options, (res) => {
+    const request = sendRequest(url, options, (res) => {
       if (res.statusCode !== 200) {
         readErrorBody(res).then(reject, reject);
         return;

@@ -2,8 +2,11 @@
  * HTTP endpoints for operators: `/metrics` (Prometheus text format) and `/healthz`, `/readyz` for kubelet probes.
  * Either may listen on its own address; an address of "0" disables that server.
  */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { Registry } from "prom-client";
+
+// Not an ES import of node:http: that loads Node's bundled undici (see src/kube/transport.ts).
+const { createServer } = process.getBuiltinModule("node:http");
 
 export interface ProbeOptions {
   /** `host:port` or `:port`. */

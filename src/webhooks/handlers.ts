@@ -4,7 +4,7 @@
  * webhook), a request for the wrong kind or with an unreadable object is denied with 400. They may reject (a failed
  * lookup); the HTTP layer turns that into a 500 denial.
  */
-import lodash from "lodash";
+import isEqual from "lodash/isEqual.js";
 import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPClaim, IPPool, ObjectMeta } from "../../api/v1alpha1/types.js";
 import { formatFieldError } from "../ipam/fielderror.js";
@@ -130,7 +130,7 @@ export const mutateIPPool: Route = {
     const ops: JsonPatchOp[] = [];
     for (const [key, value] of Object.entries(defaulted.spec)) {
       const before: unknown = (object.spec as unknown as Record<string, unknown>)[key];
-      if (lodash.isEqual(before, value)) continue;
+      if (isEqual(before, value)) continue;
       ops.push({ op: before === undefined ? "add" : "replace", path: `/spec/${pointerSegment(key)}`, value });
     }
     return Promise.resolve(allow(req.uid, [], ops));
@@ -161,13 +161,13 @@ export const validateIPPoolRoute: Route = {
     const decoded = prelude<IPPool>(req, IPPOOL_KIND);
     if (isResponse(decoded)) return decoded;
     const { object, old } = decoded;
-    if (old && lodash.isEqual(old.spec, object.spec)) return allow(req.uid);
+    if (old && isEqual(old.spec, object.spec)) return allow(req.uid);
     const namespace = object.metadata.namespace ?? "";
     const name = objectName(req, object.metadata);
     // Warnings never fail (see poolWarnings), so their list runs while the addresses in use are read.
     const warnings = poolWarnings(object, ctx);
     let inUse: string[] = [];
-    if (old && !lodash.isEqual(old.spec?.pools, object.spec?.pools)) {
+    if (old && !isEqual(old.spec?.pools, object.spec?.pools)) {
       try {
         inUse = await ctx.lookup.addressesOfPool(namespace, name);
       } catch (err) {
