@@ -12,7 +12,7 @@ import {
 import { Reasons, type IPPool, type Reason } from "../../../api/v1alpha1/types.js";
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
-import { isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
+import { byName, isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
 import { allocationRefusal, chooseAddress, requestedAddressOf } from "../ippool/plan.js";
 import { belongsToCapiClaim, desiredCapiAddress, madeForCapiClaim } from "./translate.js";
 
@@ -49,7 +49,7 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   if (isDeletedForMove(claim.metadata) || input.movedAway) return { kind: "skip", why: "moved by clusterctl" };
   const mine = input.claimAddresses
     .filter((a) => belongsToCapiClaim(a, claim))
-    .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+    .sort(byName);
   if (isDeleting(claim.metadata)) {
     // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
     if (!onlyOurFinalizers(claim.metadata, [IPADDRESSCLAIM_FINALIZER]))

@@ -20,7 +20,7 @@ import {
 import type { AllocationResult, PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import type { PauseState } from "../clusters.js";
-import { isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
+import { byName, isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
 
 export type ClaimAction =
   | { kind: "skip"; why: string }
@@ -65,7 +65,7 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
   if (pause.paused) return { kind: "skip", why: pause.why };
   const mine = input.claimAddresses
     .filter((a) => belongsToClaim(a, claim))
-    .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+    .sort(byName);
   if (isDeleting(claim.metadata)) {
     // Taken away by `clusterctl move`: release nothing (spec §7), even when no paused Cluster covers the claim.
     if (isDeletedForMove(claim.metadata)) return { kind: "skip", why: "deleted by clusterctl move" };
