@@ -1,6 +1,6 @@
 /**
  * The shipping artefacts that cannot run here (no Docker engine): their scripts pass shellcheck (and the Dockerfile
- * hadolint) where installed, the production build the image runs starts, and clusterctl accepts the rendered
+ * hadolint) where installed, the production build the image runs starts with the image's Node flags, and clusterctl accepts the rendered
  * release components through a local providers entry.
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { resolveClusterctl } from "../hack/testkit/binaries.js";
 import { repoRoot } from "../hack/testkit/cluster.js";
+import { deploymentNodeFlags, imageNodeFlags } from "../hack/testkit/controller.js";
 
 const has = (tool: string, ...args: string[]): boolean =>
   spawnSync(tool, args.length > 0 ? args : ["--version"], { stdio: "ignore" }).status === 0;
@@ -40,7 +41,7 @@ describe("shipping artefacts", function () {
     if (has("hadolint")) expect(spawnSync("hadolint", [join(repoRoot, "Dockerfile")]).status).to.equal(0);
   });
 
-  it("the production build (what the image runs) compiles and starts", () => {
+  it("the production build (what the image runs) compiles and starts with the image's and the Deployment's Node flags", () => {
     // Inside the repository, so that the output resolves node_modules as the image's /app does.
     mkdirSync(join(repoRoot, ".cache"), { recursive: true });
     const out = mkdtempSync(join(repoRoot, ".cache", "build-"));
@@ -56,9 +57,12 @@ describe("shipping artefacts", function () {
         ],
         { cwd: repoRoot },
       );
-      const help = spawnSync(process.execPath, [join(out, "src", "main.js"), "--help"], {
+      // As a pod starts it: the ENTRYPOINT's Node flags on the command line, the Deployment's in NODE_OPTIONS (which
+      // refuses most V8 flags: a flag put in the wrong place stops the pod at start).
+      const help = spawnSync(process.execPath, [...imageNodeFlags(), join(out, "src", "main.js"), "--help"], {
         encoding: "utf8",
         cwd: repoRoot,
+        env: { ...process.env, NODE_OPTIONS: deploymentNodeFlags().join(" ") },
       });
       expect(help.status).to.equal(0);
       expect(help.stderr + help.stdout).to.include("--leader-elect");

@@ -59,7 +59,7 @@ function track(proc: ControllerProcess): BenchController {
 }
 
 /**
- * Starts the compiled controller (`dist/src/main.js` with the Deployment's NODE_OPTIONS, what the image runs) against
+ * Starts the compiled controller (`dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's NODE_OPTIONS, as a pod runs it) against
  * `kubeconfigPath` with `--log-level warn`, watching `namespace` (all when undefined); its log goes to `logDir`.
  * Throws when the build is missing.
  */

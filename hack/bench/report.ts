@@ -167,7 +167,7 @@ function memorySection(r: BenchResults): Section | undefined {
   if (rows.length === 0) return undefined;
   return {
     title:
-      "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs compiled: `node dist/src/main.js`)",
+      "4. Controller memory (VmRSS from /proc/<pid>/status; the controller runs compiled, with the image's Node flags)",
     rows,
   };
 }

@@ -15,6 +15,20 @@ export const COMPILED_MAIN = join(repoRoot, "dist", "src", "main.js");
 /** The controller's source, run through the tsx loader (no build step). */
 export const SOURCE_MAIN = join(repoRoot, "src", "main.ts");
 const MANAGER_MANIFEST = join(repoRoot, "config", "manager", "manager.yaml");
+const DOCKERFILE = join(repoRoot, "Dockerfile");
+
+/**
+ * The Node flags of the image's ENTRYPOINT (`["node", <flags>, "dist/src/main.js"]` in the Dockerfile): V8 flags that
+ * NODE_OPTIONS refuses (such as --optimize-for-size) live there. Throws when the ENTRYPOINT is not of that shape, so
+ * a changed Dockerfile cannot silently drop them from every measurement.
+ */
+export function imageNodeFlags(dockerfile = readFileSync(DOCKERFILE, "utf8")): string[] {
+  const line = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1];
+  const argv: unknown = line === undefined ? undefined : JSON.parse(line);
+  if (!Array.isArray(argv) || argv[0] !== "node" || argv.at(-1) !== "dist/src/main.js")
+    throw new Error(`the Dockerfile's ENTRYPOINT is not ["node", ...flags, "dist/src/main.js"]: ${line ?? "none"}`);
+  return argv.slice(1, -1).map(String);
+}
 
 /**
  * The Node flags the Deployment gives the controller (`NODE_OPTIONS` in config/manager/manager.yaml), so a compiled
@@ -36,7 +50,8 @@ export interface ControllerProcessOptions {
   /** `--namespace`; all namespaces when undefined or empty. */
   namespace?: string;
   /**
-   * `compiled`: `dist/src/main.js` with the Deployment's NODE_OPTIONS, as the image runs it (throws when not built).
+   * `compiled`: `dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's NODE_OPTIONS, as a pod runs
+   * it (throws when not built).
    * `source` (default): `src/main.ts` through tsx on Node's defaults, no build step needed.
    */
   build?: "compiled" | "source";
@@ -72,7 +87,7 @@ function entryArgs(build: "compiled" | "source", nodeFlags: readonly string[]): 
   if (build === "source") return ["--import", TSX_LOADER, ...nodeFlags, SOURCE_MAIN];
   if (!existsSync(COMPILED_MAIN))
     throw new Error(`${COMPILED_MAIN} is missing: build it first (npm run build), as npm run bench does`);
-  return [...deploymentNodeFlags(), ...nodeFlags, COMPILED_MAIN];
+  return [...imageNodeFlags(), ...deploymentNodeFlags(), ...nodeFlags, COMPILED_MAIN];
 }
 
 /** The controller's own flags. */

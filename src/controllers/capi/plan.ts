@@ -47,9 +47,7 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   if (pause.paused) return { kind: "skip", why: pause.why };
   // Leaving with `clusterctl move`: clusterctl strips the finalizers; releasing or re-creating here would fight it.
   if (isDeletedForMove(claim.metadata) || input.movedAway) return { kind: "skip", why: "moved by clusterctl" };
-  const mine = input.claimAddresses
-    .filter((a) => belongsToCapiClaim(a, claim))
-    .sort(byName);
+  const mine = input.claimAddresses.filter((a) => belongsToCapiClaim(a, claim)).sort(byName);
   if (isDeleting(claim.metadata)) {
     // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
     if (!onlyOurFinalizers(claim.metadata, [IPADDRESSCLAIM_FINALIZER]))

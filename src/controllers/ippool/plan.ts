@@ -63,9 +63,7 @@ function madeFor(address: IPAddress, claim: IPClaim): boolean {
 export function planClaim(input: ClaimPlanInput): ClaimAction {
   const { claim, pool, pause } = input;
   if (pause.paused) return { kind: "skip", why: pause.why };
-  const mine = input.claimAddresses
-    .filter((a) => belongsToClaim(a, claim))
-    .sort(byName);
+  const mine = input.claimAddresses.filter((a) => belongsToClaim(a, claim)).sort(byName);
   if (isDeleting(claim.metadata)) {
     // Taken away by `clusterctl move`: release nothing (spec §7), even when no paused Cluster covers the claim.
     if (isDeletedForMove(claim.metadata)) return { kind: "skip", why: "deleted by clusterctl move" };
