@@ -8,7 +8,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
-import yaml from "js-yaml";
 import { accessOf, type AccessOptions, type ClusterAccess } from "./access.js";
 
 const SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -83,9 +82,13 @@ const entry = (
   field: "cluster" | "user" | "context",
 ): Record<string, unknown> | undefined => list?.find((e) => e.name === name)?.[field];
 
-/** The access of a kubeconfig file's current context; undefined when it needs client-node (exec, auth providers). */
-function fromFile(path: string): ClusterAccess | undefined {
-  const config = (yaml.load(readFileSync(path, "utf8")) ?? {}) as KubeconfigFile;
+/**
+ * The access of a kubeconfig file's current context; undefined when it needs client-node (exec, auth providers).
+ * js-yaml is imported here, not at the top: a pod authenticates in-cluster and never needs a YAML parser.
+ */
+async function fromFile(path: string): Promise<ClusterAccess | undefined> {
+  const { load } = await import("js-yaml");
+  const config = (load(readFileSync(path, "utf8")) ?? {}) as KubeconfigFile;
   const context = entry(config.contexts, config["current-context"], "context");
   const cluster = entry(config.clusters, context?.cluster, "cluster");
   const user = entry(config.users, context?.user, "user") ?? {};
@@ -136,5 +139,5 @@ export async function loadClusterAccess(explicitPath?: string): Promise<ClusterA
     if (pod) return pod;
     throw new Error("no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod");
   }
-  return fromFile(path) ?? (await throughClientNode(path));
+  return (await fromFile(path)) ?? (await throughClientNode(path));
 }
