@@ -1,6 +1,6 @@
 /**
- * `npm run soak`: a soak benchmark, not a test. Runs the compiled controller as a child process (as the image runs it,
- * with the Deployment's NODE_OPTIONS) against a local plane of its own and churns claims on several pools for
+ * `npm run soak`: a soak benchmark, not a test. Runs the compiled controller as a child process (as a pod runs it,
+ * with the image's Node flags) against a local plane of its own and churns claims on several pools for
  * SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim, wait until it is bound and delete it, next to
  * SOAK_RESIDENT claims per pool that live throughout. Then it lets
  * everything settle and checks, through the API:
@@ -8,7 +8,9 @@
  *   - leaks: IPAddresses no live claim is bound to (their claim gone, or never bound), claims left without an address,
  *     claims stuck deleting.
  * It prints allocations per second, create→bound latency, the controller's memory (RSS from /proc) after the
- * resident claims were bound and again after the churn settled, and writes the figures to .cache/soak/last.json.
+ * resident claims were bound and again after the churn settled, and whether memory grew during the churn: RSS and the
+ * V8 heap in use (from the controller's own /metrics) are sampled every 15 s and fitted by hack/soak/trend.ts, which
+ * calls the series flat, growing or shrinking against its own noise. Figures go to .cache/soak/last.json.
  * Exit code 1 when a duplicate or a leak was found. Short run: `SOAK_MINUTES=1 npm run soak`.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -23,9 +25,11 @@ import { readProcMemory, type ProcMemory } from "./bench/controller.js";
 import { fmt, fmtBytes, fmtMs, summarize } from "./bench/stats.js";
 import { renderTable, type Row } from "./bench/table.js";
 import { LocalPlane } from "./testkit/plane.js";
+import { claimPort } from "./testkit/ports.js";
 import { poll, sleep } from "./testkit/wait.js";
 import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
 import { readSoakConfig, type SoakConfig } from "./soak/config.js";
+import { memoryTrend, type MemorySample, type MemoryTrend } from "./soak/trend.js";
 
 const SOAK_DIR = join(repoRoot, ".cache", "soak");
 
@@ -82,12 +86,38 @@ async function settle(c: Clients, ns: string, expected: number, timeoutMs: numbe
   return last;
 }
 
-/** Samples the controller's RSS every 15 s while `work` runs. */
-async function sampled<T>(pid: number, work: Promise<T>): Promise<{ value: T; peakRss: number; samples: number[] }> {
-  const samples: number[] = [];
+/** One memory reading during the churn: ms since the churn started, RSS, and the V8 heap in use when it answered. */
+interface SoakSample {
+  atMs: number;
+  rss: number;
+  heapUsed?: number;
+}
+
+const HEAP_USED = /^metal3_ipam_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m;
+
+/** The controller's V8 heap in use, from its /metrics; undefined when the scrape fails (the sample keeps its RSS). */
+async function scrapeHeapUsed(metricsUrl: string): Promise<number | undefined> {
+  try {
+    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
+    const value = HEAP_USED.exec(await res.text())?.[1];
+    return value === undefined ? undefined : Number(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples the controller's RSS and heap in use every 15 s while `work` runs. */
+async function sampled<T>(
+  pid: number,
+  metricsUrl: string,
+  work: Promise<T>,
+): Promise<{ value: T; peakRss: number; samples: SoakSample[] }> {
+  const samples: SoakSample[] = [];
+  const started = Date.now();
   const timer = setInterval(() => {
-    readProcMemory(pid).then(
-      (m) => samples.push(m.rss),
+    const atMs = Date.now() - started;
+    Promise.all([readProcMemory(pid), scrapeHeapUsed(metricsUrl)]).then(
+      ([m, heapUsed]) => samples.push({ atMs, rss: m.rss, ...(heapUsed === undefined ? {} : { heapUsed }) }),
       () => undefined,
     );
   }, 15_000);
@@ -98,6 +128,16 @@ async function sampled<T>(pid: number, work: Promise<T>): Promise<{ value: T; pe
   } finally {
     clearInterval(timer);
   }
+}
+
+/** The trends of the RSS and heap series. */
+function trendsOf(samples: readonly SoakSample[]): { rss: MemoryTrend; heapUsed: MemoryTrend } {
+  const series = (pick: (s: SoakSample) => number | undefined): MemorySample[] =>
+    samples.flatMap((s) => {
+      const bytes = pick(s);
+      return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
+    });
+  return { rss: memoryTrend(series((s) => s.rss)), heapUsed: memoryTrend(series((s) => s.heapUsed)) };
 }
 
 function controllerLogCounts(logFile: string): { errors: number; warnings: number; duplicatesReleased: number } {
@@ -123,11 +163,27 @@ interface SoakFigures {
     latencyMs: ReturnType<typeof summarize>;
     errors: Record<string, number>;
   };
-  memory: { start: ProcMemory; end: ProcMemory; peakRss: number; samplesRss: number[] };
+  memory: {
+    start: ProcMemory;
+    end: ProcMemory;
+    peakRss: number;
+    samples: SoakSample[];
+    trend: { rss: MemoryTrend; heapUsed: MemoryTrend };
+  };
   audit: AllocationAudit;
   duplicates: number;
   leaks: number;
   controllerLog: ReturnType<typeof controllerLogCounts>;
+}
+
+function trendRow(metric: string, t: MemoryTrend): Row {
+  const perTen = (t.bytesPerMinute * 10) / (1024 * 1024);
+  const detail =
+    t.verdict === "too few samples"
+      ? `${t.samples} samples after the warm-up`
+      : `${perTen >= 0 ? "+" : ""}${fmt(perTen)} MiB per 10 min (fitted line), noise band ${fmtBytes(t.noiseBytes)}, ` +
+        `${fmtBytes(t.minBytes)}–${fmtBytes(t.maxBytes)} over ${t.samples} samples after a ${fmt(t.warmupMs / 1000)} s warm-up`;
+  return { metric, value: t.verdict, detail };
 }
 
 function render(f: SoakFigures): string {
@@ -162,6 +218,8 @@ function render(f: SoakFigures): string {
       value: fmtBytes(f.memory.end.rss),
       detail: `anonymous ${fmtBytes(f.memory.end.rssAnon)}; after the churn settled; peak ${fmtBytes(f.memory.peakRss)}`,
     },
+    trendRow("RSS during the churn", f.memory.trend.rss),
+    trendRow("V8 heap in use during the churn", f.memory.trend.heapUsed),
     {
       metric: "duplicates",
       value: String(f.duplicates),
@@ -197,13 +255,15 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   const c = clients(kc);
   const ns = await freshNamespace(kc, "soak");
   progress(`starting the controller (namespace ${ns})`);
-  // The compiled build with the Deployment's NODE_OPTIONS (npm run soak builds it), so the memory figures are the
-  // image's; info logging, which waitSynced reads.
+  // The compiled build with the image's Node flags (npm run soak builds it), so the memory figures are the image's;
+  // info logging, which waitSynced reads; metrics on a free loopback port, for the heap series.
+  const metricsPort = await claimPort();
   const ctl = startControllerProcess({
     build: "compiled",
     kubeconfigPath: plane.kubeconfigPath,
     namespace: ns,
     logDir: join(SOAK_DIR, "logs"),
+    metricsBindAddress: `127.0.0.1:${metricsPort}`,
   });
   controller = ctl;
   await ctl.waitSynced();
@@ -215,6 +275,7 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   progress(`churning for ${config.minutes} min; controller RSS ${fmtBytes(start.rss)}`);
   const run = await sampled(
     ctl.pid,
+    `http://127.0.0.1:${metricsPort}/metrics`,
     churn(c, watch, {
       namespace: ns,
       pools,
@@ -240,7 +301,13 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
       latencyMs: summarize(result.latenciesMs),
       errors: Object.fromEntries(result.errors),
     },
-    memory: { start, end, peakRss: Math.max(run.peakRss, end.peakRss), samplesRss: run.samples },
+    memory: {
+      start,
+      end,
+      peakRss: Math.max(run.peakRss, end.peakRss),
+      samples: run.samples,
+      trend: trendsOf(run.samples),
+    },
     audit,
     duplicates: audit.duplicateAddresses.length + audit.claimsWithSeveral.length,
     leaks: audit.strayAddresses.length + audit.unbound.length + audit.deleting.length,

@@ -1,0 +1,62 @@
+import { expect } from "chai";
+import { GROWTH_FLOOR_BYTES, memoryTrend, type MemorySample } from "./trend.js";
+
+const MiB = 1024 * 1024;
+
+/** A reading every 15 s for `minutes`, `bytesAt(minute)` plus deterministic noise of ±`noiseMiB`. */
+function series(minutes: number, bytesAt: (minute: number) => number, noiseMiB = 1): MemorySample[] {
+  const out: MemorySample[] = [];
+  for (let atMs = 0; atMs <= minutes * 60_000; atMs += 15_000) {
+    // A fixed zig-zag, not Math.random: the test must give the same verdict on every run.
+    const noise = (((atMs / 15_000) * 7) % 5) / 2 - 1;
+    out.push({ atMs, bytes: bytesAt(atMs / 60_000) + noise * noiseMiB * MiB });
+  }
+  return out;
+}
+
+describe("soak memory trend", () => {
+  it("calls a noisy series around a constant flat, with the noise band measured", () => {
+    const trend = memoryTrend(series(10, () => 100 * MiB, 3));
+    expect(trend.verdict).to.equal("flat");
+    expect(trend.noiseBytes)
+      .to.be.greaterThan(2 * MiB)
+      .and.lessThan(7 * MiB);
+    expect(Math.abs(trend.growthBytes)).to.be.lessThan(trend.noiseBytes);
+  });
+
+  it("calls +1 MiB a minute over 10 minutes growing, with the slope it has", () => {
+    const trend = memoryTrend(series(10, (m) => 100 * MiB + m * MiB));
+    expect(trend.verdict).to.equal("growing");
+    expect(trend.bytesPerMinute / MiB).to.be.closeTo(1, 0.15);
+    // The first 2 minutes are warm-up: the line spans the last 8.
+    expect(trend.growthBytes / MiB).to.be.closeTo(8, 1.2);
+  });
+
+  it("calls a steady decline shrinking", () => {
+    expect(memoryTrend(series(10, (m) => 150 * MiB - 2 * m * MiB)).verdict).to.equal("shrinking");
+  });
+
+  it("leaves the warm-up out: a jump in the first minute then a plateau is flat", () => {
+    const trend = memoryTrend(series(10, (m) => (m < 1 ? 80 * MiB : 120 * MiB)));
+    expect(trend.verdict).to.equal("flat");
+    expect(trend.minBytes).to.be.greaterThan(110 * MiB);
+    expect(trend.warmupMs).to.equal(120_000);
+  });
+
+  it("needs more than growth within the 2 MiB floor to call a quiet series growing", () => {
+    const quiet = memoryTrend(series(10, (m) => 100 * MiB + (m * 1.5 * MiB) / 10, 0));
+    expect(quiet.noiseBytes).to.equal(0);
+    expect(quiet.growthBytes).to.be.greaterThan(0).and.lessThan(GROWTH_FLOOR_BYTES);
+    expect(quiet.verdict).to.equal("flat");
+  });
+
+  it("gives no verdict on too few samples, in any order", () => {
+    const few = series(1, () => 100 * MiB)
+      .slice(0, 5)
+      .reverse();
+    const trend = memoryTrend(few);
+    expect(trend.verdict).to.equal("too few samples");
+    expect(trend.bytesPerMinute).to.be.NaN;
+    expect(memoryTrend([]).verdict).to.equal("too few samples");
+  });
+});
