@@ -207,6 +207,19 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     expect(await exited).to.equal(0);
   });
 
+  it("pools --watch exits 0 on Ctrl-C even while its watches are still connecting", async () => {
+    // The first table is drawn before the watches start: a SIGINT right after it lands while they connect.
+    const child = spawn(process.execPath, [join(repoRoot, "bin", "kubectl-ipam.mjs"), "pools", "-n", ns, "--watch"], {
+      env: { ...process.env, KUBECONFIG: kubeconfigPath },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.on("close", (code, signal) => resolve([code, signal])),
+    );
+    child.stdout.once("data", () => child.kill("SIGINT"));
+    expect(await exited).to.deep.equal([0, null]);
+  });
+
   it("says our CRDs are missing on a cluster without them", async function () {
     if (usingExistingCluster()) this.skip();
     const bare = await LocalPlane.start({ crdDirs: [] });

@@ -40,6 +40,12 @@ const CLEAR = "\u001b[H\u001b[2J";
 
 /** Watches until SIGINT/SIGTERM; resolves to the exit code. */
 export async function watchPools(namespace: string | undefined, io: Io, withNamespace: boolean): Promise<number> {
+  // Listen for the signal before anything is awaited: a SIGINT that arrives while the watches are still connecting
+  // must end the watch cleanly (exit 0), not kill the process with Node's default handler.
+  const interrupted = new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
   const first = await readInventory(namespace);
   const mirrors = {
     pools: new Mirror<IPPool & Obj>(first.pools),
@@ -90,10 +96,7 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   await start(IPADDRESSES, mirrors.addresses);
   await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.capiClaims);
   await start(await capiKind(CAPI_IPADDRESS), mirrors.capiAddresses);
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
+  await interrupted;
   for (const h of handles) h.close();
   if (timer) clearTimeout(timer);
   return ExitCode.ok;
