@@ -199,7 +199,7 @@ describe("resilience: faults never lose or duplicate an address (own local plane
         await bindOne(c, ns, "p", "first", 30_000);
 
         // 1. The API server freezes for longer than the watchdog's limit, then thaws.
-        plane.pauseApiServer();
+        await plane.pauseApiServer();
         try {
           await eventually("the watchdog to notice the silent watches", () => silentWatches(ctl.logs) > 0, 30_000, 200);
         } finally {

@@ -176,14 +176,14 @@ describe("local control plane", function () {
         expect(String(twice)).to.include("kube-apiserver: it is already running");
 
         // Frozen: a request gets no answer until the server thaws, then it does.
-        plane.pauseApiServer();
+        await plane.pauseApiServer();
         const pending = configMapExists(plane.kubeConfig, "default", "survivor");
         const first = await Promise.race([pending, new Promise((r) => setTimeout(() => r("no answer"), 1_500))]);
         expect(first).to.equal("no answer");
         await plane.resumeApiServer();
         expect(await pending).to.equal(true);
         // stop() copes with a frozen process too.
-        plane.pauseApiServer();
+        await plane.pauseApiServer();
       } finally {
         const pids = Object.values(plane.pids);
         await plane.stop();

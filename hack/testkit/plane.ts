@@ -13,7 +13,7 @@
  * as `--min-request-timeout=5` (short watches) or `--watch-cache=false` with `--etcd-compaction-interval=2s` (a watch
  * resumed from an old resourceVersion then gets 410 Gone).
  */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -205,9 +205,13 @@ export class LocalPlane {
   /**
    * Freezes kube-apiserver with SIGSTOP: it keeps its sockets and accepts TCP connections (the kernel does), but
    * answers nothing, not even TLS handshakes: a hung server, as seen by clients. `resumeApiServer` thaws it.
+   * Resolves once every thread of the server is stopped: a signal is delivered asynchronously, and on a loaded machine
+   * a request sent right after kill() could otherwise still be answered.
    */
-  pauseApiServer(): void {
-    if (!this.apiServer?.signal("SIGSTOP")) throw new Error("cannot pause kube-apiserver: it is not running");
+  async pauseApiServer(): Promise<void> {
+    const proc = this.apiServer;
+    if (!proc?.signal("SIGSTOP")) throw new Error("cannot pause kube-apiserver: it is not running");
+    await eventually("kube-apiserver to stop on SIGSTOP", () => allThreadsStopped(proc.pid), 10_000, 10);
   }
 
   /** Thaws a paused kube-apiserver (SIGCONT) and resolves when it answers /readyz again. */
@@ -315,4 +319,21 @@ function writePlaneFiles(dir: string, pki: PlanePki, server: string): string {
   const path = join(dir, "kubeconfig");
   writeFileSync(path, dump(kubeconfig), { mode: 0o600 });
   return path;
+}
+
+/**
+ * Whether every thread of `pid` is in the stopped state (`T`, or `t` under a tracer) per /proc. Linux only, as the
+ * plane is. False when the process is gone.
+ */
+function allThreadsStopped(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).every((tid) => {
+      // The state is the first field after the command name, which is in parentheses and may contain spaces.
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      return state === "T" || state === "t";
+    });
+  } catch {
+    return false;
+  }
 }
