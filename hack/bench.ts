@@ -88,7 +88,14 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
     for (const size of config.sizes) {
       for (const kind of KINDS) {
         progress(`burst: ${size} ${kind.label}s, ${config.concurrency} in flight`);
-        results.bursts.push(await bindBurst(ctx, kind, { count: size, concurrency: config.concurrency, controller }));
+        results.bursts.push(
+          await bindBurst(ctx, kind, {
+            count: size,
+            concurrency: config.concurrency,
+            controller,
+            settleMs: config.settleSeconds * 1000,
+          }),
+        );
       }
     }
     progress(`latency: ${config.latencyClaims} IPClaims one at a time`);

@@ -20,6 +20,11 @@ export interface BenchConfig {
   addresses: number;
   /** Deadline of each wait for the controller, in seconds. BENCH_TIMEOUT_S, default 900. */
   timeoutSeconds: number;
+  /**
+   * Seconds the controller is left idle after each burst before its memory is read again: long enough for V8's memory
+   * reducer (it starts 8 s after a full collection) to give the burst's garbage back. BENCH_SETTLE_S, default 20.
+   */
+  settleSeconds: number;
   /** Where the JSON results go. BENCH_OUT, default .cache/bench/last.json under the repository. */
   outFile: string;
   /** Also print the JSON on stdout after the table. BENCH_JSON=1. */
@@ -53,6 +58,7 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
     repeats: positiveInt(env, "BENCH_REPEATS", 5),
     addresses: positiveInt(env, "BENCH_ADDRESSES", 10_000),
     timeoutSeconds: positiveInt(env, "BENCH_TIMEOUT_S", 900),
+    settleSeconds: positiveInt(env, "BENCH_SETTLE_S", 20),
     outFile: env.BENCH_OUT || defaultOutFile,
     printJson: env.BENCH_JSON === "1" || env.BENCH_JSON === "true",
   };

@@ -99,6 +99,8 @@ export interface BurstOptions {
   concurrency: number;
   /** The controller serving the cluster; a crash aborts the scenario with its output. */
   controller: BenchController;
+  /** How long the controller is left idle after the burst before {@link BurstResult.memorySettled} is read. */
+  settleMs: number;
 }
 
 /** Result of {@link bindBurst}. */
@@ -125,6 +127,9 @@ export interface BurstResult {
   cpuSeconds: number;
   /** Controller memory read right after the last bind. */
   memoryAfter: ProcMemory;
+  /** Controller memory read once it was left idle for `settleMs` after the burst: the burst's garbage given back. */
+  memorySettled: ProcMemory;
+  settleMs: number;
   /** API requests the controller made in the same window, per claim (the API server's own count). */
   requests: RequestsPerClaim;
 }
@@ -163,6 +168,8 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
     });
     const addresses = await kind.boundAddresses(ctx.kc, namespace);
     const verified = names.map((n) => addresses.get(n)).filter((a): a is string => a !== undefined);
+    await controller.guard(sleep(Math.max(0, options.settleMs - (nowMs() - start - bindAllMs))));
+    const memorySettled = await controller.memory();
     return {
       kind: kind.label,
       count,
@@ -177,6 +184,8 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
       distinctAddresses: new Set(verified).size,
       cpuSeconds: cpuAfter - cpuBefore,
       memoryAfter,
+      memorySettled,
+      settleMs: options.settleMs,
       requests: requestsPerClaim(requestDelta(requestsBefore, requestsAfter), count, { [kind.createRequest]: count }),
     };
   } finally {
