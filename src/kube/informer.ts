@@ -20,6 +20,7 @@
 import type { Kube } from "./access.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
 import type { KubeObject, ListResult, ResourceClient } from "./resource.js";
+import { StringPool } from "./strings.js";
 import { streamWatch, type WatchEvent } from "./watch.js";
 
 /**
@@ -116,6 +117,8 @@ export class Informer<T extends KubeObject> {
   private readonly handlers: Handler<T>[] = [];
   /** Recently deleted keys → the resourceVersion at or below which a version of them is stale, and when. */
   private readonly tombstones = new Map<string, { rv: number; at: number }>();
+  /** Shares the strings that repeat across cached objects (namespace, apiVersion, finalizers, reasons, ...). */
+  private readonly strings = new StringPool();
   private readonly counters: InformerStats = {
     lists: 0,
     listFailures: 0,
@@ -258,7 +261,9 @@ export class Informer<T extends KubeObject> {
   }
 
   private put(key: string, received: T, old: T | undefined): void {
-    const obj = withoutManagedFields(received);
+    // Equal strings of the received object are swapped for the pool's copies in place: invisible to a caller that
+    // still holds it, since a string has no identity to tell them apart.
+    const obj = this.strings.internAll(withoutManagedFields(received));
     this.tombstones.delete(key);
     if (old) this.unindex(key, old);
     this.store.set(key, obj);
