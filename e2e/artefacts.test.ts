@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { resolveClusterctl } from "../hack/testkit/binaries.js";
 import { repoRoot } from "../hack/testkit/cluster.js";
-import { deploymentNodeFlags, imageNodeFlags } from "../hack/testkit/controller.js";
+import { deploymentNodeFlags, imageEnv, imageNodeFlags } from "../hack/testkit/controller.js";
 
 const has = (tool: string, ...args: string[]): boolean =>
   spawnSync(tool, args.length > 0 ? args : ["--version"], { stdio: "ignore" }).status === 0;
@@ -57,12 +57,12 @@ describe("shipping artefacts", function () {
         ],
         { cwd: repoRoot },
       );
-      // As a pod starts it: the ENTRYPOINT's Node flags on the command line, the Deployment's in NODE_OPTIONS (which
-      // refuses most V8 flags: a flag put in the wrong place stops the pod at start).
+      // As a pod starts it: the ENTRYPOINT's Node flags on the command line, the image's ENV, the Deployment's flags in
+      // NODE_OPTIONS (which refuses most V8 flags: a flag put in the wrong place stops the pod at start).
       const help = spawnSync(process.execPath, [...imageNodeFlags(), join(out, "src", "main.js"), "--help"], {
         encoding: "utf8",
         cwd: repoRoot,
-        env: { ...process.env, NODE_OPTIONS: deploymentNodeFlags().join(" ") },
+        env: { ...process.env, ...imageEnv(), NODE_OPTIONS: deploymentNodeFlags().join(" ") },
       });
       expect(help.status).to.equal(0);
       expect(help.stderr + help.stdout).to.include("--leader-elect");

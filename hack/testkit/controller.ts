@@ -31,6 +31,22 @@ export function imageNodeFlags(dockerfile = readFileSync(DOCKERFILE, "utf8")): s
 }
 
 /**
+ * The environment the image sets for the controller (`ENV` lines of the Dockerfile's last stage, `KEY=value` form),
+ * such as the allocator settings of the C library, so a compiled child runs with them as a pod does.
+ */
+export function imageEnv(dockerfile = readFileSync(DOCKERFILE, "utf8")): Record<string, string> {
+  const lastStage = dockerfile.split(/^FROM\s/m).at(-1) ?? "";
+  const env: Record<string, string> = {};
+  for (const [, pairs] of lastStage.matchAll(/^ENV\s+(.+)$/gm))
+    for (const pair of (pairs ?? "").trim().split(/\s+/)) {
+      const m = /^(\w+)=(\S*)$/.exec(pair);
+      if (!m?.[1]) throw new Error(`the Dockerfile's ENV is not of the KEY=value form: ${pairs}`);
+      env[m[1]] = m[2] ?? "";
+    }
+  return env;
+}
+
+/**
  * The Node flags the Deployment gives the controller (`NODE_OPTIONS` in config/manager/manager.yaml), so a compiled
  * child runs with the heap settings that ship, not Node's defaults.
  */
@@ -50,8 +66,8 @@ export interface ControllerProcessOptions {
   /** `--namespace`; all namespaces when undefined or empty. */
   namespace?: string;
   /**
-   * `compiled`: `dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's NODE_OPTIONS, as a pod runs
-   * it (throws when not built).
+   * `compiled`: `dist/src/main.js` with the image's ENTRYPOINT flags and ENV and the Deployment's NODE_OPTIONS, as a
+   * pod runs it (throws when not built).
    * `source` (default): `src/main.ts` through tsx on Node's defaults, no build step needed.
    */
   build?: "compiled" | "source";
@@ -111,7 +127,8 @@ export function startControllerProcess(options: ControllerProcessOptions): Contr
   mkdirSync(options.logDir, { recursive: true });
   const logFile = join(options.logDir, options.logName ?? `controller-${process.pid}-${++counter}.log`);
   const args = [...entryArgs(options.build ?? "source", options.nodeFlags ?? []), ...controllerArgs(options)];
-  const proc = startProcess(options.name ?? "controller", process.execPath, args, logFile);
+  const env = options.build === "compiled" ? imageEnv() : {};
+  const proc = startProcess(options.name ?? "controller", process.execPath, args, logFile, env);
   let stopping = false;
   const crashed = (): Promise<never> => {
     const crash = proc.exited.then((how) => {

@@ -45,10 +45,19 @@ export interface Supervised {
   signal(signal: NodeJS.Signals): boolean;
 }
 
-/** Starts `binary args`, logging to `logFile`. The process dies with us: see killAllChildrenSync. */
-export function startProcess(name: string, binary: string, args: string[], logFile: string): Supervised {
+/**
+ * Starts `binary args`, logging to `logFile`, with our environment plus `env`. The process dies with us: see
+ * killAllChildrenSync.
+ */
+export function startProcess(
+  name: string,
+  binary: string,
+  args: string[],
+  logFile: string,
+  env: Readonly<Record<string, string>> = {},
+): Supervised {
   installExitHook();
-  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   const log: WriteStream = createWriteStream(logFile, { flags: "a" });
   const ring: string[] = [];
   const keep = (chunk: Buffer): void => {
