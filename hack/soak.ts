@@ -9,7 +9,7 @@
  *     claims stuck deleting.
  * It prints allocations per second, create→bound latency, the controller's memory (RSS from /proc) after the
  * resident claims were bound and again after the churn settled, and whether memory grew during the churn: RSS and the
- * V8 heap in use (from the controller's own /metrics) are sampled every 15 s and fitted by hack/soak/trend.ts, which
+ * V8 heap in use and committed (from the controller's own /metrics) are sampled every 15 s and fitted by hack/soak/trend.ts, which
  * calls the series flat, growing or shrinking against its own noise. Figures go to .cache/soak/last.json.
  * Exit code 1 when a duplicate or a leak was found. Short run: `SOAK_MINUTES=1 npm run soak`.
  */
@@ -86,27 +86,36 @@ async function settle(c: Clients, ns: string, expected: number, timeoutMs: numbe
   return last;
 }
 
-/** One memory reading during the churn: ms since the churn started, RSS, and the V8 heap in use when it answered. */
+/**
+ * One memory reading during the churn: ms since the churn started, RSS, and the V8 heap in use and committed (its
+ * total size) when it answered. RSS that grows while both heap figures stay flat sits outside V8's heap (malloc).
+ */
 interface SoakSample {
   atMs: number;
   rss: number;
   heapUsed?: number;
+  heapTotal?: number;
 }
 
 const HEAP_USED = /^metal3_ipam_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m;
+const HEAP_TOTAL = /^metal3_ipam_nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)$/m;
 
-/** The controller's V8 heap in use, from its /metrics; undefined when the scrape fails (the sample keeps its RSS). */
-async function scrapeHeapUsed(metricsUrl: string): Promise<number | undefined> {
+/** The controller's V8 heap in use and committed, from its /metrics; empty when the scrape fails. */
+async function scrapeHeap(metricsUrl: string): Promise<{ heapUsed?: number; heapTotal?: number }> {
   try {
     const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
-    const value = HEAP_USED.exec(await res.text())?.[1];
-    return value === undefined ? undefined : Number(value);
+    const text = await res.text();
+    const [used, total] = [HEAP_USED.exec(text)?.[1], HEAP_TOTAL.exec(text)?.[1]];
+    return {
+      ...(used === undefined ? {} : { heapUsed: Number(used) }),
+      ...(total === undefined ? {} : { heapTotal: Number(total) }),
+    };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
-/** Samples the controller's RSS and heap in use every 15 s while `work` runs. */
+/** Samples the controller's RSS and V8 heap every 15 s while `work` runs. */
 async function sampled<T>(
   pid: number,
   metricsUrl: string,
@@ -116,8 +125,8 @@ async function sampled<T>(
   const started = Date.now();
   const timer = setInterval(() => {
     const atMs = Date.now() - started;
-    Promise.all([readProcMemory(pid), scrapeHeapUsed(metricsUrl)]).then(
-      ([m, heapUsed]) => samples.push({ atMs, rss: m.rss, ...(heapUsed === undefined ? {} : { heapUsed }) }),
+    Promise.all([readProcMemory(pid), scrapeHeap(metricsUrl)]).then(
+      ([m, heap]) => samples.push({ atMs, rss: m.rss, ...heap }),
       () => undefined,
     );
   }, 15_000);
@@ -130,14 +139,25 @@ async function sampled<T>(
   }
 }
 
+/** The trend of each memory series of the churn. */
+interface SoakTrends {
+  rss: MemoryTrend;
+  heapUsed: MemoryTrend;
+  heapTotal: MemoryTrend;
+}
+
 /** The trends of the RSS and heap series. */
-function trendsOf(samples: readonly SoakSample[]): { rss: MemoryTrend; heapUsed: MemoryTrend } {
+function trendsOf(samples: readonly SoakSample[]): SoakTrends {
   const series = (pick: (s: SoakSample) => number | undefined): MemorySample[] =>
     samples.flatMap((s) => {
       const bytes = pick(s);
       return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
     });
-  return { rss: memoryTrend(series((s) => s.rss)), heapUsed: memoryTrend(series((s) => s.heapUsed)) };
+  return {
+    rss: memoryTrend(series((s) => s.rss)),
+    heapUsed: memoryTrend(series((s) => s.heapUsed)),
+    heapTotal: memoryTrend(series((s) => s.heapTotal)),
+  };
 }
 
 function controllerLogCounts(logFile: string): { errors: number; warnings: number; duplicatesReleased: number } {
@@ -168,7 +188,7 @@ interface SoakFigures {
     end: ProcMemory;
     peakRss: number;
     samples: SoakSample[];
-    trend: { rss: MemoryTrend; heapUsed: MemoryTrend };
+    trend: SoakTrends;
   };
   audit: AllocationAudit;
   duplicates: number;
@@ -220,6 +240,7 @@ function render(f: SoakFigures): string {
     },
     trendRow("RSS during the churn", f.memory.trend.rss),
     trendRow("V8 heap in use during the churn", f.memory.trend.heapUsed),
+    trendRow("V8 heap committed", f.memory.trend.heapTotal),
     {
       metric: "duplicates",
       value: String(f.duplicates),

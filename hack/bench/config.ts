@@ -22,7 +22,9 @@ export interface BenchConfig {
   timeoutSeconds: number;
   /**
    * Seconds the controller is left idle after each burst before its memory is read again: long enough for V8's memory
-   * reducer (it starts 8 s after a full collection) to give the burst's garbage back. BENCH_SETTLE_S, default 20.
+   * reducer (it starts 8 s after a full collection) to give the burst's garbage back when it decides to; on Node's
+   * default flags it seldom does (it judges the allocation rate at collections, and an idle process collects
+   * nothing). BENCH_SETTLE_S, default 20.
    */
   settleSeconds: number;
   /** Where the JSON results go. BENCH_OUT, default .cache/bench/last.json under the repository. */
