@@ -127,7 +127,7 @@ export interface BurstResult {
   cpuSeconds: number;
   /** Controller memory read right after the last bind. */
   memoryAfter: ProcMemory;
-  /** Controller memory read once it was left idle for `settleMs` after the burst: the burst's garbage given back. */
+  /** Controller memory read once it was left idle for `settleMs` after the burst (V8 may have given garbage back). */
   memorySettled: ProcMemory;
   settleMs: number;
   /** API requests the controller made in the same window, per claim (the API server's own count). */
