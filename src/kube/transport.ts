@@ -65,11 +65,23 @@ function resetPool(access: ClusterAccess, agent: HttpAgent): void {
   agent.destroy();
 }
 
-/** The keep-alive connection pool of `access`. */
+/** Requests to one API server in flight at once; more wait for a free connection. */
+export const MAX_CONNECTIONS = 64;
+
+/**
+ * The keep-alive connection pool of `access`. Connections it opened stay open while idle: a pool pass writes in
+ * waves (up to its write concurrency, then its tail), and closing the idle ones between waves meant a new TLS
+ * handshake, on both sides, for each of them in the next wave.
+ */
 function agentOf(access: ClusterAccess): HttpAgent {
   let agent = agents.get(access);
   if (!agent) {
-    const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, scheduling: "lifo" as const };
+    const options = {
+      keepAlive: true,
+      maxSockets: MAX_CONNECTIONS,
+      maxFreeSockets: MAX_CONNECTIONS,
+      scheduling: "lifo" as const,
+    };
     agent = access.server.startsWith("http:") ? new HttpAgent(options) : new HttpsAgent(options);
     agents.set(access, agent);
   }
