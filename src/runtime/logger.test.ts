@@ -58,6 +58,18 @@ describe("createLogger", () => {
     expect((await lines()).map((l) => (JSON.parse(l) as { msg: string }).msg)).to.deep.equal(["shown"]);
   });
 
+  it("does not render records of the levels it filters, in children either", async () => {
+    const { logger, lines } = capture("json", "info");
+    let rendered = 0;
+    const field = { toJSON: () => ++rendered };
+    logger.debug("hidden", { field });
+    logger.child({ controller: "ippool" }).debug("hidden too", { field });
+    logger.child({ controller: "ippool" }).info("shown", { field });
+    const written = (await lines()).map((l) => JSON.parse(l) as { msg: string; field: number });
+    expect(written.map((r) => r.msg)).to.deep.equal(["shown"]);
+    expect(rendered, "records rendered").to.equal(1);
+  });
+
   it("writes text lines with key=value fields", async () => {
     const { logger, lines } = capture("text");
     logger.child({ name: "pool-a" }).info("Released IPAddress", { reason: "claim deleted" });
