@@ -1,18 +1,18 @@
 /**
  * `npm run soak`: a soak benchmark, not a test. Runs the compiled controller as a child process (as a pod runs it,
  * with the image's Node flags) against a local plane of its own and churns claims on several pools for
- * SOAK_MINUTES (default 10): per pool, SOAK_WORKERS loops create a claim, wait until it is bound and delete it, next to
- * SOAK_RESIDENT claims per pool that live throughout. Then it lets
- * everything settle and checks, through the API:
+ * SOAK_WARMUP_MINUTES (default 5) and then SOAK_MINUTES (default 10), the window memory is judged over: per pool,
+ * SOAK_WORKERS loops create a claim, wait until it is bound and delete it, next to SOAK_RESIDENT claims per pool that
+ * live throughout. Then it lets everything settle and checks, through the API:
  *   - duplicates: two IPAddresses with one address in a pool, or one claim named by two IPAddresses;
  *   - leaks: IPAddresses no live claim is bound to (their claim gone, or never bound), claims left without an address,
  *     claims stuck deleting.
  * It prints allocations per second, create→bound latency, the controller's memory (RSS from /proc) after the
- * resident claims were bound and again after the churn settled, and whether memory grew during the churn: RSS and the
- * V8 heap in use and committed (from the controller's own /metrics) are sampled every 15 s and fitted by
- * hack/soak/trend.ts, which calls each series flat, growing or shrinking against its own noise. Figures go to
- * .cache/soak/last.json.
- * Exit code 1 when a duplicate or a leak was found. Short run: `SOAK_MINUTES=1 npm run soak`.
+ * resident claims were bound and again after the churn settled, and whether memory grew during the churn: RSS, the
+ * V8 heap in use and committed and V8's external memory (from the controller's own /metrics) are sampled every 15 s
+ * and fitted by hack/soak/trend.ts, which calls each series over the window after the warm-up flat, growing or
+ * shrinking against its own noise. Figures go to .cache/soak/last.json.
+ * Exit code 1 when a duplicate or a leak was found. Short run: `SOAK_WARMUP_MINUTES=0 SOAK_MINUTES=1 npm run soak`.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -88,28 +88,33 @@ async function settle(c: Clients, ns: string, expected: number, timeoutMs: numbe
 }
 
 /**
- * One memory reading during the churn: ms since the churn started, RSS, and the V8 heap in use and committed (its
- * total size) when it answered. RSS that grows while both heap figures stay flat sits outside V8's heap (malloc).
+ * One memory reading during the churn: ms since the churn started, RSS, the V8 heap in use and committed (its
+ * total size), and the memory outside the heap that JavaScript objects hold (Buffers' backing stores: V8's
+ * "external" memory, freed only when the objects are collected). RSS that grows while all three stay flat sits in
+ * malloc (arenas, native buffers).
  */
 interface SoakSample {
   atMs: number;
   rss: number;
   heapUsed?: number;
   heapTotal?: number;
+  external?: number;
 }
 
 const HEAP_USED = /^metal3_ipam_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m;
 const HEAP_TOTAL = /^metal3_ipam_nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)$/m;
+const EXTERNAL = /^metal3_ipam_nodejs_external_memory_bytes(?:\{[^}]*\})? (\S+)$/m;
 
-/** The controller's V8 heap in use and committed, from its /metrics; empty when the scrape fails. */
-async function scrapeHeap(metricsUrl: string): Promise<{ heapUsed?: number; heapTotal?: number }> {
+/** The controller's V8 heap in use and committed and its external memory, from its /metrics; empty when the scrape fails. */
+async function scrapeHeap(metricsUrl: string): Promise<{ heapUsed?: number; heapTotal?: number; external?: number }> {
   try {
     const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
     const text = await res.text();
-    const [used, total] = [HEAP_USED.exec(text)?.[1], HEAP_TOTAL.exec(text)?.[1]];
+    const [used, total, external] = [HEAP_USED, HEAP_TOTAL, EXTERNAL].map((re) => re.exec(text)?.[1]);
     return {
       ...(used === undefined ? {} : { heapUsed: Number(used) }),
       ...(total === undefined ? {} : { heapTotal: Number(total) }),
+      ...(external === undefined ? {} : { external: Number(external) }),
     };
   } catch {
     return {};
@@ -145,19 +150,33 @@ interface SoakTrends {
   rss: MemoryTrend;
   heapUsed: MemoryTrend;
   heapTotal: MemoryTrend;
+  external: MemoryTrend;
 }
 
 /** The trends of the RSS and heap series. */
-function trendsOf(samples: readonly SoakSample[]): SoakTrends {
+function trendsOf(samples: readonly SoakSample[], warmupMs: number): SoakTrends {
   const series = (pick: (s: SoakSample) => number | undefined): MemorySample[] =>
     samples.flatMap((s) => {
       const bytes = pick(s);
       return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
     });
   return {
-    rss: memoryTrend(series((s) => s.rss)),
-    heapUsed: memoryTrend(series((s) => s.heapUsed)),
-    heapTotal: memoryTrend(series((s) => s.heapTotal)),
+    rss: memoryTrend(
+      series((s) => s.rss),
+      { warmupMs },
+    ),
+    heapUsed: memoryTrend(
+      series((s) => s.heapUsed),
+      { warmupMs },
+    ),
+    heapTotal: memoryTrend(
+      series((s) => s.heapTotal),
+      { warmupMs },
+    ),
+    external: memoryTrend(
+      series((s) => s.external),
+      { warmupMs },
+    ),
   };
 }
 
@@ -212,7 +231,7 @@ function render(f: SoakFigures): string {
     {
       metric: "churn",
       value: `${fmt(f.churn.durationMs / 60_000)} min`,
-      detail: `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims per pool`,
+      detail: `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims per pool; memory judged after ${fmt(f.config.warmupMinutes)} min of warm-up`,
     },
     {
       metric: "claims created / bound",
@@ -242,6 +261,7 @@ function render(f: SoakFigures): string {
     trendRow("RSS during the churn", f.memory.trend.rss),
     trendRow("V8 heap in use during the churn", f.memory.trend.heapUsed),
     trendRow("V8 heap committed", f.memory.trend.heapTotal),
+    trendRow("V8 external memory (Buffers)", f.memory.trend.external),
     {
       metric: "duplicates",
       value: String(f.duplicates),
@@ -294,7 +314,9 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   const pools = await seed(c, ns, config);
   await sleep(5_000);
   const start = await readProcMemory(ctl.pid);
-  progress(`churning for ${config.minutes} min; controller RSS ${fmtBytes(start.rss)}`);
+  progress(
+    `churning for ${config.warmupMinutes} min of warm-up and ${config.minutes} min judged; controller RSS ${fmtBytes(start.rss)}`,
+  );
   const run = await sampled(
     ctl.pid,
     `http://127.0.0.1:${metricsPort}/metrics`,
@@ -302,7 +324,7 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
       namespace: ns,
       pools,
       workersPerPool: config.workersPerPool,
-      durationMs: config.minutes * 60_000,
+      durationMs: (config.warmupMinutes + config.minutes) * 60_000,
       onProgress: (bound, elapsed) => progress(`${bound} claims bound in ${fmt(elapsed / 1000)} s`),
     }),
   );
@@ -328,7 +350,7 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
       end,
       peakRss: Math.max(run.peakRss, end.peakRss),
       samples: run.samples,
-      trend: trendsOf(run.samples),
+      trend: trendsOf(run.samples, config.warmupMinutes * 60_000),
     },
     audit,
     duplicates: audit.duplicateAddresses.length + audit.claimsWithSeveral.length,

@@ -1,7 +1,13 @@
 /** Settings of `npm run soak`, from environment variables; every one has a default. */
 
 export interface SoakConfig {
-  /** How long the churn runs (SOAK_MINUTES, default 10; fractions allowed). */
+  /**
+   * How long the churn runs before memory is judged (SOAK_WARMUP_MINUTES, default 5; 0 judges from the start):
+   * under churn the controller's RSS climbs for some minutes (malloc arenas and compiled code reaching their working
+   * size) and then holds, so a trend fitted across that climb would call a steady state growing.
+   */
+  warmupMinutes: number;
+  /** How long the churn runs after the warm-up, the window memory is judged over (SOAK_MINUTES, default 10). */
   minutes: number;
   /** Pools churned in parallel (SOAK_POOLS, default 4), each a /24. */
   pools: number;
@@ -15,12 +21,13 @@ export interface SoakConfig {
   outFile: string;
 }
 
-function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, integer: boolean): number {
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, integer: boolean, zero = false): number {
   const text = env[name];
   if (text === undefined || text === "") return fallback;
   const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new Error(`${name} must be a positive ${integer ? "integer" : "number"}, got "${text}"`);
+  if (!Number.isFinite(value) || value < 0 || (value === 0 && !zero) || (integer && !Number.isInteger(value))) {
+    const what = `${zero ? "non-negative" : "positive"} ${integer ? "integer" : "number"}`;
+    throw new Error(`${name} must be a ${what}, got "${text}"`);
   }
   return value;
 }
@@ -28,6 +35,7 @@ function positive(env: NodeJS.ProcessEnv, name: string, fallback: number, intege
 /** Reads the settings; throws with the variable's name on a bad value. */
 export function readSoakConfig(env: NodeJS.ProcessEnv, defaultOutFile: string): SoakConfig {
   const config: SoakConfig = {
+    warmupMinutes: positive(env, "SOAK_WARMUP_MINUTES", 5, false, true),
     minutes: positive(env, "SOAK_MINUTES", 10, false),
     pools: positive(env, "SOAK_POOLS", 4, true),
     workersPerPool: positive(env, "SOAK_WORKERS", 4, true),

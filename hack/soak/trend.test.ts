@@ -43,6 +43,26 @@ describe("soak memory trend", () => {
     expect(trend.warmupMs).to.equal(120_000);
   });
 
+  it("leaves out the warm-up it is given: a climb over the first 5 minutes, then a plateau", () => {
+    // What the controller's RSS does under churn: malloc and compiled code grow to a steady state, then hold.
+    const climbThenPlateau = (m: number): number => 100 * MiB + Math.min(m, 5) * 1.5 * MiB;
+    const tenMinutes = memoryTrend(series(10, climbThenPlateau, 0.5));
+    expect(tenMinutes.verdict, "10 minutes, default warm-up (2 minutes)").to.equal("growing");
+    const trend = memoryTrend(series(15, climbThenPlateau, 0.5), { warmupMs: 5 * 60_000 });
+    expect(trend.verdict).to.equal("flat");
+    expect(trend.warmupMs).to.equal(300_000);
+    expect(trend.samples).to.equal(41);
+  });
+
+  it("still calls a steady climb growing after the warm-up it is given", () => {
+    const leak = memoryTrend(
+      series(15, (m) => 100 * MiB + m * 0.4 * MiB, 0.5),
+      { warmupMs: 5 * 60_000 },
+    );
+    expect(leak.verdict).to.equal("growing");
+    expect(leak.growthBytes / MiB).to.be.closeTo(4, 0.6);
+  });
+
   it("needs more than growth within the 2 MiB floor to call a quiet series growing", () => {
     const quiet = memoryTrend(series(10, (m) => 100 * MiB + (m * 1.5 * MiB) / 10, 0));
     expect(quiet.noiseBytes).to.equal(0);
