@@ -130,7 +130,7 @@ function memoryRow(state: string, m: ProcMemory, base?: ProcMemory): Row {
   };
 }
 
-/** Claims the bursts' and latencies' controller holds at the end: every burst of every kind, and both latency runs. */
+/** Claims the last bursts' and latencies' controller holds at the end: every burst of every kind, both latency runs. */
 function heldAfterScenarios(r: BenchResults): number {
   const latencyRuns = [r.latency, r.capiLatency].filter((l) => l !== undefined).length;
   return r.bursts.reduce((sum, b) => sum + b.count, 0) + latencyRuns * r.config.latencyClaims;
@@ -185,7 +185,8 @@ function memorySection(r: BenchResults): Section | undefined {
 function efficiencySection(r: BenchResults): Section | undefined {
   if (r.bursts.length === 0) return undefined;
   const rows: Row[] = [];
-  // One controller serves every burst in turn, so after a burst it still holds the claims of the earlier ones.
+  // Claims stay in the cluster, so after a burst the controller holds the claims of the earlier ones too (a size's
+  // controller lists the earlier sizes' claims when it starts).
   let held = 0;
   for (const b of r.bursts) {
     held += b.count;
