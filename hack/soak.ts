@@ -153,30 +153,19 @@ interface SoakTrends {
   external: MemoryTrend;
 }
 
-/** The trends of the RSS and heap series. */
+/** The trends of the memory series over the window after the warm-up. */
 function trendsOf(samples: readonly SoakSample[], warmupMs: number): SoakTrends {
   const series = (pick: (s: SoakSample) => number | undefined): MemorySample[] =>
     samples.flatMap((s) => {
       const bytes = pick(s);
       return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
     });
+  const trend = (pick: (s: SoakSample) => number | undefined): MemoryTrend => memoryTrend(series(pick), { warmupMs });
   return {
-    rss: memoryTrend(
-      series((s) => s.rss),
-      { warmupMs },
-    ),
-    heapUsed: memoryTrend(
-      series((s) => s.heapUsed),
-      { warmupMs },
-    ),
-    heapTotal: memoryTrend(
-      series((s) => s.heapTotal),
-      { warmupMs },
-    ),
-    external: memoryTrend(
-      series((s) => s.external),
-      { warmupMs },
-    ),
+    rss: trend((s) => s.rss),
+    heapUsed: trend((s) => s.heapUsed),
+    heapTotal: trend((s) => s.heapTotal),
+    external: trend((s) => s.external),
   };
 }
 
