@@ -101,21 +101,26 @@ interface SoakSample {
   external?: number;
 }
 
-const HEAP_USED = /^metal3_ipam_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m;
-const HEAP_TOTAL = /^metal3_ipam_nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)$/m;
-const EXTERNAL = /^metal3_ipam_nodejs_external_memory_bytes(?:\{[^}]*\})? (\S+)$/m;
+type HeapFigures = Pick<SoakSample, "heapUsed" | "heapTotal" | "external">;
 
-/** The controller's V8 heap in use and committed and its external memory, from its /metrics; empty when the scrape fails. */
-async function scrapeHeap(metricsUrl: string): Promise<{ heapUsed?: number; heapTotal?: number; external?: number }> {
+/** The gauge of the controller's /metrics behind each figure (prom-client's default metrics, our prefix). */
+const GAUGES: Record<keyof HeapFigures, string> = {
+  heapUsed: "nodejs_heap_size_used_bytes",
+  heapTotal: "nodejs_heap_size_total_bytes",
+  external: "nodejs_external_memory_bytes",
+};
+
+/** The controller's V8 heap in use and committed and its external memory, from its /metrics; {} when that fails. */
+async function scrapeHeap(metricsUrl: string): Promise<HeapFigures> {
   try {
     const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
     const text = await res.text();
-    const [used, total, external] = [HEAP_USED, HEAP_TOTAL, EXTERNAL].map((re) => re.exec(text)?.[1]);
-    return {
-      ...(used === undefined ? {} : { heapUsed: Number(used) }),
-      ...(total === undefined ? {} : { heapTotal: Number(total) }),
-      ...(external === undefined ? {} : { external: Number(external) }),
-    };
+    const figures: HeapFigures = {};
+    for (const [field, name] of Object.entries(GAUGES) as [keyof HeapFigures, string][]) {
+      const value = new RegExp(`^metal3_ipam_${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1];
+      if (value !== undefined) figures[field] = Number(value);
+    }
+    return figures;
   } catch {
     return {};
   }
@@ -160,7 +165,7 @@ function trendsOf(samples: readonly SoakSample[], warmupMs: number): SoakTrends 
       const bytes = pick(s);
       return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
     });
-  const trend = (pick: (s: SoakSample) => number | undefined): MemoryTrend => memoryTrend(series(pick), { warmupMs });
+  const trend = (pick: (s: SoakSample) => number | undefined): MemoryTrend => memoryTrend(series(pick), warmupMs);
   return {
     rss: trend((s) => s.rss),
     heapUsed: trend((s) => s.heapUsed),
@@ -220,7 +225,9 @@ function render(f: SoakFigures): string {
     {
       metric: "churn",
       value: `${fmt(f.churn.durationMs / 60_000)} min`,
-      detail: `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims per pool; memory judged after ${fmt(f.config.warmupMinutes)} min of warm-up`,
+      detail:
+        `${f.config.pools} pools × ${f.config.workersPerPool} loops, ${f.config.residentPerPool} resident claims ` +
+        `per pool; memory judged after ${fmt(f.config.warmupMinutes)} min of warm-up`,
     },
     {
       metric: "claims created / bound",
@@ -304,7 +311,8 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   await sleep(5_000);
   const start = await readProcMemory(ctl.pid);
   progress(
-    `churning for ${config.warmupMinutes} min of warm-up and ${config.minutes} min judged; controller RSS ${fmtBytes(start.rss)}`,
+    `churning for ${config.warmupMinutes} min of warm-up and ${config.minutes} min judged; ` +
+      `controller RSS ${fmtBytes(start.rss)}`,
   );
   const run = await sampled(
     ctl.pid,

@@ -3,8 +3,9 @@
 export interface SoakConfig {
   /**
    * How long the churn runs before memory is judged (SOAK_WARMUP_MINUTES, default 5; 0 judges from the start):
-   * under churn the controller's RSS climbs for some minutes (malloc arenas and compiled code reaching their working
-   * size) and then holds, so a trend fitted across that climb would call a steady state growing.
+   * under churn the controller's RSS first climbs quickly for some minutes (malloc arenas, V8's pages and compiled
+   * code reaching their working size) while the heap in use stays flat, and a line fitted across that climb says
+   * nothing about a leak.
    */
   warmupMinutes: number;
   /** How long the churn runs after the warm-up, the window memory is judged over (SOAK_MINUTES, default 10). */

@@ -34,27 +34,13 @@ export const MIN_FITTED_SAMPLES = 6;
 /** Growth below this is never a trend, whatever the noise: one V8 page or malloc arena is in this range. */
 export const GROWTH_FLOOR_BYTES = 2 * 1024 * 1024;
 /**
- * Share of the run, from its first sample, treated as warm-up (caches filling, code being compiled) when the caller
- * does not say how long its warm-up was.
+ * Fits a line through the samples taken `warmupMs` or more after the first one and calls it `flat` when the growth the
+ * line implies over the fitted span is within the noise band, or within {@link GROWTH_FLOOR_BYTES}; `growing` or
+ * `shrinking` otherwise. Samples may come in any order.
  */
-export const WARMUP_SHARE = 0.2;
-
-/** Options of {@link memoryTrend}. */
-export interface TrendOptions {
-  /** Samples this long after the first one are left out; default {@link WARMUP_SHARE} of the span. */
-  warmupMs?: number;
-}
-
-/**
- * Fits a line through the samples after the warm-up and calls it `flat` when the growth the line implies over the
- * fitted span is within the noise band, or within {@link GROWTH_FLOOR_BYTES}; `growing` or `shrinking` otherwise.
- * Samples may come in any order.
- */
-export function memoryTrend(samples: readonly MemorySample[], options: TrendOptions = {}): MemoryTrend {
+export function memoryTrend(samples: readonly MemorySample[], warmupMs: number): MemoryTrend {
   const sorted = [...samples].sort((a, b) => a.atMs - b.atMs);
   const start = sorted[0]?.atMs ?? 0;
-  const span = (sorted.at(-1)?.atMs ?? 0) - start;
-  const warmupMs = options.warmupMs ?? span * WARMUP_SHARE;
   const fitted = sorted.filter((s) => s.atMs - start >= warmupMs);
   const bytes = fitted.map((s) => s.bytes);
   const base = {
