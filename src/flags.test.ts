@@ -13,6 +13,7 @@ describe("flags", () => {
       metricsAddress: ":8080",
       healthAddress: ":8081",
       webhookPort: 0,
+      memoryReleaseIntervalMs: 60_000,
     });
     expect(f.leaseDurationMs).to.equal(15_000);
   });
@@ -24,6 +25,7 @@ describe("flags", () => {
       LEADER_ELECT: "true",
       POD_NAMESPACE: "ns-env",
       LOG_FORMAT: "text",
+      MEMORY_RELEASE_INTERVAL: "0",
     };
     expect(parseFlags([], env)).to.deep.include({
       namespace: "from-env",
@@ -31,10 +33,14 @@ describe("flags", () => {
       leaderElect: true,
       leaderElectionNamespace: "ns-env",
       logFormat: "text",
+      memoryReleaseIntervalMs: 0,
     });
-    expect(parseFlags(["--namespace", "flag", "--pool-concurrency=2"], env)).to.deep.include({
+    expect(
+      parseFlags(["--namespace", "flag", "--pool-concurrency=2", "--memory-release-interval=5m"], env),
+    ).to.deep.include({
       namespace: "flag",
       poolConcurrency: 2,
+      memoryReleaseIntervalMs: 300_000,
     });
   });
 
@@ -54,6 +60,7 @@ describe("flags", () => {
     ],
     ["unknown flag", ["--no-such-flag"], /Unknown option/],
     ["duration text", ["--leader-elect-retry-period", "soon"], /must be a duration/],
+    ["memory release interval", ["--memory-release-interval", "1h"], /--memory-release-interval must be a duration/],
   ];
   for (const [what, argv, message] of bad)
     it(`rejects ${what} with a clear message`, () => expect(() => parseFlags(argv, {})).to.throw(message));

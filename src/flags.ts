@@ -21,6 +21,8 @@ export interface Flags {
   webhookServiceName: string;
   webhookMutatingName: string;
   webhookValidatingName: string;
+  /** How often RSS is checked for V8 heap pages to give back to the OS; 0 never (src/runtime/memory.ts). */
+  memoryReleaseIntervalMs: number;
 }
 
 export const USAGE = `Usage: npm start -- [flags]
@@ -40,7 +42,10 @@ export const USAGE = `Usage: npm start -- [flags]
   --webhook-self-managed             make the webhook certificate and keep the configurations' caBundle current
   --webhook-service-name NAME        Service in front of the webhooks (default metal3-ipam-webhook-service)
   --webhook-mutating-configuration-name NAME    (default metal3-ipam-mutating-webhook-configuration)
-  --webhook-validating-configuration-name NAME  (default metal3-ipam-validating-webhook-configuration)`;
+  --webhook-validating-configuration-name NAME  (default metal3-ipam-validating-webhook-configuration)
+  --memory-release-interval D        how often to check whether freed heap pages should go back to the OS; needs
+                                     node --expose-gc, as the image runs it (env MEMORY_RELEASE_INTERVAL, default 60s;
+                                     0 never)`;
 
 const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
   v === undefined ? env === "true" : v === true || v === "true";
@@ -80,6 +85,7 @@ const OPTIONS = {
   "webhook-service-name": { type: "string" },
   "webhook-mutating-configuration-name": { type: "string" },
   "webhook-validating-configuration-name": { type: "string" },
+  "memory-release-interval": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -160,5 +166,13 @@ function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
 export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
   const { values } = parseArgs({ args: argv, options: OPTIONS, strict: true });
   if (values.help) throw new Error("help");
-  return { ...coreFlags(values, env), ...leaderFlags(values, env), ...servingFlags(values, env) };
+  return {
+    ...coreFlags(values, env),
+    ...leaderFlags(values, env),
+    ...servingFlags(values, env),
+    memoryReleaseIntervalMs: parseDuration(
+      "memory-release-interval",
+      values["memory-release-interval"] ?? env.MEMORY_RELEASE_INTERVAL ?? "60s",
+    ),
+  };
 }

@@ -10,6 +10,7 @@ import type { ClusterAccess } from "./kube/access.js";
 import { loadClusterAccess } from "./kube/kubeconfig.js";
 import { LeaderElector } from "./runtime/leader.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
+import { memoryReducingCollection, MemoryReleaser } from "./runtime/memory.js";
 import { PrometheusMetrics } from "./runtime/metrics.js";
 import { startProbeServer } from "./runtime/probes.js";
 import { startWebhookServer, type WebhookServer } from "./webhooks/server.js";
@@ -50,6 +51,34 @@ async function startWebhooks(
   });
 }
 
+/** RSS growth since the last release that is worth a memory-reducing collection (see src/runtime/memory.ts). */
+const MEMORY_RELEASE_MIN_GROWTH_BYTES = 2 * 1024 * 1024;
+
+/** Starts giving freed heap pages back to the OS, when the flag and Node (`--expose-gc`) allow it. */
+function startMemoryReleaser(flags: Flags, logger: Logger, metrics: PrometheusMetrics): MemoryReleaser | undefined {
+  if (flags.memoryReleaseIntervalMs === 0) return undefined;
+  const collect = memoryReducingCollection();
+  if (!collect) {
+    logger.info("Memory release is off: Node runs without --expose-gc (the image passes it)");
+    return undefined;
+  }
+  const releaser = new MemoryReleaser({
+    intervalMs: flags.memoryReleaseIntervalMs,
+    minGrowthBytes: MEMORY_RELEASE_MIN_GROWTH_BYTES,
+    collect,
+    onRelease: (release) => {
+      metrics.memoryRelease(release);
+      logger.debug("Gave freed heap pages back to the OS", {
+        rssBeforeBytes: release.beforeBytes,
+        rssAfterBytes: release.afterBytes,
+        durationMs: Math.round(release.durationMs),
+      });
+    },
+  });
+  releaser.start();
+  return releaser;
+}
+
 async function main(): Promise<void> {
   const flags = readFlags();
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat });
@@ -63,6 +92,7 @@ async function main(): Promise<void> {
     metrics,
   });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
+  const releaser = startMemoryReleaser(flags, logger, metrics);
   if (webhook)
     metrics.webhookCertificate(flags.webhookSelfManaged ? "self-managed" : "cert-dir", () =>
       webhook.certificateExpiry(),
@@ -103,6 +133,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info("Shutting down", { signal });
     void (async () => {
+      releaser?.stop();
       await manager.stop();
       await elector?.stop();
       await webhook?.stop();

@@ -3,6 +3,7 @@
  * `ControllerMetrics` interface so tests can pass `noMetrics`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Release } from "./memory.js";
 import type { WorkQueueMetrics } from "./workqueue.js";
 
 /** Kinds of claim a pool serves: our own, and Cluster API's (carried through an IPClaim by the bridge). */
@@ -129,6 +130,21 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
     registers: [this.registry],
   });
+  private readonly memoryReleases = new Counter({
+    name: `${PREFIX}memory_releases_total`,
+    help: "Memory-reducing collections run to give freed V8 heap pages back to the OS",
+    registers: [this.registry],
+  });
+  private readonly memoryReleasedBytes = new Counter({
+    name: `${PREFIX}memory_released_bytes_total`,
+    help: "Resident memory those collections gave back (RSS before minus after)",
+    registers: [this.registry],
+  });
+  private readonly rssAfterRelease = new Gauge({
+    name: `${PREFIX}memory_rss_after_release_bytes`,
+    help: "Resident memory right after the last memory release: what the process holds with no freed pages kept",
+    registers: [this.registry],
+  });
   private certificate: { mode: string; expiry: () => Date | undefined } | undefined;
   private readonly leaderGauge = new Gauge({
     name: `${PREFIX}leader`,
@@ -205,6 +221,12 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
         this.work.observe({ controller }, workMs / 1000);
       },
     };
+  }
+
+  memoryRelease(release: Release): void {
+    this.memoryReleases.inc();
+    this.memoryReleasedBytes.inc(Math.max(0, release.beforeBytes - release.afterBytes));
+    this.rssAfterRelease.set(release.afterBytes);
   }
 
   leader(isLeader: boolean): void {
