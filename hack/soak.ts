@@ -30,7 +30,7 @@ import { claimPort } from "./testkit/ports.js";
 import { poll, sleep } from "./testkit/wait.js";
 import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
 import { readSoakConfig, type SoakConfig } from "./soak/config.js";
-import { memoryTrend, type MemorySample, type MemoryTrend } from "./soak/trend.js";
+import { memoryTrend, type MemoryTrend } from "./soak/trend.js";
 
 const SOAK_DIR = join(repoRoot, ".cache", "soak");
 
@@ -99,18 +99,23 @@ interface SoakSample {
   heapUsed?: number;
   heapTotal?: number;
   external?: number;
+  /** Memory releases so far (src/runtime/memory.ts), and RSS right after the last one. */
+  releases?: number;
+  rssAfterRelease?: number;
 }
 
-type HeapFigures = Pick<SoakSample, "heapUsed" | "heapTotal" | "external">;
+type HeapFigures = Omit<SoakSample, "atMs" | "rss">;
 
-/** The gauge of the controller's /metrics behind each figure (prom-client's default metrics, our prefix). */
+/** The series of the controller's /metrics behind each figure (prom-client's default metrics and ours). */
 const GAUGES: Record<keyof HeapFigures, string> = {
   heapUsed: "nodejs_heap_size_used_bytes",
   heapTotal: "nodejs_heap_size_total_bytes",
   external: "nodejs_external_memory_bytes",
+  releases: "memory_releases_total",
+  rssAfterRelease: "memory_rss_after_release_bytes",
 };
 
-/** The controller's V8 heap in use and committed and its external memory, from its /metrics; {} when that fails. */
+/** The controller's V8 heap, external memory and memory releases, from its /metrics; {} when that fails. */
 async function scrapeHeap(metricsUrl: string): Promise<HeapFigures> {
   try {
     const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
@@ -153,21 +158,33 @@ async function sampled<T>(
 /** The trend of each memory series of the churn. */
 interface SoakTrends {
   rss: MemoryTrend;
+  /** RSS right after each memory release (one reading per release): the floor a leak would lift. */
+  rssAfterRelease: MemoryTrend;
   heapUsed: MemoryTrend;
   heapTotal: MemoryTrend;
   external: MemoryTrend;
 }
 
 /** The trends of the memory series over the window after the warm-up. */
-function trendsOf(samples: readonly SoakSample[], warmupMs: number): SoakTrends {
-  const series = (pick: (s: SoakSample) => number | undefined): MemorySample[] =>
-    samples.flatMap((s) => {
-      const bytes = pick(s);
-      return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
-    });
-  const trend = (pick: (s: SoakSample) => number | undefined): MemoryTrend => memoryTrend(series(pick), warmupMs);
+function trendsOf(unsorted: readonly SoakSample[], warmupMs: number): SoakTrends {
+  const samples = [...unsorted].sort((x, y) => x.atMs - y.atMs);
+  // Every series counts its warm-up from the first sample of the churn, whenever its own first reading came.
+  const startMs = samples[0]?.atMs ?? 0;
+  const trend = (pick: (s: SoakSample, i: number) => number | undefined): MemoryTrend =>
+    memoryTrend(
+      samples.flatMap((s, i) => {
+        const bytes = pick(s, i);
+        return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
+      }),
+      warmupMs,
+      startMs,
+    );
   return {
     rss: trend((s) => s.rss),
+    // A sample reads the RSS of the last release; only a sample that follows a new release is a new reading.
+    rssAfterRelease: trend((s, i) =>
+      s.releases !== undefined && s.releases > (samples[i - 1]?.releases ?? 0) ? s.rssAfterRelease : undefined,
+    ),
     heapUsed: trend((s) => s.heapUsed),
     heapTotal: trend((s) => s.heapTotal),
     external: trend((s) => s.external),
@@ -255,6 +272,7 @@ function render(f: SoakFigures): string {
       detail: `anonymous ${fmtBytes(f.memory.end.rssAnon)}; after the churn settled; peak ${fmtBytes(f.memory.peakRss)}`,
     },
     trendRow("RSS during the churn", f.memory.trend.rss),
+    trendRow("RSS after each memory release", f.memory.trend.rssAfterRelease),
     trendRow("V8 heap in use during the churn", f.memory.trend.heapUsed),
     trendRow("V8 heap committed", f.memory.trend.heapTotal),
     trendRow("V8 external memory (Buffers)", f.memory.trend.external),

@@ -70,6 +70,17 @@ describe("soak memory trend", () => {
     expect(trend.samples).to.equal(41);
   });
 
+  it("counts the warm-up from the start it is given, not from a series' own first reading", () => {
+    // A series read once a minute from minute 1 on (RSS after each memory release), in a soak whose churn began at 0.
+    const everyMinute = series(15, (m) => 100 * MiB + Math.min(m, 5) * 1.5 * MiB, 0.5).filter(
+      (s) => s.atMs >= 60_000 && s.atMs % 60_000 === 0,
+    );
+    const fromChurn = memoryTrend(everyMinute, 5 * 60_000, 0);
+    expect(fromChurn.samples, "minutes 5 to 15").to.equal(11);
+    expect(fromChurn.verdict).to.equal("flat");
+    expect(memoryTrend(everyMinute, 5 * 60_000).samples, "minutes 6 to 15").to.equal(10);
+  });
+
   it("still calls a steady climb growing after the warm-up it is given", () => {
     const leak = memoryTrend(
       series(15, (m) => 100 * MiB + m * 0.4 * MiB, 0.5),

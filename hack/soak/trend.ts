@@ -34,13 +34,13 @@ export const MIN_FITTED_SAMPLES = 6;
 /** Growth below this is never a trend, whatever the noise: one V8 page or malloc arena is in this range. */
 export const GROWTH_FLOOR_BYTES = 2 * 1024 * 1024;
 /**
- * Fits a line through the samples taken `warmupMs` or more after the first one and calls it `flat` when the growth the
- * line implies over the fitted span is within the noise band, or within {@link GROWTH_FLOOR_BYTES}; `growing` or
- * `shrinking` otherwise. Samples may come in any order.
+ * Fits a line through the samples taken `warmupMs` or more after `startMs` (default: the first sample) and calls it
+ * `flat` when the growth the line implies over the fitted span is within the noise band, or within
+ * {@link GROWTH_FLOOR_BYTES}; `growing` or `shrinking` otherwise. Samples may come in any order.
  */
-export function memoryTrend(samples: readonly MemorySample[], warmupMs: number): MemoryTrend {
+export function memoryTrend(samples: readonly MemorySample[], warmupMs: number, startMs?: number): MemoryTrend {
   const sorted = [...samples].sort((a, b) => a.atMs - b.atMs);
-  const start = sorted[0]?.atMs ?? 0;
+  const start = startMs ?? sorted[0]?.atMs ?? 0;
   const fitted = sorted.filter((s) => s.atMs - start >= warmupMs);
   const bytes = fitted.map((s) => s.bytes);
   const base = {
