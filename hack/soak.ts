@@ -9,9 +9,9 @@
  *     claims stuck deleting.
  * It prints allocations per second, create→bound latency, the controller's memory (RSS from /proc) after the
  * resident claims were bound and again after the churn settled, and whether memory grew during the churn: RSS, the
- * V8 heap in use and committed and V8's external memory (from the controller's own /metrics) are sampled every 15 s
- * and fitted by hack/soak/trend.ts, which calls each series over the window after the warm-up flat, growing or
- * shrinking against its own noise. Figures go to .cache/soak/last.json.
+ * V8 heap in use and committed, V8's external memory and the RSS right after each memory release (from the
+ * controller's own /metrics) are sampled every 15 s and fitted by hack/soak/trend.ts, which calls each series over the
+ * window after the warm-up flat, growing or shrinking against its own noise. Figures go to .cache/soak/last.json.
  * Exit code 1 when a duplicate or a leak was found. Short run: `SOAK_WARMUP_MINUTES=0 SOAK_MINUTES=1 npm run soak`.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -21,10 +21,10 @@ export interface BenchConfig {
   /** Deadline of each wait for the controller, in seconds. BENCH_TIMEOUT_S, default 900. */
   timeoutSeconds: number;
   /**
-   * Seconds the controller is left idle after each burst before its memory is read again: long enough for V8's memory
-   * reducer (it starts 8 s after a full collection) to give the burst's garbage back when it decides to; on Node's
-   * default flags it seldom does (it judges the allocation rate at collections, and an idle process collects
-   * nothing). BENCH_SETTLE_S, default 20.
+   * Seconds the controller is left idle after each burst before its memory is read again. The controller's memory
+   * release (src/runtime/memory.ts) checks RSS once a minute from its start, so a reading 20 s after a burst may come
+   * before or after the release that gives the burst's freed heap pages back; 65 s always comes after one (V8's own
+   * memory reducer seldom runs on an idle Node process). BENCH_SETTLE_S, default 20.
    */
   settleSeconds: number;
   /** Where the JSON results go. BENCH_OUT, default .cache/bench/last.json under the repository. */
