@@ -74,6 +74,10 @@ function startMemoryReleaser(flags: Flags, logger: Logger, metrics: PrometheusMe
         durationMs: Math.round(release.durationMs),
       });
     },
+    onError: (err) =>
+      logger.warn("Memory release failed and is off from now on", {
+        error: err instanceof Error ? err.message : String(err),
+      }),
   });
   releaser.start();
   return releaser;

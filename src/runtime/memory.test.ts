@@ -56,6 +56,25 @@ describe("MemoryReleaser", () => {
     expect(collections()).to.equal(0);
   });
 
+  it("stops, and reports instead of throwing, when a collection fails", () => {
+    const errors: unknown[] = [];
+    const releaser = new MemoryReleaser({
+      intervalMs: 60_000,
+      minGrowthBytes: 0,
+      collect: () => {
+        throw new TypeError("gc() options not understood");
+      },
+      readRss: () => 100 * MiB,
+      onError: (err) => errors.push(err),
+    });
+    releaser.start();
+    expect(releaser.running).to.equal(true);
+    expect(releaser.check()).to.equal(undefined);
+    expect(errors).to.have.length(1);
+    expect(String(errors[0])).to.include("gc() options not understood");
+    expect(releaser.running).to.equal(false);
+  });
+
   it("has no collection to run when Node runs without --expose-gc", () => {
     expect(memoryReducingCollection({})).to.equal(undefined);
     const calls: unknown[] = [];

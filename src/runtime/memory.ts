@@ -43,6 +43,8 @@ export interface MemoryReleaserOptions {
   readRss?: () => number;
   /** Called after each release (metrics, logs). */
   onRelease?: (release: Release) => void;
+  /** Called when a collection threw; the releaser has stopped by then (a failed release never ends the process). */
+  onError?: (err: unknown) => void;
 }
 
 /**
@@ -67,6 +69,11 @@ export class MemoryReleaser {
     this.timer.unref();
   }
 
+  /** Whether checks are scheduled (between start() and stop(), unless a collection failed). */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
+
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
@@ -81,7 +88,13 @@ export class MemoryReleaser {
       return undefined;
     }
     const started = performance.now();
-    this.options.collect();
+    try {
+      this.options.collect();
+    } catch (err) {
+      this.stop();
+      this.options.onError?.(err);
+      return undefined;
+    }
     const release = { beforeBytes, afterBytes: this.readRss(), durationMs: performance.now() - started };
     this.floor = release.afterBytes;
     this.options.onRelease?.(release);
