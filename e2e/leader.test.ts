@@ -23,6 +23,7 @@ import {
   serviceAccountKubeConfig,
   serviceAccountKubeconfigFile,
 } from "../hack/testkit/serviceaccount.js";
+import { metricSample as sample, scrapeMetrics as scrape } from "../hack/testkit/metrics.js";
 import { eventually } from "../hack/testkit/wait.js";
 
 interface Replica {
@@ -30,22 +31,6 @@ interface Replica {
   /** Supervised: the local plane's exit hook kills it even when this test run dies. */
   proc: ControllerProcess;
   metricsPort: number;
-}
-
-/** Reads one sample of `metric` (with all of `labels`) from a /metrics text; undefined when absent. */
-function sample(text: string, metric: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(metric)) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== metric) continue;
-    if (Object.entries(labels).every(([k, v]) => (m[2] ?? "").includes(`${k}="${v}"`))) return Number(m[3]);
-  }
-  return undefined;
-}
-
-async function scrape(port: number): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-  return await res.text();
 }
 
 async function isLeader(r: Replica): Promise<boolean> {

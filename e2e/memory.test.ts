@@ -11,16 +11,10 @@ import { freshNamespace, sharedCluster, usingExistingCluster } from "../hack/tes
 import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
 import { auditAllocations, createClaimsRetrying } from "../hack/testkit/faults.js";
 import { clients, pool } from "../hack/testkit/ipam.js";
+import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
 import { claimPort } from "../hack/testkit/ports.js";
 import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
-
-/** The value of an unlabelled series of the controller's /metrics, or undefined when it is not exported. */
-async function metric(port: number, name: string): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const value = new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1];
-  return value === undefined ? undefined : Number(value);
-}
 
 describe("memory release in the controller process", function () {
   this.timeout(180_000);
@@ -62,14 +56,17 @@ describe("memory release in the controller process", function () {
       500,
     );
 
-    await eventually(
+    const text = await eventually(
       "a memory release on /metrics",
-      async () => ((await metric(port, "metal3_ipam_memory_releases_total")) ?? 0) >= 1,
+      async () => {
+        const metrics = await scrapeMetrics(port);
+        return (metricSample(metrics, "metal3_ipam_memory_releases_total") ?? 0) >= 1 && metrics;
+      },
       30_000,
       250,
     );
-    const released = await metric(port, "metal3_ipam_memory_released_bytes_total");
-    const after = await metric(port, "metal3_ipam_memory_rss_after_release_bytes");
+    const released = metricSample(text, "metal3_ipam_memory_released_bytes_total");
+    const after = metricSample(text, "metal3_ipam_memory_rss_after_release_bytes");
     // Releases give something back in all (a single one may not, if RSS rose while it ran), and the RSS after the
     // last is a plausible resident size for a Node process.
     expect(released, "bytes given back").to.be.above(0);

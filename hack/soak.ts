@@ -26,6 +26,7 @@ import { readProcMemory, type ProcMemory } from "./bench/controller.js";
 import { fmt, fmtBytes, fmtMs, summarize } from "./bench/stats.js";
 import { renderTable, type Row } from "./bench/table.js";
 import { LocalPlane } from "./testkit/plane.js";
+import { metricSample, scrapeMetrics } from "./testkit/metrics.js";
 import { claimPort } from "./testkit/ports.js";
 import { poll, sleep } from "./testkit/wait.js";
 import { BindingWatch, churn, type ChurnResult } from "./soak/churn.js";
@@ -116,14 +117,13 @@ const GAUGES: Record<keyof HeapFigures, string> = {
 };
 
 /** The controller's V8 heap, external memory and memory releases, from its /metrics; {} when that fails. */
-async function scrapeHeap(metricsUrl: string): Promise<HeapFigures> {
+async function scrapeHeap(metricsPort: number): Promise<HeapFigures> {
   try {
-    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) });
-    const text = await res.text();
+    const text = await scrapeMetrics(metricsPort);
     const figures: HeapFigures = {};
     for (const [field, name] of Object.entries(GAUGES) as [keyof HeapFigures, string][]) {
-      const value = new RegExp(`^metal3_ipam_${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1];
-      if (value !== undefined) figures[field] = Number(value);
+      const value = metricSample(text, `metal3_ipam_${name}`);
+      if (value !== undefined) figures[field] = value;
     }
     return figures;
   } catch {
@@ -134,14 +134,14 @@ async function scrapeHeap(metricsUrl: string): Promise<HeapFigures> {
 /** Samples the controller's RSS and V8 heap every 15 s while `work` runs. */
 async function sampled<T>(
   pid: number,
-  metricsUrl: string,
+  metricsPort: number,
   work: Promise<T>,
 ): Promise<{ value: T; peakRss: number; samples: SoakSample[] }> {
   const samples: SoakSample[] = [];
   const started = Date.now();
   const timer = setInterval(() => {
     const atMs = Date.now() - started;
-    Promise.all([readProcMemory(pid), scrapeHeap(metricsUrl)]).then(
+    Promise.all([readProcMemory(pid), scrapeHeap(metricsPort)]).then(
       ([m, heap]) => samples.push({ atMs, rss: m.rss, ...heap }),
       () => undefined,
     );
@@ -166,14 +166,27 @@ interface SoakTrends {
 }
 
 /** The trends of the memory series over the window after the warm-up. */
+/**
+ * A picker of the RSS after a release that keeps only the first sample to see each release: a sample repeats the
+ * reading of the last release until the next one (a failed scrape in between does not make it new again).
+ */
+function newReleaseReading(): (s: SoakSample) => number | undefined {
+  let seen = 0;
+  return (s) => {
+    if (s.releases === undefined || s.releases <= seen) return undefined;
+    seen = s.releases;
+    return s.rssAfterRelease;
+  };
+}
+
 function trendsOf(unsorted: readonly SoakSample[], warmupMs: number): SoakTrends {
   const samples = [...unsorted].sort((x, y) => x.atMs - y.atMs);
   // Every series counts its warm-up from the first sample of the churn, whenever its own first reading came.
   const startMs = samples[0]?.atMs ?? 0;
-  const trend = (pick: (s: SoakSample, i: number) => number | undefined): MemoryTrend =>
+  const trend = (pick: (s: SoakSample) => number | undefined): MemoryTrend =>
     memoryTrend(
-      samples.flatMap((s, i) => {
-        const bytes = pick(s, i);
+      samples.flatMap((s) => {
+        const bytes = pick(s);
         return bytes === undefined ? [] : [{ atMs: s.atMs, bytes }];
       }),
       warmupMs,
@@ -181,10 +194,7 @@ function trendsOf(unsorted: readonly SoakSample[], warmupMs: number): SoakTrends
     );
   return {
     rss: trend((s) => s.rss),
-    // A sample reads the RSS of the last release; only a sample that follows a new release is a new reading.
-    rssAfterRelease: trend((s, i) =>
-      s.releases !== undefined && s.releases > (samples[i - 1]?.releases ?? 0) ? s.rssAfterRelease : undefined,
-    ),
+    rssAfterRelease: trend(newReleaseReading()),
     heapUsed: trend((s) => s.heapUsed),
     heapTotal: trend((s) => s.heapTotal),
     external: trend((s) => s.external),
@@ -334,7 +344,7 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
   );
   const run = await sampled(
     ctl.pid,
-    `http://127.0.0.1:${metricsPort}/metrics`,
+    metricsPort,
     churn(c, watch, {
       namespace: ns,
       pools,

@@ -1,6 +1,5 @@
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { MemoryReleaser, memoryReducingCollection, type Release } from "./memory.js";
 
 const MiB = 1024 * 1024;
@@ -83,9 +82,9 @@ describe("MemoryReleaser", () => {
   });
 });
 
-describe("memory release on this Node (a child process with --expose-gc and the Deployment's heap flags)", function () {
+describe("memory release on this Node (a child process with --expose-gc and the Deployment's 2 MiB semi-space)", function () {
   this.timeout(60_000);
-  const moduleUrl = pathToFileURL(fileURLToPath(new URL("./memory.ts", import.meta.url))).href;
+  const moduleUrl = new URL("./memory.ts", import.meta.url).href;
   // Grows the heap by about 60 MiB of objects, drops them, runs a plain major collection and then a release; prints
   // RSS after each step, in MiB.
   const script = `
