@@ -237,6 +237,29 @@ describe("leader election and metrics (controller processes)", function () {
     }
   });
 
+  it("holds its API requests to --kube-api-qps/--kube-api-burst, and counts the waits on /metrics", async () => {
+    const ns = await freshNamespace(admin, "qps");
+    await c.pools.create(ns, pool(ns, "q", { pools: [{ start: "10.53.0.1", end: "10.53.0.40" }] }));
+    const metricsPort = await claimPort();
+    const proc = startControllerProcess({
+      name: "rate-limited",
+      kubeconfigPath: kubeconfig,
+      namespace: ns,
+      logDir: dir,
+      logName: "qps.log",
+      logLevel: "warn",
+      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      flags: ["--kube-api-qps=4", "--kube-api-burst=1"],
+    });
+    replicas.push({ name: "rate-limited", proc, metricsPort });
+    for (let i = 0; i < 6; i++) await c.claims.create(ns, claim(ns, `q-${i}`, "q"));
+    await eventually("6 bound", async () => (await boundAddresses(ns)).length === 6, 60_000, 250);
+    const text = await scrape(metricsPort);
+    // Six claims take at least 18 writes: at 4 a second after a burst of 1, most of them waited.
+    expect(sample(text, "metal3_ipam_kube_client_rate_limited_requests_total")).to.be.greaterThan(10);
+    expect(sample(text, "metal3_ipam_kube_client_rate_limited_seconds_total")).to.be.greaterThan(1);
+  });
+
   it("exposes per-pool gauges on /metrics that match the pools' status after claims and releases", async () => {
     const ns = await freshNamespace(admin, "metrics");
     const metrics = new PrometheusMetrics();

@@ -38,7 +38,7 @@ const RULES: Readonly<Record<SrcFolder, readonly string[]>> = {
   controllers: ["api/", "src/ipam/", "src/kube/", "src/runtime/"],
   webhooks: ["api/", "src/ipam/", "src/certs/", "src/kube/", "src/runtime/"],
   certs: ["src/kube/", "src/runtime/"],
-  cli: ["api/", "src/ipam/"],
+  cli: ["api/", "src/ipam/", "src/kube/kubeconfig-file.ts"],
 };
 
 /** Packages the production files of a folder may import (`node:` built-ins aside), where the README limits them. */

@@ -14,6 +14,8 @@ describe("flags", () => {
       healthAddress: ":8081",
       webhookPort: 0,
       memoryReleaseIntervalMs: 60_000,
+      kubeApiQps: 1000,
+      kubeApiBurst: 2000,
     });
     expect(f.leaseDurationMs).to.equal(15_000);
   });
@@ -26,6 +28,8 @@ describe("flags", () => {
       POD_NAMESPACE: "ns-env",
       LOG_FORMAT: "text",
       MEMORY_RELEASE_INTERVAL: "0",
+      KUBE_API_QPS: "20",
+      KUBE_API_BURST: "30",
     };
     expect(parseFlags([], env)).to.deep.include({
       namespace: "from-env",
@@ -34,13 +38,27 @@ describe("flags", () => {
       leaderElectionNamespace: "ns-env",
       logFormat: "text",
       memoryReleaseIntervalMs: 0,
+      kubeApiQps: 20,
+      kubeApiBurst: 30,
     });
     expect(
-      parseFlags(["--namespace", "flag", "--pool-concurrency=2", "--memory-release-interval=5m"], env),
+      parseFlags(
+        [
+          "--namespace",
+          "flag",
+          "--pool-concurrency=2",
+          "--memory-release-interval=5m",
+          "--kube-api-qps=2.5",
+          "--kube-api-burst=5",
+        ],
+        env,
+      ),
     ).to.deep.include({
       namespace: "flag",
       poolConcurrency: 2,
       memoryReleaseIntervalMs: 300_000,
+      kubeApiQps: 2.5,
+      kubeApiBurst: 5,
     });
   });
 
@@ -61,6 +79,8 @@ describe("flags", () => {
     ["unknown flag", ["--no-such-flag"], /Unknown option/],
     ["duration text", ["--leader-elect-retry-period", "soon"], /must be a duration/],
     ["memory release interval", ["--memory-release-interval", "1h"], /--memory-release-interval must be a duration/],
+    ["a rate of zero", ["--kube-api-qps", "0"], /--kube-api-qps must be a number above 0, got "0"/],
+    ["a burst below one", ["--kube-api-burst", "0"], /--kube-api-burst must be an integer from 1/],
   ];
   for (const [what, argv, message] of bad)
     it(`rejects ${what} with a clear message`, () => expect(() => parseFlags(argv, {})).to.throw(message));

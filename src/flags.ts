@@ -1,5 +1,6 @@
 /** Command-line flags of the controller (spec §8), each with an environment-variable equivalent. */
 import { parseArgs } from "node:util";
+import { DEFAULT_BURST, DEFAULT_QPS } from "./kube/ratelimit.js";
 
 export interface Flags {
   kubeconfig?: string;
@@ -21,6 +22,9 @@ export interface Flags {
   webhookServiceName: string;
   webhookMutatingName: string;
   webhookValidatingName: string;
+  /** Client-side rate limit of API requests (src/kube/ratelimit.ts). */
+  kubeApiQps: number;
+  kubeApiBurst: number;
   /** How often RSS is checked for V8 heap pages to give back to the OS; 0 never (src/runtime/memory.ts). */
   memoryReleaseIntervalMs: number;
 }
@@ -43,6 +47,9 @@ export const USAGE = `Usage: npm start -- [flags]
   --webhook-service-name NAME        Service in front of the webhooks (default metal3-ipam-webhook-service)
   --webhook-mutating-configuration-name NAME    (default metal3-ipam-mutating-webhook-configuration)
   --webhook-validating-configuration-name NAME  (default metal3-ipam-validating-webhook-configuration)
+  --kube-api-qps N                   API requests a second this controller may send, watches aside (env KUBE_API_QPS,
+                                     default 1000)
+  --kube-api-burst N                 requests it may send at once above that rate (env KUBE_API_BURST, default 2000)
   --memory-release-interval D        how often to check whether freed heap pages should go back to the OS; needs
                                      node --expose-gc, as the image runs it (env MEMORY_RELEASE_INTERVAL, default 60s;
                                      0 never)`;
@@ -86,6 +93,8 @@ const OPTIONS = {
   "webhook-mutating-configuration-name": { type: "string" },
   "webhook-validating-configuration-name": { type: "string" },
   "memory-release-interval": { type: "string" },
+  "kube-api-qps": { type: "string" },
+  "kube-api-burst": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -162,6 +171,13 @@ function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
   return flags;
 }
 
+/** A positive number of requests a second. */
+function rate(flag: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${flag} must be a number above 0, got "${text}"`);
+  return n;
+}
+
 /** Parses argv and env. Throws an Error with a one-line message on bad input (the caller prints USAGE). */
 export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
   const { values } = parseArgs({ args: argv, options: OPTIONS, strict: true });
@@ -170,6 +186,13 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
     ...coreFlags(values, env),
     ...leaderFlags(values, env),
     ...servingFlags(values, env),
+    kubeApiQps: rate("kube-api-qps", values["kube-api-qps"] ?? env.KUBE_API_QPS ?? String(DEFAULT_QPS)),
+    kubeApiBurst: integer(
+      "kube-api-burst",
+      values["kube-api-burst"] ?? env.KUBE_API_BURST ?? String(DEFAULT_BURST),
+      1,
+      1_000_000,
+    ),
     memoryReleaseIntervalMs: parseDuration(
       "memory-release-interval",
       values["memory-release-interval"] ?? env.MEMORY_RELEASE_INTERVAL ?? "60s",

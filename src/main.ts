@@ -8,6 +8,7 @@ import { Manager } from "./controllers/manager.js";
 import { parseFlags, USAGE, type Flags } from "./flags.js";
 import type { ClusterAccess } from "./kube/access.js";
 import { loadClusterAccess } from "./kube/kubeconfig.js";
+import { setRateLimit } from "./kube/ratelimit.js";
 import { LeaderElector } from "./runtime/leader.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
 import { memoryReducingCollection, MemoryReleaser } from "./runtime/memory.js";
@@ -86,6 +87,7 @@ function startMemoryReleaser(flags: Flags, logger: Logger, metrics: PrometheusMe
 async function main(): Promise<void> {
   const flags = readFlags();
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat });
+  setRateLimit(flags.kubeApiQps, flags.kubeApiBurst);
   // Every client of the process (informers, writes, Events, the Lease) shares its keep-alive connections.
   const kc = await loadClusterAccess(flags.kubeconfig || undefined);
   const metrics = new PrometheusMetrics();

@@ -155,6 +155,48 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     expect(unknown.stderr).to.equal('error: context "nope" not found in the kubeconfig (known: broken, real)\n');
   });
 
+  it("refuses a kubeconfig that impersonates or has keys it does not know, instead of reading as the admin underneath", async () => {
+    const admin = kc.getCurrentUser()!;
+    const cluster = kc.getCurrentCluster()!;
+    const write = (name: string, user: object): string => {
+      const file = join(tmp, name);
+      writeFileSync(
+        file,
+        dump({
+          apiVersion: "v1",
+          kind: "Config",
+          "current-context": "c",
+          clusters: [{ name: "c", cluster: { server: cluster.server, "certificate-authority-data": cluster.caData } }],
+          users: [
+            {
+              name: "admin",
+              user: { "client-certificate-data": admin.certData, "client-key-data": admin.keyData, ...user },
+            },
+          ],
+          contexts: [{ name: "c", context: { cluster: "c", user: "admin", namespace: ns } }],
+        }),
+      );
+      return file;
+    };
+    // Its client sends no Impersonate-* headers: reading as the admin underneath would be a quiet privilege
+    // escalation, so any impersonation is refused, naming the file.
+    for (const user of [{ as: "someone" }, { as: "someone", "as-groups": ["devs"] }]) {
+      const file = write("impersonating", user);
+      const r = await runCli(["pools"], { KUBECONFIG: file });
+      expect(r.code).to.equal(3);
+      expect(r.stderr).to.equal(
+        `error: kubeconfig ${file}: users[name="admin"]: kubectl ipam cannot send ${Object.keys(user).join(", ")} ` +
+          "(its client takes only a bearer token or a client certificate); refusing rather than read as another identity\n",
+      );
+    }
+    const unknownFile = write("unknown-key", { "as-tenant": "x" });
+    const unknown = await runCli(["pools"], { KUBECONFIG: unknownFile });
+    expect(unknown.code).to.equal(3);
+    expect(unknown.stderr).to.contain(
+      `error: kubeconfig ${unknownFile}: users[name="admin"]: key "as-tenant" is not understood`,
+    );
+  });
+
   it("names the verb and resource RBAC refuses", async () => {
     const core = kc.makeApiClient(CoreV1Api);
     await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "nobody" } } });

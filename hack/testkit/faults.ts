@@ -7,6 +7,7 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { KubeConfig } from "@kubernetes/client-node";
+import type { Kube } from "../../src/kube/access.js";
 import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
 import { describeError, isAlreadyExists } from "../../src/kube/errors.js";
 import { createLogger, type Logger } from "../../src/runtime/logger.js";
@@ -46,7 +47,7 @@ export class LogCapture {
 
 /** A controller in this process with a capturing logger; `options` override the Manager's. */
 export async function startObservedController(
-  kc: KubeConfig,
+  kc: Kube,
   namespace: string,
   options: Partial<Omit<ManagerOptions, "logger">> = {},
 ): Promise<{ manager: Manager; logs: LogCapture; stop: () => Promise<void> }> {

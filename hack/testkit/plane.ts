@@ -22,6 +22,7 @@ import { resolveBinaries, type PlaneBinaries } from "./binaries.js";
 import { installCrds } from "./crds.js";
 import { get, type TlsIdentity } from "./http.js";
 import { generatePlanePki, type PlanePki } from "./pki.js";
+import { issueClientCertificate, type CertificatePair } from "../../src/certs/pki.js";
 import { claimPort } from "./ports.js";
 import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
 import { PLANE_DIR_PREFIX, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
@@ -107,6 +108,16 @@ export class LocalPlane {
 
   private get timeout(): number {
     return this.options.readyTimeoutMs ?? 90_000;
+  }
+
+  /** The plane's CA certificate (PEM): the API server trusts client certificates it signed. */
+  get caPem(): string {
+    return this.pki.ca.certPem;
+  }
+
+  /** A client certificate signed by the plane's CA, valid for `days` (fractions allowed: 20 s is 20 / 86400). */
+  issueClientCertificate(commonName: string, organizations: string[], days: number): CertificatePair {
+    return issueClientCertificate(this.pki.ca, commonName, organizations, days);
   }
 
   private get tls(): TlsIdentity {

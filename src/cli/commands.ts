@@ -116,7 +116,7 @@ async function preflightMove(inv: Invocation, namespace: string, io: Io): Promis
 }
 
 async function dispatch(inv: Invocation, io: Io): Promise<number> {
-  const connection = connect(
+  const connection = await connect(
     { ...(inv.kubeconfig ? { kubeconfig: inv.kubeconfig } : {}), ...(inv.context ? { context: inv.context } : {}) },
     io.env,
   );

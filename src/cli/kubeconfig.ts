@@ -6,12 +6,17 @@
  * - `--context C` writes the merged configuration with current-context C to a private temporary file (mode 0600,
  *   removed on exit) and points `KUBECONFIG` at it. Paths inside are made absolute by the loader, so certificates
  *   referenced relative to the original file still resolve.
- * Both happen before the first request.
+ * Both happen before the first request. Before either, the chosen context is checked as the controller checks its
+ * own (src/kube/kubeconfig-file.ts: an unknown key, a wrong type, a combination kubectl refuses is an error naming
+ * the file and key), and what the fluent client would drop is refused: it takes only the bearer token and the TLS
+ * material from client-node, so impersonation would read as the broader identity underneath, a `proxy-url` would be
+ * bypassed and basic auth would be sent as a bearer token.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
+import { KubeconfigError, readCurrentContext, where } from "../kube/kubeconfig-file.js";
 import { CliError, ExitCode } from "./errors.js";
 
 /** Connection flags as kubectl spells them. */
@@ -48,13 +53,45 @@ function writePrivate(kc: KubeConfig): string {
   return path;
 }
 
+/** Kubeconfig keys kubernetes-fluent-client drops (user, cluster). */
+const DROPPED_USER_KEYS = ["as", "as-uid", "as-groups", "as-user-extra", "username", "password"];
+const DROPPED_CLUSTER_KEYS = ["proxy-url"];
+
+/** Checks the context the CLI will use; throws CliError naming the file and key of what it would not honour. */
+async function checkContext(env: NodeJS.ProcessEnv, context: string | undefined): Promise<void> {
+  const home = join(homedir(), ".kube", "config");
+  const listed = (env.KUBECONFIG ?? "").split(delimiter).filter(Boolean);
+  const files = (listed.length > 0 ? listed : [home]).filter((f) => existsSync(f));
+  if (files.length === 0) return; // load() reports the missing kubeconfig
+  try {
+    const { user, cluster } = await readCurrentContext(files, context);
+    const dropped = (entry: typeof user, keys: string[]): string[] => keys.filter((k) => entry.body[k] !== undefined);
+    const fromUser = dropped(user, DROPPED_USER_KEYS);
+    if (fromUser.length > 0)
+      throw new CliError(
+        `${where("users", user)}: kubectl ipam cannot send ${fromUser.join(", ")} (its client takes only a bearer ` +
+          `token or a client certificate); refusing rather than read as another identity`,
+      );
+    const fromCluster = dropped(cluster, DROPPED_CLUSTER_KEYS);
+    if (fromCluster.length > 0)
+      throw new CliError(
+        `${where("clusters", cluster)}: kubectl ipam cannot use ${fromCluster.join(", ")}; refusing rather than go ` +
+          `around it`,
+      );
+  } catch (err) {
+    if (err instanceof KubeconfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
 /**
  * Applies the flags to `env` (normally `process.env`, which the fluent client reads) and returns the connection.
- * @throws CliError (usage) for an unknown context.
+ * @throws CliError (usage) for an unknown context; CliError for a kubeconfig it would not honour.
  */
-export function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process.env): Connection {
+export async function connect(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
   if (flags.kubeconfig) env.KUBECONFIG = flags.kubeconfig;
   const kc = load();
+  if (!flags.context || kc.getContextObject(flags.context)) await checkContext(env, flags.context);
   if (flags.context) {
     if (!kc.getContextObject(flags.context)) {
       const known =

@@ -5,23 +5,29 @@
  * that src/ never loads client-node at run time unless a kubeconfig needs it (exec and auth-provider credentials).
  */
 import type { RequestOptions } from "node:https";
+import { proxyFor } from "./proxy.js";
 
-/** Options of one request: TLS material (ca, cert, key, rejectUnauthorized, servername) and headers (credentials). */
+/**
+ * Options of one request: TLS material (ca, cert, key, rejectUnauthorized, servername) and headers (credentials,
+ * impersonation; a header sent several times, as `Impersonate-Group`, is an array).
+ */
 export type AccessOptions = Pick<RequestOptions, "ca" | "cert" | "key" | "rejectUnauthorized" | "servername"> & {
-  headers: Record<string, string>;
+  headers: Record<string, string | string[]>;
 };
 
 /** The API server and the credentials of one identity. */
 export interface ClusterAccess {
   /** `https://host:port` (or `http://` for test servers), no trailing slash. */
   readonly server: string;
+  /** The http(s) proxy to reach it through (a kubeconfig's `proxy-url`, or the environment's; proxy.ts). */
+  readonly proxy?: string | undefined;
   /** TLS material and headers for the next request; called per request, so rotated tokens are picked up. */
   requestOptions(): Promise<AccessOptions>;
 }
 
 /** The part of client-node's KubeConfig this project uses (structural, so no run-time import is needed). */
 export interface KubeConfigLike {
-  getCurrentCluster(): { server: string } | null;
+  getCurrentCluster(): { server: string; proxyUrl?: string | undefined } | null;
   applyToHTTPSOptions(opts: RequestOptions): Promise<void>;
 }
 
@@ -46,17 +52,21 @@ export function accessOf(kube: Kube): ClusterAccess {
 }
 
 function accessFromKubeConfig(kc: KubeConfigLike): ClusterAccess {
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error("the kubeconfig has no current cluster");
+  const cluster = kc.getCurrentCluster();
+  if (!cluster?.server) throw new Error("the kubeconfig has no current cluster");
   return {
-    server: server.replace(/\/+$/, ""),
+    server: cluster.server.replace(/\/+$/, ""),
+    proxy: proxyFor(cluster.server, cluster.proxyUrl),
     async requestOptions(): Promise<AccessOptions> {
       const opts: RequestOptions = {};
       // Client certificates, CA and bearer tokens (exec and auth providers included), as for any client-node call.
       await kc.applyToHTTPSOptions(opts);
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string | string[]> = {};
       for (const [key, value] of Object.entries(opts.headers ?? {}))
-        if (value !== undefined) headers[key] = String(value);
+        if (value !== undefined) headers[key] = Array.isArray(value) ? value.map(String) : String(value);
+      // client-node puts basic auth in `auth`, not in a header.
+      if (opts.auth && !headers.Authorization)
+        headers.Authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
       return {
         ca: opts.ca,
         cert: opts.cert,

@@ -40,3 +40,23 @@ export function describeError(err: unknown): string {
   }
   return err instanceof Error ? (err.message.split("\n")[0] ?? err.message) : String(err);
 }
+
+/** Thrown when a request got no answer within its deadline, or its connection died. Whether a write took effect is then unknown. */
+export class RequestTimeoutError extends Error {
+  override name = "RequestTimeoutError";
+}
+
+/**
+ * A non-2xx answer. `code` is the HTTP status and `body` the parsed Kubernetes Status (or the raw text), the shape
+ * this file classifies.
+ */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    message: string,
+    readonly code: number,
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+}

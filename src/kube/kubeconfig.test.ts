@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import yaml from "js-yaml";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
 import { loadClusterAccess } from "./kubeconfig.js";
+import { apiRequest } from "./transport.js";
 
 function kubeconfig(dir: string, user: object, cluster: object = {}): string {
   const path = join(dir, "config");
@@ -91,6 +95,165 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(String(err)).to.contain("no current context");
+    expect(String(err)).to.contain(`kubeconfig ${path}: current-context "missing" is not in contexts`);
+  });
+
+  it("sends the impersonation a user asks for (as, as-uid, as-groups, as-user-extra)", async () => {
+    const access = await loadClusterAccess(
+      kubeconfig(dir, {
+        token: "t",
+        as: "jane",
+        "as-uid": "42",
+        "as-groups": ["devs", "ops"],
+        "as-user-extra": { "example.com/scopes": ["a", "b"] },
+      }),
+    );
+    expect((await access.requestOptions()).headers).to.deep.equal({
+      Authorization: "Bearer t",
+      "Impersonate-User": "jane",
+      "Impersonate-Uid": "42",
+      "Impersonate-Group": ["devs", "ops"],
+      "Impersonate-Extra-example.com%2Fscopes": ["a", "b"],
+    });
+  });
+
+  it("merges the files of $KUBECONFIG as kubectl does: the first to name an entry wins, paths relative to their file", async () => {
+    const other = mkdtempSync(join(tmpdir(), "kubeconfig-other-"));
+    const saved = process.env.KUBECONFIG;
+    try {
+      writeFileSync(join(other, "ca.crt"), "OTHER CA");
+      const first = join(dir, "config");
+      writeFileSync(
+        first,
+        yaml.dump({
+          "current-context": "mixed",
+          contexts: [{ name: "mixed", context: { cluster: "c2", user: "u2" } }],
+          users: [{ name: "u2", user: { token: "first" } }],
+        }),
+      );
+      const second = join(other, "config");
+      writeFileSync(
+        second,
+        yaml.dump({
+          "current-context": "ignored",
+          clusters: [{ name: "c2", cluster: { server: "https://second:6443", "certificate-authority": "ca.crt" } }],
+          users: [{ name: "u2", user: { token: "second" } }],
+        }),
+      );
+      process.env.KUBECONFIG = [first, join(dir, "missing"), second].join(":");
+      const access = await loadClusterAccess();
+      const options = await access.requestOptions();
+      expect([access.server, options.headers.Authorization, String(options.ca)]).to.deep.equal([
+        "https://second:6443",
+        "Bearer first",
+        "OTHER CA",
+      ]);
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it("loads what client-node's exportConfig writes (null keys, a name inside each context)", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: "https://127.0.0.1:6443", skipTLSVerify: true }],
+      users: [{ name: "u", token: "exported" }],
+      contexts: [{ name: "ctx", cluster: "c", user: "u", namespace: "ns" }],
+      currentContext: "ctx",
+    });
+    const path = join(dir, "exported");
+    writeFileSync(path, kc.exportConfig());
+    const access = await loadClusterAccess(path);
+    expect((await access.requestOptions()).headers).to.deep.equal({ Authorization: "Bearer exported" });
+  });
+
+  describe("refuses what it would not honour, naming the file and the key", () => {
+    const refusal = async (path: string): Promise<string> =>
+      String(
+        await loadClusterAccess(path).then(
+          () => "loaded",
+          (e: unknown) => e,
+        ),
+      );
+
+    it("an unknown key in the user, cluster or context", async () => {
+      const path = kubeconfig(dir, { token: "t", "as-tenant": "x" });
+      expect(await refusal(path)).to.contain(`kubeconfig ${path}: users[name="u"]: key "as-tenant" is not understood`);
+      expect(await refusal(kubeconfig(dir, {}, { "proxy-urls": "http://p" }))).to.contain(
+        `clusters[name="c"]: key "proxy-urls"`,
+      );
+    });
+
+    it("a value of the wrong type, malformed base64 and malformed YAML", async () => {
+      expect(await refusal(kubeconfig(dir, { token: "t", as: "x", "as-groups": "devs" }))).to.contain(
+        `users[name="u"].as-groups must be a list of strings`,
+      );
+      expect(await refusal(kubeconfig(dir, { "client-certificate-data": "not base64!" }))).to.contain(
+        `users[name="u"].client-certificate-data must be base64 data`,
+      );
+      const path = join(dir, "broken.yaml");
+      writeFileSync(path, "clusters: [\n  - oops: {\n");
+      expect(await refusal(path)).to.contain(`kubeconfig ${path}: cannot read it:`);
+    });
+
+    it("a file it names that cannot be read", async () => {
+      const path = kubeconfig(dir, { token: "t" }, { "certificate-authority": "nope.crt" });
+      expect(await refusal(path)).to.contain(
+        `kubeconfig ${path}: clusters[name="c"].certificate-authority: cannot read ${join(dir, "nope.crt")}`,
+      );
+    });
+
+    it("combinations kubectl refuses: insecure with a CA, two credentials, groups without a user", async () => {
+      writeFileSync(join(dir, "ca.crt"), "CA");
+      expect(
+        await refusal(kubeconfig(dir, {}, { "insecure-skip-tls-verify": true, "certificate-authority": "ca.crt" })),
+      ).to.contain("insecure-skip-tls-verify is true and a certificate authority is set");
+      expect(await refusal(kubeconfig(dir, { token: "t", username: "a", password: "b" }))).to.contain(
+        "more than one authentication method (token, basic auth)",
+      );
+      expect(await refusal(kubeconfig(dir, { token: "t", "as-groups": ["g"] }))).to.contain(
+        `as-uid, as-groups and as-user-extra need "as"`,
+      );
+    });
+
+    it("a proxy it cannot speak", async () => {
+      expect(await refusal(kubeconfig(dir, { token: "t" }, { "proxy-url": "socks5://127.0.0.1:1080" }))).to.contain(
+        `clusters[name="c"].proxy-url: proxy scheme socks5 (127.0.0.1:1080) is not supported`,
+      );
+    });
+
+    it("credentials over plain http://: nothing reaches the server", async () => {
+      const seen: string[] = [];
+      const server = createServer((req, res) => {
+        seen.push(req.headers.authorization ?? "(none)");
+        res.writeHead(200, { "Content-Type": "application/json" }).end("{}");
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const path = kubeconfig(dir, { token: "secret" }, { server: url });
+        expect(await refusal(path)).to.contain(
+          `clusters[name="c"].server is plain http://: refusing to send the token`,
+        );
+        // The same through a client-node KubeConfig (tests and tools hold those).
+        const kc = new KubeConfig();
+        kc.loadFromOptions({
+          clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+          users: [{ name: "u", token: "secret" }],
+          contexts: [{ name: "ctx", cluster: "c", user: "u" }],
+          currentContext: "ctx",
+        });
+        const err = await apiRequest(kc, { method: "GET", path: "/api", timeoutMs: 2_000, what: "get api" }).then(
+          () => "sent",
+          (e: unknown) => String(e),
+        );
+        expect(err).to.contain("refusing to send credentials");
+        expect(seen).to.deep.equal([]);
+      } finally {
+        server.close();
+      }
+    });
   });
 });

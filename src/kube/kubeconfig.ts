@@ -1,39 +1,65 @@
 /**
- * Loads how the controller reaches the API server, as client-go and kubectl do: `--kubeconfig`, else `$KUBECONFIG`,
- * else `~/.kube/config`, else the pod's ServiceAccount (in-cluster). The common cases (in-cluster, client
- * certificates, bearer tokens and token files, CA files or data) are read here, so the controller never loads
- * client-node (about 80 MiB of resident memory, issue 13). Anything else a kubeconfig may ask for (exec plugins, auth
- * providers, several files merged through `$KUBECONFIG`) is handed to client-node's KubeConfig, loaded on demand.
+ * Loads how the controller reaches the API server, as client-go and kubectl do: `--kubeconfig`, else `$KUBECONFIG`
+ * (several files merged), else `~/.kube/config`, else the pod's ServiceAccount (in-cluster). Everything a kubeconfig
+ * may say is either honoured here or refused with the file and key named (kubeconfig-file.ts):
+ * - read here: server, CA (file or data), `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`, client
+ *   certificates (file or data), bearer tokens and token files, basic auth, impersonation (`as`, `as-uid`,
+ *   `as-groups`, `as-user-extra`); files are read again when they change (certificates rotated in place);
+ * - credentials of `exec` plugins and `auth-provider`s come from client-node's KubeConfig, loaded only then (it costs
+ *   about 80 MiB of resident memory, issue 13); everything else about such a user is still read here.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, join } from "node:path";
-import { accessOf, type AccessOptions, type ClusterAccess } from "./access.js";
+import { delimiter, dirname, isAbsolute, join } from "node:path";
+import { createSecureContext } from "node:tls";
+import type { AccessOptions, ClusterAccess } from "./access.js";
+import { WatchedFile } from "./files.js";
+import { KubeconfigError, readCurrentContext, where, type CurrentContext, type Entry } from "./kubeconfig-file.js";
+import { proxyFor } from "./proxy.js";
 
 const SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** How long a token read from a file is used before it is read again (projected tokens rotate hourly). */
 const TOKEN_REREAD_MS = 60_000;
 
-interface Named<T> {
-  name: string;
-  [key: string]: unknown;
-  cluster?: T;
-  user?: T;
-  context?: T;
+/** Bytes from `<key>-data` (base64) or from the file `<key>` (relative to the kubeconfig that named it). */
+type Material = () => Buffer | undefined;
+
+function material(entry: Entry, list: string, key: string): Material {
+  const data = entry.body[`${key}-data`];
+  if (typeof data === "string" && data) {
+    const bytes = Buffer.from(data, "base64");
+    return () => bytes;
+  }
+  const path = entry.body[key];
+  if (typeof path !== "string" || !path) return () => undefined;
+  const file = isAbsolute(path) ? path : join(dirname(entry.file), path);
+  try {
+    const watched = new WatchedFile(file);
+    return () => watched.read();
+  } catch (err) {
+    throw new KubeconfigError(
+      `${where(list, entry)}.${key}: cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
 }
 
-interface KubeconfigFile {
-  "current-context"?: string;
-  clusters?: Named<Record<string, unknown>>[];
-  users?: Named<Record<string, unknown>>[];
-  contexts?: Named<Record<string, unknown>>[];
-}
-
-/** Reads `path`, or `data` (base64) when set: the kubeconfig's two spellings of one value. */
-function fileOrData(data: unknown, path: unknown, base: string): Buffer | undefined {
-  if (typeof data === "string" && data) return Buffer.from(data, "base64");
-  if (typeof path === "string" && path) return readFileSync(isAbsolute(path) ? path : join(base, path));
-  return undefined;
+/**
+ * A client certificate and its key, read again when either file changes. A pair caught half-rotated (the new
+ * certificate, the old key) does not match: the last matching pair is kept until the other file follows.
+ */
+function certificatePair(cert: Material, key: Material): () => { cert?: Buffer; key?: Buffer } {
+  let pair = { cert: cert(), key: key() };
+  return () => {
+    const next = { cert: cert(), key: key() };
+    if (next.cert === pair.cert && next.key === pair.key) return pair;
+    try {
+      if (next.cert && next.key) createSecureContext({ cert: next.cert, key: next.key });
+      pair = next;
+    } catch {
+      // mismatched halves of a rotation: keep the last pair
+    }
+    return pair;
+  };
 }
 
 /** A token from a file, re-read at most every {@link TOKEN_REREAD_MS}. */
@@ -45,22 +71,15 @@ function tokenFile(path: string): () => string {
   };
 }
 
-function staticAccess(
-  server: string,
-  tls: Omit<AccessOptions, "headers">,
-  token: (() => string) | undefined,
-  basic?: string,
-): ClusterAccess {
-  return {
-    server: server.replace(/\/+$/, ""),
-    requestOptions: () => {
-      const headers: Record<string, string> = {};
-      const bearer = token?.();
-      if (bearer) headers.Authorization = `Bearer ${bearer}`;
-      else if (basic) headers.Authorization = `Basic ${basic}`;
-      return Promise.resolve({ ...tls, headers });
-    },
-  };
+/** Impersonation headers of a user entry (`as`, `as-uid`, `as-groups`, `as-user-extra`). */
+function impersonation(user: Record<string, unknown>): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  if (typeof user.as === "string") headers["Impersonate-User"] = user.as;
+  if (typeof user["as-uid"] === "string") headers["Impersonate-Uid"] = user["as-uid"];
+  if (Array.isArray(user["as-groups"])) headers["Impersonate-Group"] = user["as-groups"] as string[];
+  const extra = (user["as-user-extra"] ?? {}) as Record<string, string[]>;
+  for (const [key, values] of Object.entries(extra)) headers[`Impersonate-Extra-${encodeURIComponent(key)}`] = values;
+  return headers;
 }
 
 /** The pod's ServiceAccount; undefined outside a pod. */
@@ -69,75 +88,110 @@ function inCluster(): ClusterAccess | undefined {
   const port = process.env.KUBERNETES_SERVICE_PORT;
   if (!host || !port || !existsSync(join(SERVICE_ACCOUNT, "token"))) return undefined;
   const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  return staticAccess(
+  const ca = new WatchedFile(join(SERVICE_ACCOUNT, "ca.crt"));
+  const token = tokenFile(join(SERVICE_ACCOUNT, "token"));
+  return {
     server,
-    { ca: readFileSync(join(SERVICE_ACCOUNT, "ca.crt")) },
-    tokenFile(join(SERVICE_ACCOUNT, "token")),
-  );
-}
-
-const entry = (
-  list: Named<Record<string, unknown>>[] | undefined,
-  name: unknown,
-  field: "cluster" | "user" | "context",
-): Record<string, unknown> | undefined => list?.find((e) => e.name === name)?.[field];
-
-/**
- * The access of a kubeconfig file's current context; undefined when it needs client-node (exec, auth providers).
- * js-yaml is imported here, not at the top: a pod authenticates in-cluster and never needs a YAML parser.
- */
-async function fromFile(path: string): Promise<ClusterAccess | undefined> {
-  const { load } = await import("js-yaml");
-  const config = (load(readFileSync(path, "utf8")) ?? {}) as KubeconfigFile;
-  const context = entry(config.contexts, config["current-context"], "context");
-  const cluster = entry(config.clusters, context?.cluster, "cluster");
-  const user = entry(config.users, context?.user, "user") ?? {};
-  if (!context || !cluster || typeof cluster.server !== "string")
-    throw new Error(`${path}: no current context with a cluster and a server`);
-  if (user.exec !== undefined || user["auth-provider"] !== undefined) return undefined;
-  const base = dirname(path);
-  const tls: Omit<AccessOptions, "headers"> = {
-    ca: fileOrData(cluster["certificate-authority-data"], cluster["certificate-authority"], base),
-    cert: fileOrData(user["client-certificate-data"], user["client-certificate"], base),
-    key: fileOrData(user["client-key-data"], user["client-key"], base),
-    ...(cluster["insecure-skip-tls-verify"] === true ? { rejectUnauthorized: false } : {}),
-    ...(typeof cluster["tls-server-name"] === "string" ? { servername: cluster["tls-server-name"] } : {}),
+    proxy: proxyFor(server),
+    requestOptions: () => Promise.resolve({ ca: ca.read(), headers: { Authorization: `Bearer ${token()}` } }),
   };
-  const token =
-    typeof user.token === "string" && user.token
-      ? () => user.token as string
-      : typeof user.tokenFile === "string"
-        ? tokenFile(isAbsolute(user.tokenFile) ? user.tokenFile : join(base, user.tokenFile))
-        : undefined;
-  const basic =
-    typeof user.username === "string"
-      ? Buffer.from(`${user.username}:${typeof user.password === "string" ? user.password : ""}`).toString("base64")
-      : undefined;
-  return staticAccess(cluster.server, tls, token, basic);
 }
 
-/** client-node's KubeConfig for what this file does not read itself; imported only then. */
-async function throughClientNode(path: string | undefined): Promise<ClusterAccess> {
+/** Credentials that need client-node (exec plugins, auth providers): its KubeConfig for just this context. */
+async function pluginCredentials(current: CurrentContext): Promise<() => Promise<Partial<AccessOptions>>> {
   const { KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  return accessOf(kc);
+  const { cluster, user, context } = current;
+  kc.loadFromString(
+    JSON.stringify({
+      clusters: [{ name: cluster.name, cluster: { server: cluster.body.server } }],
+      users: [{ name: user.name, user: { exec: user.body.exec, "auth-provider": user.body["auth-provider"] } }],
+      contexts: [{ name: context.name, context: { cluster: cluster.name, user: user.name } }],
+      "current-context": context.name,
+    }),
+  );
+  return async () => {
+    const opts: { headers?: Record<string, unknown>; cert?: unknown; key?: unknown } = {};
+    await kc.applyToHTTPSOptions(opts);
+    const authorization = opts.headers?.Authorization;
+    const headers: Record<string, string> = typeof authorization === "string" ? { Authorization: authorization } : {};
+    return {
+      headers,
+      // An exec plugin may answer with a client certificate instead of a token.
+      ...(opts.cert ? { cert: opts.cert as Buffer } : {}),
+      ...(opts.key ? { key: opts.key as Buffer } : {}),
+    };
+  };
+}
+
+/** The access of the current context of `files`. */
+async function fromFiles(files: string[]): Promise<ClusterAccess> {
+  const current = await readCurrentContext(files);
+  const { cluster, user } = current;
+  const c = cluster.body;
+  const u = user.body;
+  const server = (c.server as string).replace(/\/+$/, "");
+  let proxy: string | undefined;
+  try {
+    proxy = proxyFor(server, c["proxy-url"] as string | undefined);
+  } catch (err) {
+    throw new KubeconfigError(`${where("clusters", cluster)}.proxy-url: ${err instanceof Error ? err.message : ""}`);
+  }
+  const ca = material(cluster, "clusters", "certificate-authority");
+  const pair = certificatePair(material(user, "users", "client-certificate"), material(user, "users", "client-key"));
+  const tls = {
+    ...(c["insecure-skip-tls-verify"] === true ? { rejectUnauthorized: false } : {}),
+    ...(typeof c["tls-server-name"] === "string" ? { servername: c["tls-server-name"] } : {}),
+  };
+  const base = dirname(user.file);
+  const token =
+    typeof u.token === "string" && u.token
+      ? () => u.token as string
+      : typeof u.tokenFile === "string"
+        ? tokenFile(isAbsolute(u.tokenFile) ? u.tokenFile : join(base, u.tokenFile))
+        : undefined;
+  const basic =
+    u.username !== undefined || u.password !== undefined
+      ? `Basic ${Buffer.from(`${(u.username as string) ?? ""}:${(u.password as string) ?? ""}`).toString("base64")}`
+      : undefined;
+  const plugin =
+    u.exec !== undefined || u["auth-provider"] !== undefined ? await pluginCredentials(current) : undefined;
+  const impersonate = impersonation(u);
+  return {
+    server,
+    proxy,
+    requestOptions: async () => {
+      const headers: Record<string, string | string[]> = { ...impersonate };
+      const bearer = token?.();
+      if (bearer) headers.Authorization = `Bearer ${bearer}`;
+      else if (basic) headers.Authorization = basic;
+      const fromPlugin = plugin ? await plugin() : {};
+      return { ...tls, ca: ca(), ...pair(), ...fromPlugin, headers: { ...headers, ...fromPlugin.headers } };
+    },
+  };
 }
 
 /**
- * How to reach the API server: `explicitPath` (the `--kubeconfig` flag), else `$KUBECONFIG`, else `~/.kube/config`,
- * else in-cluster. Throws with the reason when none is usable.
+ * How to reach the API server: `explicitPath` (the `--kubeconfig` flag), else `$KUBECONFIG` (files joined by the
+ * path delimiter, merged), else `~/.kube/config`, else in-cluster. Throws with the reason (file and key) when none is
+ * usable.
  */
 export async function loadClusterAccess(explicitPath?: string): Promise<ClusterAccess> {
-  const fromEnv = process.env.KUBECONFIG;
-  if (!explicitPath && fromEnv?.includes(":")) return await throughClientNode(undefined);
+  const fromEnv = (process.env.KUBECONFIG ?? "").split(delimiter).filter(Boolean);
   const home = join(homedir(), ".kube", "config");
-  const path = explicitPath || fromEnv || (existsSync(home) ? home : undefined);
-  if (!path) {
+  // client-go skips files of $KUBECONFIG that do not exist; an explicit --kubeconfig must exist.
+  const files = explicitPath
+    ? [explicitPath]
+    : fromEnv.length > 0
+      ? fromEnv.filter((f) => existsSync(f))
+      : existsSync(home)
+        ? [home]
+        : [];
+  if (explicitPath && !existsSync(explicitPath)) throw new KubeconfigError(`kubeconfig ${explicitPath}: no such file`);
+  if (files.length === 0) {
     const pod = inCluster();
     if (pod) return pod;
     throw new Error("no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod");
   }
-  return (await fromFile(path)) ?? (await throughClientNode(path));
+  return await fromFiles(files);
 }

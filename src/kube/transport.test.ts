@@ -2,7 +2,9 @@ import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ClusterAccess } from "./access.js";
-import { apiRequest, MAX_CONNECTIONS } from "./transport.js";
+import { clientStats } from "./ratelimit.js";
+import { apiRequest, MAX_IN_FLIGHT, RequestTimeoutError } from "./transport.js";
+import { USER_AGENT } from "./useragent.js";
 
 /** A plain HTTP server that holds each answer until `wave` requests are waiting, so they all overlap. */
 function overlappingServer(wave: number): { server: Server; connections: () => number } {
@@ -28,7 +30,7 @@ describe("apiRequest connections", () => {
 
   it("keeps the connections of a wave open for the next wave instead of opening new ones", async () => {
     const wave = 32;
-    expect(wave).to.be.at.most(MAX_CONNECTIONS);
+    expect(wave).to.be.at.most(MAX_IN_FLIGHT);
     const test = overlappingServer(wave);
     server = test.server;
     await new Promise<void>((resolve) => test.server.listen(0, "127.0.0.1", resolve));
@@ -48,5 +50,111 @@ describe("apiRequest connections", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     await Promise.all(Array.from({ length: wave }, send));
     expect(test.connections(), "connections after the second wave").to.equal(wave);
+  });
+});
+
+describe("apiRequest answers", () => {
+  let server: Server | undefined;
+  afterEach(() => {
+    server?.closeAllConnections();
+    server?.close();
+  });
+
+  /** A local server answering with `answer(n)` for the n-th request (from 0); returns an access to it. */
+  async function serve(
+    answer: (n: number, path: string) => { status: number; headers?: Record<string, string>; delayMs?: number },
+  ): Promise<{ access: ClusterAccess; requests: () => number }> {
+    let n = 0;
+    server = createServer((req, res) => {
+      const a = answer(n++, req.url ?? "");
+      setTimeout(
+        () => res.writeHead(a.status, { "Content-Type": "application/json", ...a.headers }).end("{}"),
+        a.delayMs ?? 0,
+      );
+    });
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    return {
+      access: { server: `http://127.0.0.1:${port}`, requestOptions: () => Promise.resolve({ headers: {} }) },
+      requests: () => n,
+    };
+  }
+
+  it("sends a request again after 429 Too Many Requests once Retry-After has passed", async () => {
+    const { access, requests } = await serve((n) =>
+      n < 2 ? { status: 429, headers: { "Retry-After": "1" } } : { status: 200 },
+    );
+    const before = clientStats.retriedAfterThrottle;
+    const answer = await apiRequest(access, {
+      method: "POST",
+      path: "/x",
+      body: {},
+      timeoutMs: 10_000,
+      what: "create x",
+    });
+    expect(answer).to.deep.equal({});
+    expect(requests()).to.equal(3);
+    expect(clientStats.retriedAfterThrottle - before).to.equal(2);
+  });
+
+  it("gives the 429 to the caller when its deadline would pass first", async () => {
+    const { access, requests } = await serve(() => ({ status: 429, headers: { "Retry-After": "5" } }));
+    const err = await apiRequest(access, { method: "GET", path: "/x", timeoutMs: 2_000, what: "get x" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as { code?: number }).code).to.equal(429);
+    expect(requests()).to.equal(1);
+  });
+
+  it("retries a 5xx with Retry-After for reads only: a write may have happened", async () => {
+    const { access, requests } = await serve((n) =>
+      n === 0 || n === 2 ? { status: 503, headers: { "Retry-After": "1" } } : { status: 200 },
+    );
+    expect(await apiRequest(access, { method: "GET", path: "/x", timeoutMs: 10_000, what: "get x" })).to.deep.equal({});
+    const err = await apiRequest(access, {
+      method: "POST",
+      path: "/x",
+      body: {},
+      timeoutMs: 10_000,
+      what: "create x",
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as { code?: number }).code).to.equal(503);
+    expect(requests()).to.equal(3);
+  });
+
+  it("times out one request without ending its neighbours", async () => {
+    const { access } = await serve((_n, path) => ({ status: 200, delayMs: path === "/slow" ? 3_000 : 500 }));
+    const slow = apiRequest(access, { method: "GET", path: "/slow", timeoutMs: 300, what: "get slow" }).then(
+      () => "answered",
+      (e: unknown) => (e instanceof RequestTimeoutError ? "timed out" : String(e)),
+    );
+    const neighbours = Array.from({ length: 5 }, () =>
+      apiRequest(access, { method: "GET", path: "/ok", timeoutMs: 5_000, what: "get ok" }).then(() => "answered"),
+    );
+    expect(await Promise.all([slow, ...neighbours])).to.deep.equal([
+      "timed out",
+      ...Array.from({ length: 5 }, () => "answered"),
+    ]);
+  });
+
+  it("sends its User-Agent", async () => {
+    let agent = "";
+    server = createServer((req, res) => {
+      agent = req.headers["user-agent"] ?? "";
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const access: ClusterAccess = {
+      server: `http://127.0.0.1:${port}`,
+      requestOptions: () => Promise.resolve({ headers: {} }),
+    };
+    await apiRequest(access, { method: "GET", path: "/", timeoutMs: 2_000, what: "get" });
+    expect(agent).to.equal(USER_AGENT);
+    expect(agent).to.match(/^metal3-ipam-ts\/0\.\d+\.\d+ \(linux\/\w+\) node\/v24\./);
   });
 });

@@ -1,36 +1,29 @@
 /**
- * The one HTTP door to the API server: JSON requests with a deadline over keep-alive connections, one connection pool
- * per {@link ClusterAccess}. (client-node opens a new connection, with a TLS handshake on both sides, for every
- * request; on two cores that cost the API server much of its CPU, issue 13.)
+ * The one HTTP door to the API server: JSON requests with a deadline, over one multiplexed HTTP/2 connection per
+ * {@link ClusterAccess} (h2.ts; HTTP/1.1 keep-alive connections for `http://` servers and servers without HTTP/2).
+ * client-node opened a new connection, with a TLS handshake on both sides, for every request; on two cores that cost
+ * the API server much of its CPU (issue 13). Every request:
+ * - carries {@link USER_AGENT};
+ * - waits for the process's client-side rate limit (ratelimit.ts);
+ * - is sent again after a `429 Too Many Requests` (API Priority and Fairness rejected it unexecuted) once its
+ *   `Retry-After` has passed, and after a 5xx with `Retry-After` when it is a read, while its deadline allows;
+ * - fails alone when its deadline passes: other requests, on the same connection or not, are untouched;
+ * - never sends credentials over plain `http://`.
  */
-import type { IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import { accessOf, type ClusterAccess, type Kube } from "./access.js";
+import { ApiError, RequestTimeoutError } from "./errors.js";
+import { H2Pool, NotSentError, type TlsMaterial } from "./h2.js";
+import { clientStats, throttle } from "./ratelimit.js";
+import { USER_AGENT } from "./useragent.js";
 
 // node:http through getBuiltinModule, never an ES import: building the ES namespace reads every export, and reading
 // `WebSocket` loads Node's bundled undici, about 15 MiB resident the controller never uses (nodejs/node#59686).
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
 type HttpAgent = InstanceType<typeof HttpAgent>;
 
-/** Thrown when a request got no answer within its deadline. Whether a write took effect is then unknown. */
-export class RequestTimeoutError extends Error {
-  override name = "RequestTimeoutError";
-}
-
-/**
- * A non-2xx answer. `code` is the HTTP status and `body` the parsed Kubernetes Status (or the raw text), the shape
- * errors.ts classifies.
- */
-export class ApiError extends Error {
-  override name = "ApiError";
-  constructor(
-    message: string,
-    readonly code: number,
-    readonly body: unknown,
-  ) {
-    super(message);
-  }
-}
+export { ApiError, RequestTimeoutError };
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -44,48 +37,58 @@ export interface ApiRequest {
   body?: unknown;
   /** Default `application/json`; patches name their kind (`application/merge-patch+json`, `application/json-patch+json`). */
   contentType?: string;
-  /** Deadline from sending to the last byte of the answer. */
+  /** Deadline from sending to the last byte of the answer, throttling and retries included. */
   timeoutMs: number;
   /** What the request does, for error messages ("create ippools"). */
   what: string;
 }
 
-/**
- * A request that receives nothing for this long sits on a connection that went silent (a frozen server, a dead path
- * that never sent a reset): it fails, and the whole pool is replaced, since its other connections are suspect too.
- * Ordinary answers take milliseconds; even a large list starts streaming at once.
- */
-export const SILENT_CONNECTION_MS = 15_000;
+/** Requests to one API server in flight at once; more wait their turn. */
+export const MAX_IN_FLIGHT = 64;
+/** Sends of one request after 429s before its answer is given to the caller (client-go: 10). */
+const MAX_THROTTLE_RETRIES = 10;
+/** Longest wait a `Retry-After` may ask for; longer ones are capped (the deadline bounds it anyway). */
+const MAX_RETRY_AFTER_MS = 10_000;
 
-const agents = new WeakMap<ClusterAccess, HttpAgent>();
-
-/** Drops the pool of `access` (its connections close); the next request opens a fresh one. */
-function resetPool(access: ClusterAccess, agent: HttpAgent): void {
-  if (agents.get(access) === agent) agents.delete(access);
-  agent.destroy();
+/** Per access: its HTTP/2 connections, its HTTP/1.1 pool, and the requests waiting for a slot. */
+interface Door {
+  h2: H2Pool;
+  h1: HttpAgent | undefined;
+  inFlight: number;
+  waiting: (() => void)[];
 }
 
-/** Requests to one API server in flight at once; more wait for a free connection. */
-export const MAX_CONNECTIONS = 64;
+const doors = new WeakMap<ClusterAccess, Door>();
+
+function doorOf(access: ClusterAccess): Door {
+  let door = doors.get(access);
+  if (!door) {
+    door = { h2: new H2Pool({ server: access.server, proxy: access.proxy }), h1: undefined, inFlight: 0, waiting: [] };
+    doors.set(access, door);
+  }
+  return door;
+}
+
+/** Node's built-in proxy support, for HTTP/1.1 agents: CONNECT for https servers, forwarding for http ones. */
+const proxyOptions = (access: ClusterAccess): { proxyEnv?: NodeJS.ProcessEnv } =>
+  access.proxy ? { proxyEnv: { HTTPS_PROXY: access.proxy, HTTP_PROXY: access.proxy } } : {};
 
 /**
- * The keep-alive connection pool of `access`. Connections it opened stay open while idle: a pool pass writes in
- * waves (up to its write concurrency, then its tail), and closing the idle ones between waves meant a new TLS
- * handshake, on both sides, for each of them in the next wave.
+ * The HTTP/1.1 keep-alive pool of `access`. Connections it opened stay open while idle: a pool pass writes in waves,
+ * and closing the idle ones between waves meant a new TLS handshake, on both sides, for each in the next wave.
  */
-function agentOf(access: ClusterAccess): HttpAgent {
-  let agent = agents.get(access);
-  if (!agent) {
+function http1AgentOf(access: ClusterAccess, door: Door): HttpAgent {
+  if (!door.h1) {
     const options = {
       keepAlive: true,
-      maxSockets: MAX_CONNECTIONS,
-      maxFreeSockets: MAX_CONNECTIONS,
+      maxSockets: MAX_IN_FLIGHT,
+      maxFreeSockets: MAX_IN_FLIGHT,
       scheduling: "lifo" as const,
+      ...proxyOptions(access),
     };
-    agent = access.server.startsWith("http:") ? new HttpAgent(options) : new HttpsAgent(options);
-    agents.set(access, agent);
+    door.h1 = access.server.startsWith("http:") ? new HttpAgent(options) : new HttpsAgent(options);
   }
-  return agent;
+  return door.h1;
 }
 
 /** URL of `path` with `query` on the server of `access`. */
@@ -96,35 +99,43 @@ export function urlOf(access: ClusterAccess, path: string, query: Query = {}): U
   return url;
 }
 
-/**
- * Watches hold their connection for minutes: they get connections of their own, outside the pool, so that however
- * many watches run they never take a slot an ordinary request waits for (one handshake per watch is negligible).
- */
-const watchAgents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
+/** Throws before anything is sent when credentials would cross plain `http://` (client-go and kubectl refuse too). */
+function refuseCleartextCredentials(url: URL, headers: Record<string, string | string[]>): void {
+  if (url.protocol !== "http:") return;
+  if (Object.keys(headers).some((name) => name.toLowerCase() === "authorization"))
+    throw new Error(
+      `refusing to send credentials (a bearer token or basic auth) to ${url.origin} over plain http://: use https://`,
+    );
+}
 
-/**
- * Node request options with the credentials of `access`: on its keep-alive pool, or (`longLived`, for watches) on a
- * connection of its own.
- */
-export async function requestOptionsFor(
+/** Watches hold their connection for minutes: each gets a connection of its own, outside the request pool. */
+const watchAgents = new Map<string, HttpAgent>();
+
+function watchAgentOf(access: ClusterAccess): HttpAgent {
+  const key = `${access.server.startsWith("http:") ? "http" : "https"} ${access.proxy ?? ""}`;
+  let agent = watchAgents.get(key);
+  if (!agent) {
+    const options = { keepAlive: false, ...proxyOptions(access) };
+    agent = access.server.startsWith("http:") ? new HttpAgent(options) : new HttpsAgent(options);
+    watchAgents.set(key, agent);
+  }
+  return agent;
+}
+
+/** Node request options of a watch: the credentials of `access`, on a connection of its own. */
+export async function watchRequestOptions(
   access: ClusterAccess,
-  method: string,
-  headers: Record<string, string>,
-  signal?: AbortSignal,
-  longLived = false,
+  url: URL,
+  signal: AbortSignal,
 ): Promise<RequestOptions> {
   const { headers: credentials, ...tls } = await access.requestOptions();
-  const agent = longLived
-    ? access.server.startsWith("http:")
-      ? watchAgents.http
-      : watchAgents.https
-    : agentOf(access);
+  refuseCleartextCredentials(url, credentials);
   return {
     ...tls,
-    method,
-    agent,
-    headers: { ...credentials, Accept: "application/json", ...headers },
-    ...(signal ? { signal } : {}),
+    method: "GET",
+    agent: watchAgentOf(access),
+    headers: { ...credentials, Accept: "application/json", "User-Agent": USER_AGENT },
+    signal,
   };
 }
 
@@ -137,34 +148,110 @@ export function sendRequest(
   return url.protocol === "http:" ? httpRequest(url, options, onResponse) : httpsRequest(url, options, onResponse);
 }
 
+/** One answer, whole. */
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
+
+/** One send of a request, as HTTP/2 or HTTP/1.1. */
+interface Send {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  payload: string | undefined;
+  timeoutMs: number;
+  what: string;
+}
+
 /** Sends `req`; resolves with the parsed JSON answer (undefined when empty), rejects with ApiError or RequestTimeoutError. */
 export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
   const access = accessOf(kube);
-  const url = urlOf(access, req.path, req.query);
+  const door = doorOf(access);
   const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
   const headers: Record<string, string> =
     payload === undefined
       ? {}
       : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
-  const options = await requestOptionsFor(access, req.method, headers);
-  return await new Promise<T>((resolve, reject) => {
-    const request = sendRequest(url, options, (res) => {
-      readBody(res).then((text) => settle(res.statusCode ?? 0, text, req.what, resolve, reject), reject);
+  const deadline = Date.now() + req.timeoutMs;
+  const send = { method: req.method, url: urlOf(access, req.path, req.query), headers, payload, what: req.what };
+  for (let attempt = 0; ; attempt++) {
+    await throttle();
+    const timeoutMs = deadline - Date.now();
+    if (timeoutMs <= 0) throw new RequestTimeoutError(`${req.what} got no answer within ${req.timeoutMs} ms`);
+    const answer = await withSlot(door, () => sendOnce(access, door, { ...send, timeoutMs }));
+    const waitMs = throttledWait(answer, req.method);
+    if (waitMs === undefined || attempt >= MAX_THROTTLE_RETRIES || Date.now() + waitMs >= deadline)
+      return settle<T>(answer, req.what);
+    clientStats.retriedAfterThrottle++;
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+}
+
+/**
+ * How long to wait before sending again, or undefined when the answer is final: a 429 is always retried (the server
+ * did not execute the request); a 5xx only with a `Retry-After` and only for a read, since a write may have happened.
+ */
+function throttledWait(answer: Answer, method: string): number | undefined {
+  const retryAfter = answer.headers["retry-after"];
+  const seconds = Number(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+  const waitMs = Math.min(MAX_RETRY_AFTER_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000);
+  if (answer.status === 429) return waitMs;
+  if (answer.status >= 500 && retryAfter !== undefined && method === "GET") return waitMs;
+  return undefined;
+}
+
+/** Runs `fn` once fewer than {@link MAX_IN_FLIGHT} requests of `door` are in flight. */
+async function withSlot<T>(door: Door, fn: () => Promise<T>): Promise<T> {
+  if (door.inFlight >= MAX_IN_FLIGHT) await new Promise<void>((resolve) => door.waiting.push(resolve));
+  door.inFlight++;
+  try {
+    return await fn();
+  } finally {
+    door.inFlight--;
+    door.waiting.shift()?.();
+  }
+}
+
+async function sendOnce(access: ClusterAccess, door: Door, send: Send): Promise<Answer> {
+  const { headers: credentials, ...tls } = await access.requestOptions();
+  refuseCleartextCredentials(send.url, credentials);
+  const headers = { ...credentials, Accept: "application/json", "User-Agent": USER_AGENT, ...send.headers };
+  if (send.url.protocol === "https:") {
+    for (let tries = 0; tries < 2; tries++) {
+      const connection = await door.h2.connection(tls as TlsMaterial);
+      if (!connection) break; // the server speaks HTTP/1.1 only
+      try {
+        const answer = await connection.send(h2Headers(send, headers), send.payload, send.timeoutMs, send.what);
+        return { status: answer.status, headers: answer.headers, text: answer.body.toString("utf8") };
+      } catch (err) {
+        if (!(err instanceof NotSentError) || tries > 0) throw err;
+      }
+    }
+  }
+  return await sendHttp1(send, { ...tls, method: send.method, agent: http1AgentOf(access, door), headers });
+}
+
+function h2Headers(send: Send, headers: Record<string, string | string[]>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ":method": send.method, ":path": send.url.pathname + send.url.search };
+  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  return out;
+}
+
+function sendHttp1(send: Send, options: RequestOptions): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    const request = sendRequest(send.url, options, (res) => {
+      readBody(res).then((text) => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }), reject);
     });
     const timer = setTimeout(
-      () => request.destroy(new RequestTimeoutError(`${req.what} got no answer within ${req.timeoutMs} ms`)),
-      req.timeoutMs,
+      () => request.destroy(new RequestTimeoutError(`${send.what} got no answer within ${send.timeoutMs} ms`)),
+      send.timeoutMs,
     );
     timer.unref();
-    request.setTimeout(Math.min(SILENT_CONNECTION_MS, req.timeoutMs), () => {
-      request.destroy(
-        new RequestTimeoutError(`${req.what}: the connection went silent for ${SILENT_CONNECTION_MS} ms`),
-      );
-      resetPool(access, options.agent as HttpAgent);
-    });
     request.on("close", () => clearTimeout(timer));
     request.on("error", reject);
-    request.end(payload);
+    request.end(send.payload);
   });
 }
 
@@ -177,26 +264,17 @@ function readBody(res: IncomingMessage): Promise<string> {
   });
 }
 
-function settle<T>(
-  status: number,
-  text: string,
-  what: string,
-  resolve: (value: T) => void,
-  reject: (err: Error) => void,
-): void {
+function settle<T>({ status, text }: Answer, what: string): T {
   let parsed: unknown = text;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
     // Not JSON (a proxy's error page, say): keep the text.
   }
-  if (status >= 200 && status < 300) {
-    resolve(parsed as T);
-    return;
-  }
+  if (status >= 200 && status < 300) return parsed as T;
   const message =
     typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string"
       ? (parsed as { message: string }).message
       : text.slice(0, 200);
-  reject(new ApiError(`${what}: HTTP ${status}: ${message}`, status, parsed));
+  throw new ApiError(`${what}: HTTP ${status}: ${message}`, status, parsed);
 }

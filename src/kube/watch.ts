@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import { accessOf, type Kube } from "./access.js";
-import { requestOptionsFor, sendRequest, urlOf } from "./transport.js";
+import { sendRequest, urlOf, watchRequestOptions } from "./transport.js";
 
 /** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with its object. */
 export interface WatchEvent {
@@ -40,7 +40,7 @@ export async function streamWatch(kube: Kube, req: WatchRequest): Promise<void> 
   const access = accessOf(kube);
   const url = urlOf(access, req.path, { ...req.query, watch: true });
   // The credentials of every other request, on a connection of its own: the watch holds it until it ends.
-  const options = await requestOptionsFor(access, "GET", {}, req.signal, true);
+  const options = await watchRequestOptions(access, url, req.signal);
   return await new Promise<void>((resolve, reject) => {
     const request = sendRequest(url, options, (res) => {
       if (res.statusCode !== 200) {

@@ -3,6 +3,7 @@
  * `ControllerMetrics` interface so tests can pass `noMetrics`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { clientStats } from "../kube/ratelimit.js";
 import type { Release } from "./memory.js";
 import type { WorkQueueMetrics } from "./workqueue.js";
 
@@ -170,6 +171,33 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
         if (cert && expiry) this.set({ mode: cert.mode }, expiry.getTime() / 1000);
       },
     });
+    // The API door's own counts (src/kube/ratelimit.ts), read at scrape time.
+    const fromClient = (name: string, help: string, value: () => number): void => {
+      new Counter({
+        name: `${PREFIX}${name}`,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          this.inc(value());
+        },
+      });
+    };
+    fromClient(
+      "kube_client_rate_limited_requests_total",
+      "API requests that waited for the client-side rate limit (--kube-api-qps, --kube-api-burst)",
+      () => clientStats.rateLimitedRequests,
+    );
+    fromClient(
+      "kube_client_rate_limited_seconds_total",
+      "Time API requests waited for the client-side rate limit",
+      () => clientStats.rateLimitedSeconds,
+    );
+    fromClient(
+      "kube_client_throttled_retries_total",
+      "API requests sent again after the API server answered 429 (or a 5xx) with Retry-After",
+      () => clientStats.retriedAfterThrottle,
+    );
   }
 
   /** Where to read the serving certificate's expiry from at each scrape (the webhook server, once started). */

@@ -1,0 +1,290 @@
+/**
+ * HTTP/2 connections to an API server, as client-go makes them: one multiplexed TLS connection per identity, whose
+ * liveness is probed with HTTP/2 PING when it has been silent, so that
+ * - a slow answer (an admission webhook may take 30 s) only delays its own request: the connection still answers
+ *   pings, and every other request on it goes on;
+ * - a dead connection (a frozen server, a NAT entry gone, a proxy that stopped forwarding) is noticed within
+ *   {@link READ_IDLE_MS} + {@link PING_TIMEOUT_MS}, and only the requests on it fail (their outcome is unknown).
+ */
+import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
+import { isIP } from "node:net";
+import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from "node:tls";
+import { RequestTimeoutError } from "./errors.js";
+import { bareHost, openTunnel } from "./proxy.js";
+
+const http2 = process.getBuiltinModule("node:http2");
+
+/** A connection that has heard nothing for this long is pinged (client-go: 30 s; ours is shorter, it is cheap). */
+export const READ_IDLE_MS = 10_000;
+/** A ping unanswered this long means the connection is dead. */
+export const PING_TIMEOUT_MS = 5_000;
+/** Deadline of a TCP connect, proxy tunnel and TLS handshake together. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** Client stream IDs run out after 2^30 streams; a connection is retired a little before. */
+const MAX_STREAMS_PER_CONNECTION = 2 ** 30 - 1_000;
+
+/** TLS material of one identity; a change of any of it means a new connection. */
+export interface TlsMaterial {
+  ca?: Buffer | string | undefined;
+  cert?: Buffer | string | undefined;
+  key?: Buffer | string | undefined;
+  rejectUnauthorized?: boolean | undefined;
+  servername?: string | undefined;
+}
+
+const sameBytes = (a: Buffer | string | undefined, b: Buffer | string | undefined): boolean =>
+  a === b || (a !== undefined && b !== undefined && Buffer.from(a).equals(Buffer.from(b)));
+
+function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
+  return (
+    a.rejectUnauthorized === b.rejectUnauthorized &&
+    a.servername === b.servername &&
+    sameBytes(a.cert, b.cert) &&
+    sameBytes(a.key, b.key) &&
+    sameBytes(a.ca, b.ca)
+  );
+}
+
+/** A request that never left this client (its connection was closing): safe to send again on a new one. */
+export class NotSentError extends Error {
+  override name = "NotSentError";
+}
+
+/** The answer to one request. */
+export interface H2Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** One HTTP/2 connection and what rides on it. */
+class Connection {
+  private lastHeard = Date.now();
+  private pinging = false;
+  private streams = 0;
+  private readonly failers = new Set<(err: Error) => void>();
+  private readonly watchdog: NodeJS.Timeout;
+  /** False once the connection takes no new streams (closing, gone away, dead, or out of stream IDs). */
+  open = true;
+
+  constructor(
+    private readonly session: ClientHttp2Session,
+    readonly material: TlsMaterial,
+  ) {
+    session.on("goaway", () => this.retire());
+    session.on("close", () => this.fail(new RequestTimeoutError("the connection to the API server closed")));
+    session.on("error", (err: Error) => this.fail(err));
+    session.on("ping", () => this.heard());
+    this.watchdog = setInterval(() => this.check(), 1_000);
+    this.watchdog.unref();
+  }
+
+  private heard(): void {
+    this.lastHeard = Date.now();
+  }
+
+  /** Takes no new streams; open ones finish. */
+  retire(): void {
+    if (!this.open) return;
+    this.open = false;
+    if (this.failers.size === 0) this.close();
+  }
+
+  private close(): void {
+    clearInterval(this.watchdog);
+    if (!this.session.closed && !this.session.destroyed) this.session.close();
+  }
+
+  /** Ends the connection: every request on it fails with `err`. */
+  fail(err: Error): void {
+    this.open = false;
+    clearInterval(this.watchdog);
+    for (const failer of [...this.failers]) failer(err);
+    this.failers.clear();
+    if (!this.session.destroyed) this.session.destroy();
+  }
+
+  /** Pings a connection that has been silent for READ_IDLE_MS; one that does not answer is dead. */
+  private check(): void {
+    if (this.pinging || this.session.destroyed || Date.now() - this.lastHeard < READ_IDLE_MS) return;
+    this.pinging = true;
+    const deadline = setTimeout(() => {
+      this.fail(
+        new RequestTimeoutError(
+          `the connection to the API server went silent: no answer to a ping within ${PING_TIMEOUT_MS} ms`,
+        ),
+      );
+    }, PING_TIMEOUT_MS);
+    deadline.unref();
+    const sent = this.session.ping((err) => {
+      clearTimeout(deadline);
+      this.pinging = false;
+      if (err) this.fail(err);
+      else this.heard();
+    });
+    if (!sent) {
+      clearTimeout(deadline);
+      this.pinging = false;
+    }
+  }
+
+  /**
+   * Sends one request; resolves with the whole answer. Rejects with RequestTimeoutError when `timeoutMs` passes (only
+   * this stream is cancelled) or when the connection dies.
+   */
+  send(headers: OutgoingHttpHeaders, payload: string | undefined, timeoutMs: number, what: string): Promise<H2Answer> {
+    if (++this.streams >= MAX_STREAMS_PER_CONNECTION) this.retire();
+    return new Promise<H2Answer>((resolve, reject) => {
+      let stream: ClientHttp2Stream | undefined;
+      const finish = (err?: Error, answer?: H2Answer): void => {
+        clearTimeout(timer);
+        this.failers.delete(failer);
+        if (!this.open && this.failers.size === 0) this.close();
+        if (err) reject(err);
+        else if (answer) resolve(answer);
+      };
+      const failer = (err: Error): void => {
+        stream?.close(http2.constants.NGHTTP2_CANCEL);
+        finish(err);
+      };
+      const timer = setTimeout(
+        () => failer(new RequestTimeoutError(`${what} got no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      this.failers.add(failer);
+      try {
+        stream = this.session.request(headers, { endStream: payload === undefined });
+      } catch (err) {
+        // The session closed under us (GOAWAY, destroyed): nothing was sent, the caller may send again.
+        this.retire();
+        finish(new NotSentError(`${what}: ${err instanceof Error ? err.message : String(err)}`));
+        return;
+      }
+      let status = 0;
+      let answerHeaders: IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      stream.on("response", (h) => {
+        this.heard();
+        status = Number(h[":status"] ?? 0);
+        answerHeaders = h;
+      });
+      stream.on("data", (chunk: Buffer) => {
+        this.heard();
+        chunks.push(chunk);
+      });
+      stream.on("end", () => finish(undefined, { status, headers: answerHeaders, body: Buffer.concat(chunks) }));
+      stream.on("error", (err: Error) => finish(err));
+      // A stream closed by the server without an end (RST_STREAM) settles here.
+      stream.on("close", () => {
+        if (this.failers.has(failer))
+          finish(new Error(`${what}: the API server reset the stream (code ${stream?.rstCode ?? "?"})`));
+      });
+      if (payload !== undefined) stream.end(payload);
+    });
+  }
+}
+
+/** Where and how to connect. */
+export interface Endpoint {
+  /** `https://host:port`. */
+  server: string;
+  /** An http(s) proxy to tunnel through. */
+  proxy?: string | undefined;
+}
+
+/** What a connection attempt found: HTTP/2, or a server that only speaks HTTP/1.1. */
+type Opened = { connection: Connection } | { http1: true };
+
+/**
+ * The connections of one endpoint: one open connection at a time (a new one when the TLS material changes or the old
+ * one retires); `undefined` from {@link H2Pool.connection} means the server does not speak HTTP/2 (use HTTP/1.1).
+ */
+export class H2Pool {
+  private current: Connection | undefined;
+  private opening: { material: TlsMaterial; promise: Promise<Opened> } | undefined;
+  private http1 = false;
+
+  constructor(private readonly endpoint: Endpoint) {}
+
+  /** True once the server answered TLS without offering HTTP/2. */
+  get speaksHttp1Only(): boolean {
+    return this.http1;
+  }
+
+  async connection(material: TlsMaterial): Promise<Connection | undefined> {
+    if (this.http1) return undefined;
+    if (this.current?.open && sameMaterial(this.current.material, material)) return this.current;
+    if (!this.opening || !sameMaterial(this.opening.material, material)) {
+      const promise = this.open(material);
+      this.opening = { material, promise };
+      promise.then(
+        () => {
+          if (this.opening?.promise === promise) this.opening = undefined;
+        },
+        () => {
+          if (this.opening?.promise === promise) this.opening = undefined;
+        },
+      );
+    }
+    const opened = await this.opening.promise;
+    if ("http1" in opened) return undefined;
+    return opened.connection;
+  }
+
+  private async open(material: TlsMaterial): Promise<Opened> {
+    const url = new URL(this.endpoint.server);
+    const host = bareHost(url);
+    const port = Number(url.port || 443);
+    const started = Date.now();
+    const tunnel = this.endpoint.proxy
+      ? await openTunnel(this.endpoint.proxy, host, port, CONNECT_TIMEOUT_MS)
+      : undefined;
+    const options: ConnectionOptions = {
+      ...(tunnel ? { socket: tunnel } : { host, port }),
+      ca: material.ca,
+      cert: material.cert,
+      key: material.key,
+      ...(material.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+      servername: material.servername ?? (isIP(host) ? undefined : host),
+      ALPNProtocols: ["h2", "http/1.1"],
+    };
+    const socket = await handshake(options, CONNECT_TIMEOUT_MS - (Date.now() - started), this.endpoint.server);
+    if (socket.alpnProtocol !== "h2") {
+      socket.destroy();
+      this.http1 = true;
+      return { http1: true };
+    }
+    const session = http2.connect(this.endpoint.server, { createConnection: () => socket });
+    session.on("error", () => undefined); // reported through the connection's requests
+    session.unref();
+    socket.unref();
+    const connection = new Connection(session, material);
+    const previous = this.current;
+    this.current = connection;
+    previous?.retire();
+    return { connection };
+  }
+}
+
+/** A TLS connection, after its handshake; rejects with RequestTimeoutError when it takes longer than `timeoutMs`. */
+function handshake(options: ConnectionOptions, timeoutMs: number, server: string): Promise<TLSSocket> {
+  return new Promise<TLSSocket>((resolve, reject) => {
+    const socket = tlsConnect(options);
+    const timer = setTimeout(
+      () => {
+        socket.destroy();
+        reject(new RequestTimeoutError(`no TLS connection to ${server} within ${CONNECT_TIMEOUT_MS} ms`));
+      },
+      Math.max(timeoutMs, 1),
+    );
+    socket.once("secureConnect", () => {
+      clearTimeout(timer);
+      resolve(socket);
+    });
+    socket.once("error", (err: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(err);
+    });
+  });
+}
