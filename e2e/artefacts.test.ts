@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { resolveClusterctl } from "../hack/testkit/binaries.js";
 import { repoRoot } from "../hack/testkit/cluster.js";
+import { SHELLCHECK, skipWithout } from "../hack/testkit/skips.js";
 import { deploymentNodeFlags, imageEnv, imageNodeFlags } from "../hack/testkit/controller.js";
 
 const has = (tool: string, ...args: string[]): boolean =>
@@ -19,7 +20,7 @@ describe("shipping artefacts", function () {
   this.timeout(180_000);
 
   it("shell scripts pass shellcheck", function () {
-    if (!has("shellcheck")) this.skip();
+    skipWithout(this, SHELLCHECK);
     const scripts = [
       ...readdirSync(join(repoRoot, "hack"))
         .filter((f) => f.endsWith(".sh"))

@@ -1,8 +1,8 @@
 /**
- * The alerts and the dashboard against live metrics: a real Prometheus (Debian's package) on loopback scrapes a
- * controller process on the local plane, with our rules loaded (short `for:`). A pool is exhausted with a claim
- * waiting, Metal3IPAMPoolExhausted fires and resolves once an address is freed, and every dashboard query runs
- * without error and returns data.
+ * The alerts and the dashboard against live metrics: a real Prometheus (built from Go modules by `npm run binaries`)
+ * on loopback scrapes a controller process on the local plane, with our rules loaded (short `for:`). A pool is
+ * exhausted with a claim waiting, Metal3IPAMPoolExhausted fires and resolves once an address is freed, and every
+ * dashboard query runs without error and returns data.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,7 +26,8 @@ import {
   type PromAlert,
   type PrometheusServer,
 } from "../hack/monitoring/prometheus.js";
-import { ALERTS_PATH, findTool, loadRuleFile, mapAlerts } from "../hack/monitoring/rules.js";
+import { ALERTS_PATH, loadRuleFile, mapAlerts } from "../hack/monitoring/rules.js";
+import { resolveCachedTool } from "../hack/testkit/binaries.js";
 import { WEBHOOK_PATHS } from "../src/webhooks/server.js";
 import { httpsCall, loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
 import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
@@ -74,11 +75,7 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
   before(async function () {
     // The controller runs here as a process whose /metrics Prometheus reaches on loopback.
     if (usingExistingCluster()) this.skip();
-    const binary = findTool("prometheus");
-    if (!binary) {
-      console.log("      prometheus not found (Debian package prometheus; .ci/run installs it): skipped");
-      this.skip();
-    }
+    const binary = await resolveCachedTool("prometheus");
     admin = (await sharedCluster()).kubeConfig;
     c = clients(admin);
     dir = mkdtempSync(join(tmpdir(), "monitoring-test-"));

@@ -365,6 +365,24 @@ describe("admission webhooks (real API server)", function () {
       ]);
       expect((await c.pools.get(ns, "mixed")).spec.pools).to.have.length(2);
     });
+
+    it("accepts a pool of an IPv4 and an IPv6 range (Metal3 does), warning about the order and spec.prefix", async () => {
+      const body = pool(ns, "dual", {
+        pools: [
+          { start: "10.3.3.10", end: "10.3.3.20" },
+          { start: "2001:db8:3::10", end: "2001:db8:3::20" },
+        ],
+        prefix: 24,
+      });
+      const res = await createWithWarnings(kc, c.pools.collectionPath(ns), body);
+      expect(res.status).to.equal(201);
+      expect(res.warnings).to.deep.equal([
+        "spec.pools mixes IPv4 and IPv6 entries: claims that request no address get IPv4 addresses (spec.pools[0]) " +
+          "until those run out, then IPv6 ones (spec.pools[1]); and one spec.prefix cannot suit both families: set a " +
+          "prefix on each entry (spec.pools[0], spec.pools[1] have none)",
+      ]);
+      expect((await c.pools.get(ns, "dual")).spec.pools).to.have.length(2);
+    });
   });
 
   describe("IPPool on update", () => {

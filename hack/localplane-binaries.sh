@@ -3,7 +3,8 @@
 # outside the repository. Prints nothing but progress on stderr; the last line on stdout is the binary folder.
 #
 #   hack/localplane-binaries.sh            build what is missing: etcd, kube-apiserver, kube-controller-manager,
-#                                          clusterctl, and copy Cluster API's CRDs into .cache/crds/cluster-api
+#                                          clusterctl, prometheus and promtool, and copy Cluster API's CRDs into
+#                                          .cache/crds/cluster-api
 #   KUBEBUILDER_ASSETS=/dir hack/...       use etcd, kube-apiserver (and kube-controller-manager) from /dir instead
 #
 # Cache: ${METAL3_IPAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metal3-ipam-ts}/<name>-<version>/<binary>. An entry is
@@ -13,6 +14,8 @@ set -o errexit -o nounset -o pipefail
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.34.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 CLUSTER_API_VERSION="${CLUSTER_API_VERSION:-v1.14.2}"
+# Go module version of Prometheus: v0.MMmm.P is Prometheus M.mm.P (v0.316.0 is 3.16.0).
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_ROOT="${METAL3_IPAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metal3-ipam-ts}"
@@ -42,13 +45,13 @@ entry_ok() {
 }
 
 # build_into DIR WRAPPER_SETUP_FN LDFLAGS PACKAGE... : builds into a temporary folder, then moves it into place so a
-# killed build never leaves a half-written entry behind.
+# killed build never leaves a half-written entry behind. GO_BUILD_TAGS, when set, is passed to go build as -tags.
 build_into() {
   local dir="$1" setup="$2" ldflags="$3"; shift 3
   local work; work="$(mktemp -d)"
   "${setup}" "${work}"
   log "building $* (cold builds take minutes; the result is cached in ${dir})"
-  if ! (cd "${work}" && go mod tidy >&2 && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o "${work}/out/" "$@" >&2); then
+  if ! (cd "${work}" && go mod tidy >&2 && CGO_ENABLED=0 go build -trimpath -tags "${GO_BUILD_TAGS:-}" -ldflags "${ldflags}" -o "${work}/out/" "$@" >&2); then
     rm -rf "${work}"
     log "building $* failed (see the Go output above)"
     exit 1
@@ -86,6 +89,15 @@ setup_clusterctl_wrapper() {
   printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/cluster-api/cmd/clusterctl"\n' >"${work}/tools.go"
 }
 
+setup_prometheus_wrapper() {
+  local work="$1"
+  # go mod tidy raises the go line to what Prometheus asks for (1.26.7 for v0.316.0); an older go command fetches
+  # that toolchain itself (GOTOOLCHAIN=auto, the default).
+  printf 'module localplane.invalid/prometheus\n\ngo 1.24.0\n\nrequire github.com/prometheus/prometheus %s\n' \
+    "${PROMETHEUS_VERSION}" >"${work}/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "github.com/prometheus/prometheus/cmd/prometheus"\n\t_ "github.com/prometheus/prometheus/cmd/promtool"\n)\n' >"${work}/tools.go"
+}
+
 build_etcd() {
   local dir="${CACHE_ROOT}/etcd-${ETCD_VERSION}"
   entry_ok "${dir}" etcd && { echo "${dir}"; return; }
@@ -110,6 +122,20 @@ build_clusterctl() {
   build_into "${dir}" setup_clusterctl_wrapper \
     "-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=${CLUSTER_API_VERSION}" \
     sigs.k8s.io/cluster-api/cmd/clusterctl
+  echo "${dir}"
+}
+
+# Prometheus and promtool for the alerting-rule tests and the monitoring e2e suite. Only the HTTP API is used: the
+# web UI's assets (a separate JavaScript build, tag builtinassets) are left out, and so is every service discovery
+# but the static and file ones (tag remove_all_sd: no cloud SDKs to compile; the tests list their targets).
+build_prometheus() {
+  local dir="${CACHE_ROOT}/prometheus-${PROMETHEUS_VERSION}"
+  entry_ok "${dir}" prometheus promtool && { echo "${dir}"; return; }
+  local numbers="${PROMETHEUS_VERSION#v0.}" # 316.0
+  local release="$((${numbers%%.*} / 100)).$((${numbers%%.*} % 100)).${numbers#*.}"
+  GO_BUILD_TAGS=remove_all_sd build_into "${dir}" setup_prometheus_wrapper \
+    "-s -w -X github.com/prometheus/common/version.Version=${release}" \
+    github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
   echo "${dir}"
 }
 
@@ -153,6 +179,11 @@ main() {
   if [[ "${want}" == "all" || "${want}" == "clusterctl" ]]; then
     local cc_dir; cc_dir="$(build_clusterctl)"
     ln -sf "${cc_dir}/clusterctl" "${CACHE_ROOT}/bin/clusterctl"
+  fi
+  if [[ "${want}" == "all" || "${want}" == "prometheus" ]]; then
+    local prom_dir; prom_dir="$(build_prometheus)"
+    ln -sf "${prom_dir}/prometheus" "${CACHE_ROOT}/bin/prometheus"
+    ln -sf "${prom_dir}/promtool" "${CACHE_ROOT}/bin/promtool"
   fi
   echo "${KUBEBUILDER_ASSETS:-${CACHE_ROOT}/bin}"
 }

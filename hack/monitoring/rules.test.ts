@@ -1,6 +1,6 @@
 /**
- * The alerting rules and the Prometheus Operator manifests, checked by the real tools: promtool (Debian's prometheus
- * package, installed by .ci/run) validates the rules and runs the unit tests of config/prometheus/test; mutated rules
+ * The alerting rules and the Prometheus Operator manifests, checked by the real tools: promtool (built from Go modules
+ * by `npm run binaries`) validates the rules and runs the unit tests of config/prometheus/test; mutated rules
  * prove that those tests catch an alert that always fires or never does; kubectl renders the kustomizations.
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -9,12 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { loadAll } from "js-yaml";
+import { resolveCachedTool } from "../testkit/binaries.js";
 import { repoRoot } from "../testkit/cluster.js";
 import {
   ALERT_TESTS_PATH,
   ALERTS_PATH,
   alertsOf,
-  findTool,
   headingAnchor,
   loadRuleFile,
   mapAlerts,
@@ -55,7 +55,7 @@ function kustomize(dir: string): K8sObject[] {
 describe("alerting rules (promtool) and Prometheus Operator manifests", function () {
   this.timeout(120_000);
   const rules = loadRuleFile(join(repoRoot, ALERTS_PATH));
-  const tool = findTool("promtool");
+  let tool = "";
   const dirs: string[] = [];
   const folder = (r: RuleFile): string => {
     const dir = testFolder(r);
@@ -89,37 +89,37 @@ describe("alerting rules (promtool) and Prometheus Operator manifests", function
     }
   });
 
-  it("passes `promtool check rules`", function () {
-    if (!tool) {
-      console.log("      promtool not found (Debian package prometheus; .ci/run installs it): skipped");
-      this.skip();
-    }
-    const dir = folder(rules);
-    const res = promtool(tool, ["check", "rules", "rules.yaml"], dir);
-    expect(res.output).to.include(`SUCCESS: ${alertsOf(rules).length} rules found`);
-    expect(res.status).to.equal(0);
-  });
+  describe("promtool", () => {
+    before(async () => {
+      tool = await resolveCachedTool("promtool");
+    });
 
-  it("passes its `promtool test rules` unit tests", function () {
-    if (!tool) this.skip();
-    const res = promtool(tool, ["test", "rules", "alerts.test.yaml"], folder(rules));
-    expect(res.output).to.include("SUCCESS");
-    expect(res.status, res.output).to.equal(0);
-  });
+    it("passes `promtool check rules`", () => {
+      const dir = folder(rules);
+      const res = promtool(tool, ["check", "rules", "rules.yaml"], dir);
+      expect(res.output).to.include(`SUCCESS: ${alertsOf(rules).length} rules found`);
+      expect(res.status).to.equal(0);
+    });
 
-  it("has unit tests that catch each alert firing when it should not, and staying silent when it should fire", function () {
-    if (!tool) this.skip();
-    for (const name of alertsOf(rules).map((a) => a.alert)) {
-      for (const [what, expr] of [
-        ["always fires", "vector(1)"],
-        ["never fires", "vector(1) < 0"],
-      ] as const) {
-        const mutated = mapAlerts(rules, (r) => (r.alert === name ? { ...r, expr, for: "0s" } : r));
-        const res = promtool(tool, ["test", "rules", "alerts.test.yaml"], folder(mutated));
-        expect(res.status, `${name} mutated to "${what}" still passes the unit tests`).to.not.equal(0);
-        expect(res.output).to.include(name);
+    it("passes its `promtool test rules` unit tests", () => {
+      const res = promtool(tool, ["test", "rules", "alerts.test.yaml"], folder(rules));
+      expect(res.output).to.include("SUCCESS");
+      expect(res.status, res.output).to.equal(0);
+    });
+
+    it("has unit tests that catch each alert firing when it should not, and staying silent when it should fire", () => {
+      for (const name of alertsOf(rules).map((a) => a.alert)) {
+        for (const [what, expr] of [
+          ["always fires", "vector(1)"],
+          ["never fires", "vector(1) < 0"],
+        ] as const) {
+          const mutated = mapAlerts(rules, (r) => (r.alert === name ? { ...r, expr, for: "0s" } : r));
+          const res = promtool(tool, ["test", "rules", "alerts.test.yaml"], folder(mutated));
+          expect(res.status, `${name} mutated to "${what}" still passes the unit tests`).to.not.equal(0);
+          expect(res.output).to.include(name);
+        }
       }
-    }
+    });
   });
 
   describe("kustomize", function () {

@@ -1,6 +1,6 @@
 /**
  * The alerting rules as Prometheus reads them. config/prometheus/alerts.yaml (a PrometheusRule) is their one source;
- * Prometheus and promtool want a plain rules file, which is its `spec`. Also finds Debian's prometheus and promtool.
+ * Prometheus and promtool want a plain rules file, which is its `spec`.
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -47,17 +47,6 @@ export function writeRuleFile(dir: string, rules: RuleFile): string {
   const path = join(dir, "rules.yaml");
   writeFileSync(path, dump(rules, { lineWidth: -1 }));
   return path;
-}
-
-/**
- * The path of `tool` (prometheus or promtool) when it runs, else undefined. Debian's `prometheus` package installs
- * both in /usr/bin; `.ci/run` installs it.
- */
-export function findTool(tool: "prometheus" | "promtool"): string | undefined {
-  for (const candidate of [tool, join("/usr/bin", tool)]) {
-    if (spawnSync(candidate, ["--version"], { stdio: "ignore" }).status === 0) return candidate;
-  }
-  return undefined;
 }
 
 /** Runs promtool with `args` in `cwd`; returns its exit code and combined output. */

@@ -1,6 +1,7 @@
 /**
  * Where the control plane's binaries come from: `KUBEBUILDER_ASSETS` (the envtest convention) when set, else the
- * per-version cache that `hack/localplane-binaries.sh` fills from Go modules.
+ * per-version cache that `hack/localplane-binaries.sh` fills from Go modules. That cache also holds the tools some
+ * tests run (clusterctl, prometheus, promtool).
  */
 import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
@@ -45,13 +46,13 @@ async function isExecutable(path: string): Promise<boolean> {
  * Checks that `path` runs and answers `--version` within 15 s. A truncated or corrupt cache entry fails here with a
  * message naming the file, instead of hanging a test run later.
  */
-export async function verifyBinary(path: string): Promise<void> {
-  if (!(await isExecutable(path))) throw new BinaryError(`${path} is missing or not executable; ${HOW_TO_GET}`);
+export async function verifyBinary(path: string, howToGet = HOW_TO_GET): Promise<void> {
+  if (!(await isExecutable(path))) throw new BinaryError(`${path} is missing or not executable; ${howToGet}`);
   try {
     await execFileAsync(path, ["--version"], { timeout: 15_000 });
   } catch (err) {
     const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
-    throw new BinaryError(`${path} does not run (${why}); the cached build looks corrupt: delete it and ${HOW_TO_GET}`);
+    throw new BinaryError(`${path} does not run (${why}); the cached build looks corrupt: delete it and ${howToGet}`);
   }
 }
 
@@ -82,4 +83,14 @@ export async function resolveClusterctl(): Promise<string> {
   if (!(await isExecutable(chosen)))
     throw new BinaryError(`clusterctl not found at ${chosen}; run \`npm run binaries\``);
   return chosen;
+}
+
+/**
+ * Path of `tool` as `npm run binaries` built it into the cache, verified like the plane's binaries. Only the cache
+ * is looked at (not the PATH), so every machine runs the version the script pins; a missing build fails the test
+ * that needs it with the command that makes it, rather than skipping it.
+ */
+export async function resolveCachedTool(tool: "prometheus" | "promtool"): Promise<string> {
+  await verifyBinary(join(cacheRoot(), "bin", tool), "run `npm run binaries` (builds it from Go modules; needs Go)");
+  return join(cacheRoot(), "bin", tool);
 }

@@ -1,8 +1,17 @@
-/** Mocha root hooks: the shared local plane is stopped once, after every suite of the run. */
+/**
+ * Mocha root hooks: the shared local plane is stopped once, after every suite of the run, and tests skipped for a
+ * missing tool are named, one line per tool with its install command (skips.ts), right above mocha's counts.
+ */
 import { stopSharedCluster } from "./cluster.js";
+import { skippedToolLines } from "./skips.js";
 
 export const mochaHooks = {
   async afterAll(): Promise<void> {
-    await stopSharedCluster();
+    try {
+      await stopSharedCluster();
+    } finally {
+      const lines = skippedToolLines();
+      if (lines.length > 0) process.stdout.write(`\n${lines.map((l) => `  ${l}\n`).join("")}`);
+    }
   },
 };

@@ -274,6 +274,9 @@ describe("validation (spec §6)", () => {
         pool({ namePrefix: "x", pools: [{ start: "10.0.0.11", end: "10.0.0.20" }] }, "e"),
       ];
       expect(ipPoolWarnings(mine, others)).to.deep.equal([
+        "spec.pools mixes IPv4 and IPv6 entries: claims that request no address get IPv4 addresses (spec.pools[0]) " +
+          "until those run out, then IPv6 ones (spec.pools[1]); and one spec.prefix cannot suit both families: set a " +
+          "prefix on each entry (spec.pools[0], spec.pools[1] have none)",
         'namePrefix "pfx" is also used by IPPool "b": names of IPAddresses of overlapping ranges collide',
         'spec.pools[0] overlaps spec.pools[0] of IPPool "b"',
         'spec.pools[1] overlaps spec.pools[0] of IPPool "c"',
@@ -290,6 +293,39 @@ describe("validation (spec §6)", () => {
         'spec.pools[0].end "2001:db8::1": start, end and subnet are of different address families: the entry yields no address',
         'spec.preAllocations[a]: no entry of spec.pools yields 10.0.1.0: claim "a" will fail with "Pre-allocated IP out of bounds"',
         'spec.preAllocations[c]: no entry of spec.pools yields 10.0.0.3: claim "c" will fail with "Pre-allocated IP out of bounds"',
+      ]);
+    });
+
+    it("entries of both families: the order claims get them in, and the prefix only when an entry lacks its own", () => {
+      const interleaved = pool({
+        pools: [
+          { start: "10.0.0.1", end: "10.0.0.9", prefix: 24 },
+          { subnet: "10.0.1.0/24", prefix: 24 },
+          { subnet: "2001:db8::/120", prefix: 64 },
+          { start: "10.0.2.1", end: "10.0.2.9" },
+        ],
+        prefix: 24,
+      });
+      expect(ipPoolWarnings(interleaved, [])).to.deep.equal([
+        "spec.pools mixes IPv4 and IPv6 entries: claims that request no address get IPv4 addresses (spec.pools[0], " +
+          "spec.pools[1]) until those run out, then IPv6 ones (spec.pools[2]) until those run out, then IPv4 ones " +
+          "(spec.pools[3]); and one spec.prefix cannot suit both families: set a prefix on each entry " +
+          "(spec.pools[3] has none)",
+      ]);
+      const ownPrefixes = pool({
+        pools: [
+          { subnet: "2001:db8::/120", prefix: 64 },
+          { subnet: "10.0.1.0/24", prefix: 24 },
+        ],
+      });
+      expect(ipPoolWarnings(ownPrefixes, [])).to.deep.equal([
+        "spec.pools mixes IPv4 and IPv6 entries: claims that request no address get IPv6 addresses (spec.pools[0]) " +
+          "until those run out, then IPv4 ones (spec.pools[1])",
+      ]);
+      // Entries that yield nothing do not count: one family is handed out.
+      const oneYields = pool({ pools: [{ subnet: "10.0.1.0/24" }, { subnet: "2001:db8::1/128" }] });
+      expect(ipPoolWarnings(oneYields, [])).to.deep.equal([
+        "spec.pools[1] yields no address: no address follows the one written in subnet",
       ]);
     });
 

@@ -5,7 +5,7 @@
 import isEqual from "lodash/isEqual.js";
 import cloneDeep from "lodash/cloneDeep.js";
 import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
-import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef } from "../../api/v1alpha1/types.js";
+import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef, Pool } from "../../api/v1alpha1/types.js";
 import { addressKey, formatAddress, parseAddress } from "./address.js";
 import {
   addressListErrors,
@@ -15,7 +15,7 @@ import {
   withinMetal3Bounds,
 } from "./entries.js";
 import type { CompiledEntry } from "./entries.js";
-import type { Addr } from "./address.js";
+import type { Addr, Family } from "./address.js";
 import type { FieldError } from "./fielderror.js";
 
 export { formatFieldError } from "./fielderror.js";
@@ -194,7 +194,38 @@ function selfWarnings(pool: IPPool): string[] {
       warnings.push(`spec.pools[${i}] yields no address: ${emptyEntryReason(!!raw.start, !!raw.subnet)}`);
     }
   });
+  const mixed = mixedFamilyWarning(pool.spec?.pools ?? []);
+  if (mixed) warnings.push(mixed);
   return [...warnings, ...preallocationWarnings(pool.spec ?? { namePrefix: "" })];
+}
+
+/**
+ * The warning for entries that yield addresses of both families (Metal3 accepts such a pool, and so do we). A claim
+ * cannot ask for a family, so claims that request no address take the entries in order (spec §3.2): one
+ * family until its entries run out, then the other. And the pool-wide `spec.prefix`, which every entry without its
+ * own prefix takes, fits at most one family. Undefined when the yielding entries are of one family.
+ */
+function mixedFamilyWarning(pools: readonly (Pool | null | undefined)[]): string | undefined {
+  const runs: { family: Family; fields: string[] }[] = [];
+  const onPoolPrefix: string[] = [];
+  pools.forEach((raw, i) => {
+    const entry = compileEntry(raw ?? {}, i).entry;
+    if (!entry || entry.size === 0n) return;
+    const field = `spec.pools[${i}]`;
+    if (!raw?.prefix) onPoolPrefix.push(field);
+    const last = runs.at(-1);
+    if (last?.family === entry.family) last.fields.push(field);
+    else runs.push({ family: entry.family, fields: [field] });
+  });
+  if (new Set(runs.map((r) => r.family)).size < 2) return undefined;
+  const order = runs
+    .map((r, i) => `${i === 0 ? `IPv${r.family} addresses` : `then IPv${r.family} ones`} (${r.fields.join(", ")})`)
+    .join(" until those run out, ");
+  const prefix =
+    onPoolPrefix.length > 0
+      ? `; and one spec.prefix cannot suit both families: set a prefix on each entry (${onPoolPrefix.join(", ")} ${onPoolPrefix.length === 1 ? "has" : "have"} none)`
+      : "";
+  return `spec.pools mixes IPv4 and IPv6 entries: claims that request no address get ${order}${prefix}`;
 }
 
 /** Preallocations Metal3's bounds check accepts but no entry yields: their claims will fail, so say so now. */
@@ -219,9 +250,9 @@ function overlaps(a: CompiledEntry, b: CompiledEntry): boolean {
 /**
  * Admission warnings (never rejections) for `pool` among `others` (the pools of its namespace; the pool itself and
  * pools of other namespaces are skipped): ranges overlapping another pool, a namePrefix shared with another pool
- * (together they make IPAddress names collide, spec §3.6), entries that yield no address, entries mixing address
- * families, an `end` that Metal3's arithmetic ignores, and preallocations no entry yields (while inside Metal3's
- * bounds, so not refused).
+ * (together they make IPAddress names collide, spec §3.6), entries that yield no address, an entry mixing address
+ * families, entries of both families in one pool, an `end` that Metal3's arithmetic ignores, and preallocations no
+ * entry yields (while inside Metal3's bounds, so not refused).
  */
 export function ipPoolWarnings(pool: IPPool, others: readonly IPPool[]): string[] {
   const warnings = selfWarnings(pool);

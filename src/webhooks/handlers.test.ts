@@ -231,6 +231,23 @@ describe("admission handlers (spec §6)", () => {
       ]);
     });
 
+    it("allows a pool of IPv4 and IPv6 entries (Metal3 does), warning about the order and spec.prefix", async () => {
+      const res = await run(
+        validateIPPoolRoute,
+        req(
+          "IPPool",
+          "CREATE",
+          pool("p", { pools: [{ subnet: "10.0.0.0/24" }, { start: "2001:db8::10", end: "2001:db8::ff" }], prefix: 24 }),
+        ),
+      );
+      expect(res.allowed).to.equal(true);
+      expect(res.warnings).to.deep.equal([
+        "spec.pools mixes IPv4 and IPv6 entries: claims that request no address get IPv4 addresses (spec.pools[0]) " +
+          "until those run out, then IPv6 ones (spec.pools[1]); and one spec.prefix cannot suit both families: set a " +
+          "prefix on each entry (spec.pools[0], spec.pools[1] have none)",
+      ]);
+    });
+
     it("allows when the pools cannot be listed (warnings are advice)", async () => {
       const res = await run(
         validateIPPoolRoute,

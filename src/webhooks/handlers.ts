@@ -153,7 +153,7 @@ async function poolWarnings(pool: IPPool, ctx: HandlerContext): Promise<string[]
  * a changed one is validated in full, and when `spec.pools` changed the addresses in use in the pool are read so
  * that ranges dropping one of them are refused (outside Metal3's bounds) or warned about (inside them). Warnings:
  * overlaps and namePrefix shared with other pools of the namespace, entries that yield nothing or mix families,
- * preallocations no entry yields.
+ * entries of both families in one pool, preallocations no entry yields.
  */
 export const validateIPPoolRoute: Route = {
   kind: IPPOOL_KIND,
