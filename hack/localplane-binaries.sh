@@ -5,6 +5,8 @@
 #   hack/localplane-binaries.sh            build what is missing: etcd, kube-apiserver, kube-controller-manager,
 #                                          clusterctl, prometheus and promtool, and copy Cluster API's CRDs into
 #                                          .cache/crds/cluster-api
+#   hack/localplane-binaries.sh plane      only what a plane needs (etcd, kube-apiserver, kube-controller-manager,
+#                                          Cluster API's CRDs): what `npm run demo` builds first
 #   KUBEBUILDER_ASSETS=/dir hack/...       use etcd, kube-apiserver (and kube-controller-manager) from /dir instead
 #
 # Cache: ${METAL3_IPAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metal3-ipam-ts}/<name>-<version>/<binary>. An entry is

@@ -20,6 +20,9 @@ export const READ_IDLE_MS = 10_000;
 export const PING_TIMEOUT_MS = 5_000;
 /** Deadline of a TCP connect, proxy tunnel and TLS handshake together. */
 export const CONNECT_TIMEOUT_MS = 10_000;
+/** Receive windows of a stream and of a whole connection. */
+const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
+const CONNECTION_WINDOW_BYTES = 64 * 1024 * 1024;
 /** Client stream IDs run out after 2^30 streams; a connection is retired a little before. */
 const MAX_STREAMS_PER_CONNECTION = 2 ** 30 - 1_000;
 
@@ -254,8 +257,14 @@ export class H2Pool {
       this.http1 = true;
       return { http1: true };
     }
-    const session = http2.connect(this.endpoint.server, { createConnection: () => socket });
+    // Flow-control windows as Go's HTTP/2 client sets them (4 MiB a stream, more for the connection): with HTTP/2's
+    // default 64 KiB, a list of 10,000 objects would wait for a window update every 64 KiB.
+    const session = http2.connect(this.endpoint.server, {
+      createConnection: () => socket,
+      settings: { initialWindowSize: STREAM_WINDOW_BYTES },
+    });
     session.on("error", () => undefined); // reported through the connection's requests
+    session.on("connect", () => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES));
     session.unref();
     socket.unref();
     const connection = new Connection(session, material);
