@@ -8,6 +8,7 @@ import { sharedCluster } from "../hack/testkit/cluster.js";
 import { addressOf, claim, clients, cluster, eventReasons, exists, pool, type Clients } from "../hack/testkit/ipam.js";
 import { withController as withControllerIn } from "../hack/testkit/ipam.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
+import { readRequestCounts } from "../hack/bench/efficiency.js";
 
 const CAPM3_FINALIZER = "metal3data.infrastructure.cluster.x-k8s.io";
 
@@ -126,6 +127,34 @@ describe("IPAM controller (real API server)", function () {
       expect(p.metadata.finalizers).to.include(IPPOOL_FINALIZER);
       expect(p.status?.indexes).to.deep.equal({ m1: "192.168.1.10" });
       expect(p.status?.lastUpdated).to.be.a("string");
+    });
+  });
+
+  it("writes a trickle of claims' pool status in few writes, and the status still ends up complete", async function () {
+    if (process.env.USE_EXISTING_CLUSTER === "true") this.skip(); // other controllers' writes would count too
+    await withController("trickle", async (ns) => {
+      await c.pools.create(ns, pool(ns, "t", { pools: [{ start: "10.40.0.1", end: "10.40.0.100" }] }));
+      await c.claims.create(ns, claim(ns, "first", "t"));
+      await eventually("the first status", async () => (await c.pools.get(ns, "t")).status?.used === 1, 30_000);
+      const statusWrites = async (): Promise<number> =>
+        (await readRequestCounts(kc)).get("PATCH ipam.metal3.io/ippools/status") ?? 0;
+      const before = await statusWrites();
+      // One at a time, each once the previous one is bound: a machine at a time, as they mostly arrive, and each in a
+      // pass of its own (a status write per pass before).
+      for (let i = 0; i < 20; i++) {
+        await c.claims.create(ns, claim(ns, `t-${i}`, "t"));
+        await eventually(`t-${i} bound`, async () => (await c.claims.get(ns, `t-${i}`)).status?.address, 30_000, 20);
+      }
+      const status = await eventually(
+        "status with all 21 claims",
+        async () => {
+          const s = (await c.pools.get(ns, "t")).status;
+          return s?.used === 21 && Object.keys(s.indexes ?? {}).length === 21 && s;
+        },
+        30_000,
+      );
+      expect(status.indexes?.["t-19"]).to.match(/^10\.40\.0\.\d+$/);
+      expect(await statusWrites(), "status writes for 20 claims").to.be.at.most(before + 8);
     });
   });
 

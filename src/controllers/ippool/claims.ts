@@ -28,6 +28,8 @@ export interface ApplyContext {
   now: Date;
   /** Set when a write lost a race; the pool is reconciled again soon. */
   requeue: boolean;
+  /** Set when the pool's status write was held back: the pass to run once it is due. */
+  statusDueInMs?: number;
   metrics: ControllerMetrics;
 }
 

@@ -44,7 +44,7 @@ import { keyOf } from "../../kube/informer.js";
 import { applyClaimAction, holderOf, releaseAddress, type ApplyContext } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL } from "./indexes.js";
 import { planClaim } from "./plan.js";
-import { desiredPoolStatus, pendingClaimsByKind } from "./status.js";
+import { desiredPoolStatus, indexesPatch, pendingClaimsByKind } from "./status.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -54,6 +54,9 @@ export interface PoolReconcilerOptions {
 }
 
 export class PoolReconciler {
+  /** When each pool's status was last written (its key), for {@link STATUS_WRITE_INTERVAL_MS}. */
+  private readonly statusWrittenAt = new Map<string, number>();
+
   constructor(
     private readonly store: Store,
     private readonly events: EventSink,
@@ -71,13 +74,17 @@ export class PoolReconciler {
       log.debug("Pool is paused", { why: pause.why });
       return;
     }
-    const claims = this.store.claims.byIndex(BY_POOL, key).sort(byCreationThenName);
-    const capiClaims = (this.store.capi?.claims.byIndex(BY_POOL, key) ?? []).sort(byCreationThenName);
+    // Unsorted: reconcileClaims puts the decisions in order.
+    const claims = this.store.claims.byIndex(BY_POOL, key);
+    const capiClaims = this.store.capi?.claims.byIndex(BY_POOL, key) ?? [];
     await this.refreshIfAllocating(pool, claims, capiClaims);
     const collisions: string[] = [];
     const allocator = pool ? this.buildAllocator(pool, key, collisions) : undefined;
     const metrics = this.options.metrics ?? noMetrics;
-    if (!pool) metrics.poolGone(namespace, name);
+    if (!pool) {
+      metrics.poolGone(namespace, name);
+      this.statusWrittenAt.delete(key);
+    }
     const ctx: ApplyContext = {
       store: this.store,
       events: this.events,
@@ -92,7 +99,8 @@ export class PoolReconciler {
     await this.cleanupCapiOrphans(ctx, key);
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(ctx, pool, key);
     else if (pool && allocator) await this.writePoolStatus(ctx, pool, key, allocator, collisions);
-    return ctx.requeue ? { requeueAfterMs: 200 } : undefined;
+    const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs].filter((ms) => ms !== undefined);
+    return after.length > 0 ? { requeueAfterMs: Math.min(...after) } : undefined;
   }
 
   private now(): Date {
@@ -361,19 +369,39 @@ export class PoolReconciler {
     if (isEqual(status, pool.status ?? {}) || adoptedAsIs(pool, status)) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");
-    // A merge patch merges maps: indexes of released claims must be sent as null to disappear.
-    const removed = Object.fromEntries(
-      Object.keys(pool.status?.indexes ?? {})
-        .filter((k) => !(k in (status.indexes ?? {})))
-        .map((k) => [k, null]),
-    );
-    await this.store.patchStatus(this.store.pools, pool, { ...status, indexes: { ...removed, ...status.indexes } });
+    const deferMs = this.statusDeferral(key, pool.status, status);
+    if (deferMs > 0) {
+      ctx.statusDueInMs = deferMs;
+      return;
+    }
+    this.statusWrittenAt.set(key, Date.now());
+    await this.store.patchStatus(this.store.pools, pool, { ...status, indexes: indexesPatch(pool.status, status) });
     if (after && after.status === "False" && (before?.reason !== after.reason || before?.message !== after.message)) {
       this.events.record(pool, "Warning", after.reason, after.message);
       ctx.log.warn("Pool is not ready", { reason: after.reason, message: after.message });
     }
   }
+
+  /**
+   * How long to hold back a status write, 0 for now. Only a change of the view alone (indexes, counts, lastUpdated)
+   * waits, and only within {@link STATUS_WRITE_INTERVAL_MS} of the last write: conditions, and a first write, go at
+   * once.
+   */
+  private statusDeferral(key: string, current: IPPoolStatus | undefined, desired: IPPoolStatus): number {
+    if (!current || !isEqual(current.conditions, desired.conditions)) return 0;
+    const last = this.statusWrittenAt.get(key);
+    return last === undefined ? 0 : Math.max(0, last + STATUS_WRITE_INTERVAL_MS - Date.now());
+  }
 }
+
+/**
+ * Minimum time between two status writes of one pool whose conditions did not change. Each write carries the pool's
+ * whole `indexes` (one entry per claim, as Metal3 lists them) back to us and to every watcher, so in a trickle of
+ * claims a write per claim made each claim cost in proportion to the pool. The status is a view rebuilt from records:
+ * nobody decides from it (Metal3's controller, after a rollback, rebuilds it from IPAddresses; `kubectl ipam` reads
+ * records; our metrics come from this pass), so it may trail the records by this much.
+ */
+export const STATUS_WRITE_INTERVAL_MS = 2_000;
 
 /**
  * A ready pool whose status Metal3's controller wrote (indexes, no conditions) and whose indexes are still right is
@@ -428,21 +456,31 @@ function addressBarrier(
   return newestResourceVersion(objects);
 }
 
+const DIGITS = /^\d+$/;
+
+/**
+ * Compares two resourceVersions as the integers etcd issues (no leading zeros): the longer is larger, else the
+ * string order is the numeric one. Cheaper than BigInt, and a pass compares one per claim of its pool.
+ */
+function compareVersions(a: string, b: string): number {
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** Whether resourceVersion `seen` is at or past `barrier` (both integers, as etcd issues them; otherwise false). */
 function passed(seen: string, barrier: string): boolean {
-  return /^\d+$/.test(seen) && /^\d+$/.test(barrier) && BigInt(seen) >= BigInt(barrier);
+  return DIGITS.test(seen) && DIGITS.test(barrier) && compareVersions(seen, barrier) >= 0;
 }
 
 /** The highest resourceVersion among `objects` (integers, as etcd issues them), or undefined. */
 function newestResourceVersion(objects: readonly { metadata: { resourceVersion?: string } }[]): string | undefined {
-  let best: bigint | undefined;
+  let best: string | undefined;
   for (const o of objects) {
     const text = o.metadata.resourceVersion;
-    if (!text || !/^\d+$/.test(text)) continue;
-    const rv = BigInt(text);
-    if (best === undefined || rv > best) best = rv;
+    if (!text || !DIGITS.test(text)) continue;
+    if (best === undefined || compareVersions(text, best) > 0) best = text;
   }
-  return best?.toString();
+  return best;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; rejects with the first error after all have settled. */

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
 import type { Condition, IPAddress, IPClaim, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
 import { INT64_MAX_NUMBER, type Capacity } from "../../ipam/allocator.js";
-import { desiredPoolStatus, indexesFrom, pendingClaimsByKind, type PoolHealth } from "./status.js";
+import { desiredPoolStatus, indexesFrom, indexesPatch, pendingClaimsByKind, type PoolHealth } from "./status.js";
 
 const LEAVING = { deletionTimestamp: "2025-01-01T00:00:00Z" };
 
@@ -287,5 +287,18 @@ describe("desiredPoolStatus (pure)", () => {
   it("keeps status fields it does not own", () => {
     const current = { indexes: {}, lastUpdated: EARLIER, extra: "kept" } as IPPoolStatus;
     expect(desired(pool(current), [])).to.include({ extra: "kept", lastUpdated: EARLIER });
+  });
+});
+
+describe("indexesPatch (the indexes of a status merge patch)", () => {
+  it("sends only entries that changed, and removed ones as null", () => {
+    const current = { indexes: { a: "10.0.0.1", b: "10.0.0.2", c: "10.0.0.3" } };
+    const desired = { indexes: { a: "10.0.0.1", c: "10.0.0.9", d: "10.0.0.4" } };
+    expect(indexesPatch(current, desired)).to.deep.equal({ b: null, c: "10.0.0.9", d: "10.0.0.4" });
+  });
+
+  it("leaves indexes out when nothing changed, and sends everything to a status without them", () => {
+    expect(indexesPatch({ indexes: { a: "10.0.0.1" } }, { indexes: { a: "10.0.0.1" } })).to.equal(undefined);
+    expect(indexesPatch(undefined, { indexes: { a: "10.0.0.1" } })).to.deep.equal({ a: "10.0.0.1" });
   });
 });

@@ -111,3 +111,20 @@ export function pendingClaimsByKind(r: PoolRecords): Record<ClaimKind, number> {
     ),
   };
 }
+
+/**
+ * The `indexes` of a status merge patch: only entries that changed, and removed ones as null (a merge patch merges
+ * maps, so an entry left out stays, and one sent as null disappears). Sending the whole map cost bytes and API server
+ * CPU in proportion to the pool on every write.
+ */
+export function indexesPatch(
+  current: IPPoolStatus | undefined,
+  desired: IPPoolStatus,
+): Record<string, string | null> | undefined {
+  const before = current?.indexes ?? {};
+  const after = desired.indexes ?? {};
+  const patch: Record<string, string | null> = {};
+  for (const [claim, address] of Object.entries(after)) if (before[claim] !== address) patch[claim] = address;
+  for (const claim of Object.keys(before)) if (!(claim in after)) patch[claim] = null;
+  return Object.keys(patch).length > 0 ? patch : undefined;
+}
