@@ -84,7 +84,7 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
       results.ceilings.push(await bareClientCeiling(ctx, kind, size, config.concurrency));
     }
     progress(`starting the compiled controller (all namespaces) for the ${size}-claim bursts`);
-    const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir);
+    const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir);
     try {
       for (const kind of KINDS) {
         progress(`burst: ${size} ${kind.label}s, ${config.concurrency} in flight`);
