@@ -92,14 +92,19 @@ async function runTrickles(ctx: BenchContext, config: BenchConfig, results: Benc
   for (const held of config.trickleHeld)
     for (const kind of KINDS) {
       progress(`trickle: ${config.trickleClaims} ${kind.label}s one at a time into a pool holding ${held}`);
-      results.trickles.push(
-        await trickle(ctx, kind, {
-          held,
-          claims: config.trickleClaims,
-          gapMs: config.trickleGapMs,
-          concurrency: config.concurrency,
-        }),
-      );
+      const result = await trickle(ctx, kind, {
+        held,
+        claims: config.trickleClaims,
+        gapMs: config.trickleGapMs,
+        concurrency: config.concurrency,
+      });
+      results.trickles.push(result);
+      const dir = process.env.BENCH_CPU_PROF;
+      if (dir)
+        progress(
+          `  its profile over the window: npx tsx hack/bench/cpuprofile.ts ${join(dir, `trickle-${kind.label}-${held}.cpuprofile`)} ` +
+            `25 --window=${result.monotonicWindowMs.map((ms) => ms.toFixed(0)).join(",")}`,
+        );
     }
 }
 
