@@ -16,29 +16,29 @@ const PROFILE: CpuProfile = {
     { id: 4, callFrame: frame("(idle)") },
     { id: 5, callFrame: frame("(garbage collector)") },
   ],
-  // Each sample lasts until the next (the last as long as the gap before it): pass 1 ms, parse 3 × 1 ms, garbage
-  // collector 2 ms, idle 2 ms (left out).
+  // One sample every 1 ms (the median interval), but the fourth came 40 ms late (the process waited for a core): it
+  // counts for 1 ms too. pass 1, parse 3, garbage collector 1, idle 1 (left out).
   startTime: 0,
   samples: [2, 3, 3, 3, 5, 4],
-  timeDeltas: [0, 1000, 1000, 1000, 1000, 2000],
+  timeDeltas: [0, 1000, 1000, 40_000, 1000, 1000],
 };
 
 describe("cpuprofile summary", () => {
   it("adds self time by function and line, total time through callers, and leaves idle out of the CPU", () => {
     const s = summarizeProfile(PROFILE);
-    expect(s.cpuMs).to.equal(1 + 3 + 2);
+    expect(s.cpuMs).to.equal(1 + 3 + 1);
     const self = Object.fromEntries(s.bySelf.map((e) => [e.key, e.selfMs]));
-    expect(self).to.deep.equal({ parse: 3, "(garbage collector)": 2, "pass dist/src/pass.js:10": 1 });
+    expect(self).to.deep.equal({ parse: 3, "(garbage collector)": 1, "pass dist/src/pass.js:10": 1 });
     expect(s.byTotal[0]).to.deep.equal({ key: "pass dist/src/pass.js:10", selfMs: 1, totalMs: 4 });
     expect(s.paths[0]).to.deep.equal({ path: ["pass dist/src/pass.js:10", "parse"], ms: 3 });
   });
 
   it("with a window, counts only the samples taken in it (a trickle's start-up left out)", () => {
-    // Samples at 5.000 s (pass), 5.001, 5.002 and 5.003 (parse), 5.004 (gc), 5.006 (idle).
+    // Samples at 5.000 s (pass), 5.001, 5.002 and 5.042 (parse), 5.043 (gc), 5.044 (idle).
     const at = { ...PROFILE, startTime: 5_000_000 };
-    expect(summarizeProfile(at, 6, [5_001, 5_004]).bySelf.filter((e) => e.selfMs > 0)).to.deep.equal([
+    expect(summarizeProfile(at, 6, [5_001, 5_043]).bySelf.filter((e) => e.selfMs > 0)).to.deep.equal([
       { key: "parse", selfMs: 3, totalMs: 3 },
     ]);
-    expect(summarizeProfile(at, 6, [5_000, 5_010]).cpuMs).to.equal(6);
+    expect(summarizeProfile(at, 6, [5_000, 5_100]).cpuMs).to.equal(5);
   });
 });
