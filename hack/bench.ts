@@ -7,7 +7,11 @@
  *   2. latency: BENCH_LATENCY_CLAIMS claims (default 50) one at a time on a quiet pool; median and p90
  *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random
  *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
+ *   5. trickle: BENCH_TRICKLE_CLAIMS claims (default 100) of each kind created one at a time into pools already holding
+ *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`); per claim: controller CPU, API requests,
+ *      body bytes at the controller's API door, create → bound (median, p99)
  *
+ * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle).
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
  * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
@@ -30,6 +34,7 @@ import {
   type BenchContext,
 } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
+import { trickle } from "./bench/trickle.js";
 import { describeError } from "../src/kube/errors.js";
 import { LocalPlane } from "./testkit/plane.js";
 
@@ -69,9 +74,42 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
     timeoutMs: config.timeoutSeconds * 1000,
   };
 
-  progress("memory: idle node, node + tsx, idle controller (empty cluster)");
-  results.idleMemory = await idleMemory(ctx);
+  if (config.scenarios.includes("memory")) {
+    progress("memory: idle node, node + tsx, idle controller (empty cluster)");
+    results.idleMemory = await idleMemory(ctx);
+  }
+  if (config.scenarios.includes("burst")) await runBursts(ctx, config, results);
+  if (config.scenarios.includes("trickle")) await runTrickles(ctx, config, results);
+  if (config.scenarios.includes("memory")) {
+    progress(`memory: loading ${config.addresses} IPAddresses, then a controller on them`);
+    results.memory = await controllerMemory(ctx, { addresses: config.addresses, concurrency: config.concurrency });
+  }
+}
 
+/** Scenario 5: each pool size, each kind; a namespace, a pool and controllers of its own each (see trickle.ts). */
+async function runTrickles(ctx: BenchContext, config: BenchConfig, results: BenchResults): Promise<void> {
+  results.trickles = [];
+  for (const held of config.trickleHeld)
+    for (const kind of KINDS) {
+      progress(`trickle: ${config.trickleClaims} ${kind.label}s one at a time into a pool holding ${held}`);
+      const result = await trickle(ctx, kind, {
+        held,
+        claims: config.trickleClaims,
+        gapMs: config.trickleGapMs,
+        concurrency: config.concurrency,
+      });
+      results.trickles.push(result);
+      const dir = process.env.BENCH_CPU_PROF;
+      if (dir)
+        progress(
+          `  its profile over the window: npx tsx hack/bench/cpuprofile.ts ${join(dir, `trickle-${kind.label}-${held}.cpuprofile`)} ` +
+            `25 --window=${result.monotonicWindowMs.map((ms) => ms.toFixed(0)).join(",")}`,
+        );
+    }
+}
+
+/** Scenarios 1 and 2: ceilings and bursts per size and kind, then the single-claim latencies on the last controller. */
+async function runBursts(ctx: BenchContext, config: BenchConfig, results: BenchResults): Promise<void> {
   // Each size's ceilings run right before its bursts, while no controller serves the cluster (a controller would
   // reconcile the bare client's claims), so both meet the cluster in the same state: with the 10,000 ceilings run
   // first, the 1,000-claim bursts came after 40,000 more writes and deletes, and their ratio fell to 0.50-0.64.
@@ -84,7 +122,7 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
       results.ceilings.push(await bareClientCeiling(ctx, kind, size, config.concurrency));
     }
     progress(`starting the compiled controller (all namespaces) for the ${size}-claim bursts`);
-    const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir);
+    const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir);
     try {
       for (const kind of KINDS) {
         progress(`burst: ${size} ${kind.label}s, ${config.concurrency} in flight`);
@@ -111,9 +149,6 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
       await controller.stop();
     }
   }
-
-  progress(`memory: loading ${config.addresses} IPAddresses, then a controller on them`);
-  results.memory = await controllerMemory(ctx, { addresses: config.addresses, concurrency: config.concurrency });
 }
 
 function output(config: BenchConfig, results: BenchResults): void {
@@ -143,8 +178,8 @@ async function main(): Promise<number> {
   };
   let failure: unknown;
   try {
-    runAllocator(config, results);
-    await runClusterScenarios(config, results);
+    if (config.scenarios.includes("allocator")) runAllocator(config, results);
+    if (config.scenarios.some((s) => s !== "allocator")) await runClusterScenarios(config, results);
   } catch (err) {
     failure = err;
     results.error = describeError(err);

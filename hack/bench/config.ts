@@ -27,10 +27,49 @@ export interface BenchConfig {
    * memory reducer seldom runs on an idle Node process). BENCH_SETTLE_S, default 20.
    */
   settleSeconds: number;
+  /** Claims created one at a time into each trickle pool (scenario 5). BENCH_TRICKLE_CLAIMS, default 100. */
+  trickleClaims: number;
+  /**
+   * Addresses the trickle pools already hold (scenario 5): BENCH_TRICKLE_HELD, a comma-separated list, default
+   * `0,2000`, with 10000 added by `--large`.
+   */
+  trickleHeld: number[];
+  /**
+   * Pause after each trickle create has returned, before the next, in ms. BENCH_TRICKLE_GAP_MS, default 100: the
+   * issue's figures came from one `kubectl create` per claim, whose own start-up spaces claims about so far apart;
+   * with no gap, creates arrive every few ms and a pool pass serves several at once, which a trickle should not.
+   */
+  trickleGapMs: number;
+  /** Scenarios to run: BENCH_SCENARIOS, comma-separated among {@link SCENARIOS}; default all. */
+  scenarios: Scenario[];
   /** Where the JSON results go. BENCH_OUT, default .cache/bench/last.json under the repository. */
   outFile: string;
   /** Also print the JSON on stdout after the table. BENCH_JSON=1. */
   printJson: boolean;
+}
+
+/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5). */
+export const SCENARIOS = ["allocator", "burst", "memory", "trickle"] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${text}"`);
+  return n;
+}
+
+function list<T>(env: NodeJS.ProcessEnv, name: string, fallback: T[], parse: (item: string) => T): T[] {
+  const text = env[name];
+  if (text === undefined || text.trim() === "") return fallback;
+  return text.split(",").map((item) => parse(item.trim()));
+}
+
+function scenarioOf(item: string): Scenario {
+  const found = SCENARIOS.find((s) => s === item);
+  if (!found) throw new Error(`BENCH_SCENARIOS: unknown scenario "${item}" (known: ${SCENARIOS.join(", ")})`);
+  return found;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -61,7 +100,21 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
     addresses: positiveInt(env, "BENCH_ADDRESSES", 10_000),
     timeoutSeconds: positiveInt(env, "BENCH_TIMEOUT_S", 900),
     settleSeconds: positiveInt(env, "BENCH_SETTLE_S", 20),
+    trickleClaims: positiveInt(env, "BENCH_TRICKLE_CLAIMS", 100),
+    trickleHeld: trickleHeld(env, large),
+    trickleGapMs: nonNegativeInt(env, "BENCH_TRICKLE_GAP_MS", 100),
+    scenarios: list(env, "BENCH_SCENARIOS", [...SCENARIOS], scenarioOf),
     outFile: env.BENCH_OUT || defaultOutFile,
     printJson: env.BENCH_JSON === "1" || env.BENCH_JSON === "true",
   };
+}
+
+function trickleHeld(env: NodeJS.ProcessEnv, large: boolean): number[] {
+  const held = list(env, "BENCH_TRICKLE_HELD", [0, 2_000], (item) => {
+    const n = Number(item);
+    if (item === "" || !Number.isInteger(n) || n < 0)
+      throw new Error(`BENCH_TRICKLE_HELD must list non-negative integers, got "${env.BENCH_TRICKLE_HELD}"`);
+    return n;
+  });
+  return large && !held.includes(10_000) ? [...held, 10_000] : held;
 }

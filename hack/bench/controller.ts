@@ -5,6 +5,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { startControllerProcess, type ControllerProcess } from "../testkit/controller.js";
 import { exitedWithError, startProcess, TSX_LOADER, type Supervised } from "../testkit/process.js";
@@ -36,6 +37,10 @@ export async function readProcMemory(pid: number): Promise<ProcMemory> {
 export interface BenchController {
   readonly pid: number;
   readonly logFile: string;
+  /** The port of its /metrics, when it was started with one ({@link BenchControllerOptions.ports}). */
+  readonly metricsPort: number | undefined;
+  /** The port of its /healthz and /readyz, when it was started with one. */
+  readonly healthPort: number | undefined;
   /** Resolves with `work`, or rejects with the controller's last output if it exits first. */
   guard<T>(work: Promise<T>): Promise<T>;
   memory(): Promise<ProcMemory>;
@@ -44,11 +49,13 @@ export interface BenchController {
 }
 
 /** Registers `proc` so stopAllControllers reaches it, and adds memory readings. */
-function track(proc: ControllerProcess): BenchController {
+function track(proc: ControllerProcess, ports: { metrics?: number; health?: number }): BenchController {
   running.add(proc);
   return {
     pid: proc.pid,
     logFile: proc.logFile,
+    metricsPort: ports.metrics,
+    healthPort: ports.health,
     guard: (work) => proc.guard(work),
     memory: () => readProcMemory(proc.pid),
     async stop() {
@@ -58,23 +65,64 @@ function track(proc: ControllerProcess): BenchController {
   };
 }
 
+/** A TCP port free on 127.0.0.1 right now (the OS picks it; another process could take it before we bind it). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Options of {@link startBenchController}. */
+export interface BenchControllerOptions {
+  /** Namespace to watch; all when undefined. */
+  namespace?: string;
+  /** Serve /metrics and /readyz on free loopback ports (otherwise neither is served, as before). */
+  ports?: boolean;
+  /**
+   * Whether BENCH_CPU_PROF profiles this controller (default true), and the profile's file name (node's default,
+   * with timestamp and pid, when undefined).
+   */
+  profile?: boolean;
+  profileName?: string;
+}
+
 /**
- * Starts the compiled controller (`dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's NODE_OPTIONS, as a pod runs it) against
- * `kubeconfigPath` with `--log-level warn`, watching `namespace` (all when undefined); its log goes to `logDir`.
- * Throws when the build is missing.
+ * Starts the compiled controller (`dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's
+ * NODE_OPTIONS, as a pod runs it) against `kubeconfigPath` with `--log-level warn`; its log goes to `logDir`. Throws
+ * when the build is missing.
  */
-export function startBenchController(kubeconfigPath: string, logDir: string, namespace?: string): BenchController {
+export async function startBenchController(
+  kubeconfigPath: string,
+  logDir: string,
+  options: BenchControllerOptions = {},
+): Promise<BenchController> {
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each controller there when it stops (`node --cpu-prof`).
-  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const dir = process.env.BENCH_CPU_PROF;
+  const profile =
+    dir && options.profile !== false
+      ? [
+          "--cpu-prof",
+          `--cpu-prof-dir=${dir}`,
+          ...(options.profileName ? [`--cpu-prof-name=${options.profileName}`] : []),
+        ]
+      : [];
+  const ports = options.ports ? { metrics: await freePort(), health: await freePort() } : {};
   const proc = startControllerProcess({
     build: "compiled",
     kubeconfigPath,
     logDir,
-    ...(namespace ? { namespace } : {}),
+    ...(options.namespace ? { namespace: options.namespace } : {}),
+    ...(ports.metrics ? { metricsBindAddress: `127.0.0.1:${ports.metrics}` } : {}),
+    ...(ports.health ? { healthProbeBindAddress: `127.0.0.1:${ports.health}` } : {}),
     logLevel: "warn",
     nodeFlags: profile,
   });
-  return track(proc);
+  return track(proc, ports);
 }
 
 /**

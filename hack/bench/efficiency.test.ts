@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseRequestCounts, perClaim, requestDelta } from "./efficiency.js";
+import { parseDoorBytes, parseRequestCounts, perClaim, requestDelta } from "./efficiency.js";
 
 const METRICS = (n: number): string =>
   [
@@ -31,5 +31,17 @@ describe("bench efficiency figures", () => {
       "PATCH ipam.metal3.io/ipclaims/status": 1,
       "LIST ipam.metal3.io/ipaddresses": 0.1,
     });
+  });
+
+  it("reads the controller's door bytes from its /metrics, and refuses a build without them", () => {
+    const text = [
+      "# TYPE metal3_ipam_kube_client_sent_bytes_total counter",
+      "metal3_ipam_kube_client_sent_bytes_total 1234",
+      'metal3_ipam_kube_client_received_bytes_total{stream="request"} 56789',
+      'metal3_ipam_kube_client_received_bytes_total{stream="watch"} 1.5e+6',
+      "metal3_ipam_kube_client_throttled_retries_total 0",
+    ].join("\n");
+    expect(parseDoorBytes(text)).to.deep.equal({ sent: 1234, received: 56789, watchReceived: 1_500_000 });
+    expect(() => parseDoorBytes("metal3_ipam_kube_client_throttled_retries_total 0")).to.throw("sent,received");
   });
 });

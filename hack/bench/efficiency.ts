@@ -117,3 +117,37 @@ function isOurs(resource: string): boolean {
     resource.endsWith("/leases")
   );
 }
+
+/** Body bytes the controller's API door counted (its own /metrics: metal3_ipam_kube_client_*_bytes_total). */
+export interface DoorBytes {
+  /** Request bodies sent. */
+  sent: number;
+  /** Answer bodies received (lists included). */
+  received: number;
+  /** Watch streams received. */
+  watchReceived: number;
+}
+
+const DOOR_SAMPLE = /^metal3_ipam_kube_client_(sent|received)_bytes_total(?:\{stream="(\w+)"\})? ([0-9.e+]+)$/;
+
+/** Reads {@link DoorBytes} from the controller's /metrics text; throws when a counter is missing (an older build). */
+export function parseDoorBytes(text: string): DoorBytes {
+  const found: Partial<DoorBytes> = {};
+  for (const line of text.split("\n")) {
+    const m = DOOR_SAMPLE.exec(line);
+    if (!m) continue;
+    const field = m[1] === "sent" ? "sent" : m[2] === "watch" ? "watchReceived" : "received";
+    found[field] = Number(m[3]);
+  }
+  const { sent, received, watchReceived } = found;
+  if (sent === undefined || received === undefined || watchReceived === undefined)
+    throw new Error("the controller's /metrics has no metal3_ipam_kube_client_{sent,received}_bytes_total");
+  return { sent, received, watchReceived };
+}
+
+/** The byte counts of the controller serving /metrics on 127.0.0.1:`port`. */
+export async function readDoorBytes(port: number): Promise<DoorBytes> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  if (res.status !== 200) throw new Error(`GET 127.0.0.1:${port}/metrics: HTTP ${res.status}`);
+  return parseDoorBytes(await res.text());
+}

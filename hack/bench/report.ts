@@ -4,6 +4,7 @@ import type { BenchConfig } from "./config.js";
 import type { ProcMemory } from "./controller.js";
 import type { BurstResult, CeilingResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
 import { fmt, fmtBytes, fmtMs, fmtRatio, type Summary } from "./stats.js";
+import type { TrickleResult } from "./trickle.js";
 import type { Row, Section } from "./table.js";
 
 /** Everything a run measured; written as JSON as is. */
@@ -23,6 +24,8 @@ export interface BenchResults {
   /** The cluster-wide controller of scenarios 1 and 2, read after them. */
   afterBurstMemory?: ProcMemory;
   memory?: MemoryResult;
+  /** Claims one at a time into pools holding addresses already, per kind and pool size (scenario 5). */
+  trickles?: TrickleResult[];
   error?: string;
 }
 
@@ -265,6 +268,48 @@ function comparisonSection(r: BenchResults): Section | undefined {
   };
 }
 
+/** Scenario 5: one line per kind and held addresses; the requests by verb are in the JSON. */
+function trickleSection(results: readonly TrickleResult[] | undefined): Section | undefined {
+  const first = results?.[0];
+  if (!results || !first) return undefined;
+  const kib = (bytes: number): string => fmt(bytes / 1024);
+  return {
+    title:
+      `5. Trickle: ${first.claims} claims one at a time (next create ${first.gapMs} ms after the last returned) into ` +
+      `a pool already holding N claims; per claim; KiB = request/answer/watch body bytes at the controller's API door`,
+    header: [
+      "kind",
+      "held N",
+      "CPU ms",
+      "writes",
+      "reads",
+      "KiB sent",
+      "KiB recv",
+      "KiB watch",
+      "bound median",
+      "p99",
+      "check",
+    ],
+    cells: results.map((t) => [
+      t.kind,
+      t.held.toLocaleString("en-US"),
+      fmt(t.cpuMsPerClaim),
+      fmt(t.requests.writes),
+      fmt(t.requests.reads),
+      kib(t.bytesPerClaim.sent),
+      kib(t.bytesPerClaim.received),
+      kib(t.bytesPerClaim.watchReceived),
+      fmtMs(t.bindMs.median),
+      fmtMs(t.bindMs.p99),
+      t.timedOut > 0
+        ? `${t.timedOut} TIMED OUT`
+        : t.distinct === t.claims && t.verified === t.claims
+          ? "OK"
+          : `FAIL ${t.distinct}/${t.verified}/${t.claims}`,
+    ]),
+  };
+}
+
 /** The table sections of `r`, in scenario order. */
 export function sectionsOf(r: BenchResults): Section[] {
   const sections: (Section | undefined)[] = [
@@ -274,6 +319,7 @@ export function sectionsOf(r: BenchResults): Section[] {
     comparisonSection(r),
     allocatorSection(r.allocator),
     memorySection(r),
+    trickleSection(r.trickles),
   ];
   return sections.filter((s): s is Section => s !== undefined);
 }

@@ -60,14 +60,14 @@ export function subnetFor(count: number): string {
   return `10.0.0.0/${32 - bits}`;
 }
 
-async function createPool(kc: KubeConfig, namespace: string, name: string, count: number): Promise<IPPool> {
+export async function createPool(kc: KubeConfig, namespace: string, name: string, count: number): Promise<IPPool> {
   return await clients(kc).pools.create(
     namespace,
     pool(namespace, name, { pools: [{ subnet: subnetFor(count) }], prefix: 16, gateway: "10.0.0.1" }),
   );
 }
 
-async function readPool(kc: KubeConfig, namespace: string, name: string): Promise<IPPool | undefined> {
+export async function readPool(kc: KubeConfig, namespace: string, name: string): Promise<IPPool | undefined> {
   try {
     return await clients(kc).pools.get(namespace, name);
   } catch (err) {
@@ -77,7 +77,7 @@ async function readPool(kc: KubeConfig, namespace: string, name: string): Promis
 }
 
 /** Waits until the controller wrote the pool's status (Ready condition present): it is synced and reconciling. */
-async function waitPoolReconciled(
+export async function waitPoolReconciled(
   ctx: BenchContext,
   controller: BenchController,
   namespace: string,
@@ -314,7 +314,7 @@ async function controllerReading(
   ready: () => Promise<boolean>,
   settleMs: number,
 ): Promise<{ memory: ProcMemory; readyMs: number }> {
-  const controller = startBenchController(ctx.kubeconfigPath, ctx.logDir, namespace);
+  const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir, { namespace });
   try {
     const start = nowMs();
     const ok = await controller.guard(poll(ready, ctx.timeoutMs, 100));
@@ -360,7 +360,7 @@ function personMadeAddress(namespace: string, poolName: string, address: string,
 }
 
 /** The i-th host address (1-based) of 10.0.0.0/8 as dotted quad. */
-function nthAddress(i: number): string {
+export function nthAddress(i: number): string {
   return [10, (i >>> 16) & 255, (i >>> 8) & 255, i & 255].join(".");
 }
 

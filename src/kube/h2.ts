@@ -11,6 +11,7 @@ import { isIP } from "node:net";
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from "node:tls";
 import { RequestTimeoutError } from "./errors.js";
 import { bareHost, openTunnel } from "./proxy.js";
+import { clientStats } from "./ratelimit.js";
 
 const http2 = process.getBuiltinModule("node:http2");
 
@@ -173,6 +174,7 @@ class Connection {
       });
       stream.on("data", (chunk: Buffer) => {
         this.heard();
+        clientStats.bytesReceived += chunk.length;
         chunks.push(chunk);
       });
       stream.on("end", () => finish(undefined, { status, headers: answerHeaders, body: Buffer.concat(chunks) }));
@@ -182,7 +184,10 @@ class Connection {
         if (this.failers.has(failer))
           finish(new Error(`${what}: the API server reset the stream (code ${stream?.rstCode ?? "?"})`));
       });
-      if (payload !== undefined) stream.end(payload);
+      if (payload !== undefined) {
+        clientStats.bytesSent += Buffer.byteLength(payload);
+        stream.end(payload);
+      }
     });
   }
 }

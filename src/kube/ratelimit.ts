@@ -36,13 +36,21 @@ export class TokenBucket {
   }
 }
 
-/** What the limiter has done, for metrics (src/runtime reads these; src/kube does not import it). */
+/** What the API door has done, for metrics (src/runtime reads these; src/kube does not import it). */
 export const clientStats = {
   /** Requests that waited for the rate limiter, and how long they waited in all. */
   rateLimitedRequests: 0,
   rateLimitedSeconds: 0,
   /** Requests sent again after a 429 (or a 5xx with Retry-After). */
   retriedAfterThrottle: 0,
+  /**
+   * Body bytes of requests sent (each send of a retried request counts) and of their answers received, as they cross
+   * the door (transport.ts, h2.ts): JSON as written and read, without HTTP headers, framing or TLS.
+   */
+  bytesSent: 0,
+  bytesReceived: 0,
+  /** Body bytes of watch streams received (watch.ts), the initial lists aside (those are requests). */
+  watchBytesReceived: 0,
 };
 
 let bucket = new TokenBucket(DEFAULT_QPS, DEFAULT_BURST, Date.now());

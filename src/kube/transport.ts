@@ -251,6 +251,7 @@ function sendHttp1(send: Send, options: RequestOptions): Promise<Answer> {
     timer.unref();
     request.on("close", () => clearTimeout(timer));
     request.on("error", reject);
+    if (send.payload !== undefined) clientStats.bytesSent += Buffer.byteLength(send.payload);
     request.end(send.payload);
   });
 }
@@ -258,7 +259,10 @@ function sendHttp1(send: Send, options: RequestOptions): Promise<Answer> {
 function readBody(res: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    res.on("data", (chunk: Buffer) => chunks.push(chunk));
+    res.on("data", (chunk: Buffer) => {
+      clientStats.bytesReceived += chunk.length;
+      chunks.push(chunk);
+    });
     res.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     res.on("error", reject);
   });

@@ -5,7 +5,9 @@
  * error status as `statusCode`, not as the `code` that ./errors.ts classifies.
  */
 import type { IncomingMessage } from "node:http";
+import { StringDecoder } from "node:string_decoder";
 import { accessOf, type Kube } from "./access.js";
+import { clientStats } from "./ratelimit.js";
 import { sendRequest, urlOf, watchRequestOptions } from "./transport.js";
 
 /** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with its object. */
@@ -64,9 +66,11 @@ function consume(
 ): void {
   let buffer = "";
   let ended = false;
-  res.setEncoding("utf8");
-  res.on("data", (chunk: string) => {
-    buffer += chunk;
+  // Bytes as they arrive (counted), text through a decoder that keeps a character split between chunks whole.
+  const decoder = new StringDecoder("utf8");
+  res.on("data", (chunk: Buffer) => {
+    clientStats.watchBytesReceived += chunk.length;
+    buffer += decoder.write(chunk);
     let newline: number;
     while ((newline = buffer.indexOf("\n")) >= 0) {
       const line = buffer.slice(0, newline).trim();
@@ -76,6 +80,7 @@ function consume(
   });
   res.on("end", () => {
     ended = true;
+    buffer += decoder.end();
     if (buffer.trim()) deliver(buffer.trim(), onEvent);
     resolve();
   });

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { clientStats } from "../kube/ratelimit.js";
 import { PrometheusMetrics } from "./metrics.js";
 
 /** The value of the one sample of `name` whose labels include `labels`, from the registry's text format. */
@@ -77,5 +78,19 @@ describe("Prometheus metrics", () => {
       1,
     );
     expect(await sample(m, "metal3_ipam_webhook_request_duration_seconds_count", { webhook: "/validate" })).to.equal(3);
+  });
+
+  it("exports the API door's byte counts at scrape time: sent, and received by request answers and watch streams", async () => {
+    const m = new PrometheusMetrics();
+    clientStats.bytesSent += 1_000;
+    clientStats.bytesReceived += 2_000;
+    clientStats.watchBytesReceived += 3_000;
+    expect(await sample(m, "metal3_ipam_kube_client_sent_bytes_total")).to.equal(clientStats.bytesSent);
+    expect(await sample(m, "metal3_ipam_kube_client_received_bytes_total", { stream: "request" })).to.equal(
+      clientStats.bytesReceived,
+    );
+    expect(await sample(m, "metal3_ipam_kube_client_received_bytes_total", { stream: "watch" })).to.equal(
+      clientStats.watchBytesReceived,
+    );
   });
 });

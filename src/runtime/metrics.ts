@@ -198,6 +198,22 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
       "API requests sent again after the API server answered 429 (or a 5xx) with Retry-After",
       () => clientStats.retriedAfterThrottle,
     );
+    fromClient(
+      "kube_client_sent_bytes_total",
+      "Body bytes of the requests sent to the API server (JSON, without headers, framing or TLS)",
+      () => clientStats.bytesSent,
+    );
+    new Counter({
+      name: `${PREFIX}kube_client_received_bytes_total`,
+      help: "Body bytes received from the API server: answers to requests (lists included) and watch streams",
+      labelNames: ["stream"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc({ stream: "request" }, clientStats.bytesReceived);
+        this.inc({ stream: "watch" }, clientStats.watchBytesReceived);
+      },
+    });
   }
 
   /** Where to read the serving certificate's expiry from at each scrape (the webhook server, once started). */

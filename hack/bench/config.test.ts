@@ -1,0 +1,26 @@
+import { expect } from "chai";
+import { readConfig, SCENARIOS } from "./config.js";
+
+describe("bench configuration (trickle knobs)", () => {
+  it("defaults: 100 trickle claims into pools holding 0 and 2,000, 100 ms apart, every scenario", () => {
+    const c = readConfig({}, "out.json");
+    expect([c.trickleClaims, c.trickleHeld, c.trickleGapMs]).to.deep.equal([100, [0, 2_000], 100]);
+    expect(c.scenarios).to.deep.equal([...SCENARIOS]);
+  });
+
+  it("--large adds a pool of 10,000; the environment sets sizes, count, gap (0 allowed) and scenarios", () => {
+    expect(readConfig({}, "out.json", ["--large"]).trickleHeld).to.deep.equal([0, 2_000, 10_000]);
+    const c = readConfig(
+      { BENCH_TRICKLE_HELD: "2000", BENCH_TRICKLE_CLAIMS: "30", BENCH_TRICKLE_GAP_MS: "0", BENCH_SCENARIOS: "trickle" },
+      "out.json",
+    );
+    expect([c.trickleHeld, c.trickleClaims, c.trickleGapMs, c.scenarios]).to.deep.equal([[2_000], 30, 0, ["trickle"]]);
+  });
+
+  it("refuses malformed values with the variable's name", () => {
+    expect(() => readConfig({ BENCH_TRICKLE_HELD: "0,,2000" }, "o")).to.throw("BENCH_TRICKLE_HELD");
+    expect(() => readConfig({ BENCH_TRICKLE_HELD: "-1" }, "o")).to.throw("BENCH_TRICKLE_HELD");
+    expect(() => readConfig({ BENCH_TRICKLE_GAP_MS: "1.5" }, "o")).to.throw("BENCH_TRICKLE_GAP_MS");
+    expect(() => readConfig({ BENCH_SCENARIOS: "trickle,bursts" }, "o")).to.throw('unknown scenario "bursts"');
+  });
+});
