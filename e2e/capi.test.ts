@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import { dump, load } from "js-yaml";
+import isEqual from "lodash/isEqual.js";
 import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
 import {
   apiVersionOf,
@@ -134,7 +135,12 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
       // Translated in memory: no IPClaim and no ipam.metal3.io IPAddress stands in for the claim.
       expect((await c.claims.list(ns)).items).to.deep.equal([]);
       expect((await c.addresses.list(ns)).items).to.deep.equal([]);
-      expect((await c.pools.get(ns, "p")).status?.indexes).to.deep.equal({ m1: "10.30.0.10" });
+      // The pool's status is a view written at most every 2 s (spec §1.1): it follows shortly.
+      await eventually(
+        "the pool's indexes to list m1",
+        async () => isEqual((await c.pools.get(ns, "p")).status?.indexes, { m1: "10.30.0.10" }),
+        10_000,
+      );
     });
   });
 

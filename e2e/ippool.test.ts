@@ -4,11 +4,12 @@
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, IPPOOL_FINALIZER, type IPClaim } from "../api/v1alpha1/types.js";
-import { sharedCluster } from "../hack/testkit/cluster.js";
+import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
 import { addressOf, claim, clients, cluster, eventReasons, exists, pool, type Clients } from "../hack/testkit/ipam.js";
 import { withController as withControllerIn } from "../hack/testkit/ipam.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 import { readRequestCounts } from "../hack/bench/efficiency.js";
+import { startObservedController } from "../hack/testkit/faults.js";
 
 const CAPM3_FINALIZER = "metal3data.infrastructure.cluster.x-k8s.io";
 
@@ -342,6 +343,40 @@ describe("IPAM controller (real API server)", function () {
       const still = await c.addresses.get(ns, "kept-by-hand");
       expect(still.metadata.resourceVersion).to.equal(hand.metadata.resourceVersion);
     });
+  });
+
+  it("never gives a claim the address a record made just before it holds, while the records' watch lags", async () => {
+    const ns = await freshNamespace(kc, "race");
+    const ctl = await startObservedController(kc, ns);
+    // The records' watch delivers every event 400 ms late (a busy API server, a slow link): a claim's event then
+    // arrives before the event of a record made just before it. Events keep their order.
+    const store = (ctl.manager as unknown as { store: { addresses: object } }).store.addresses as {
+      onEvent: (watch: unknown, event: unknown) => void;
+    };
+    const deliver = store.onEvent.bind(store);
+    store.onEvent = (watch, event) => void setTimeout(() => deliver(watch, event), 400);
+    try {
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.7.0.1", end: "10.7.0.250" }] }));
+      // Each round: a person-made record takes the next free address (sequential pool), then a claim arrives at once.
+      for (let i = 0; i < 20; i++) {
+        await c.addresses.create(ns, {
+          metadata: { name: `manual-${i}`, namespace: ns },
+          spec: { address: `10.7.0.${2 * i + 1}`, pool: { name: "p" }, claim: { name: `outside-${i}` } },
+        });
+        await c.claims.create(ns, claim(ns, `r-${i}`, "p"));
+        await eventually(`r-${i} bound`, async () => (await c.claims.get(ns, `r-${i}`)).status?.address, 30_000, 20);
+      }
+      const bound = await allAddresses(c, ns);
+      expect(bound.size).to.equal(20);
+      const held = (await c.addresses.list(ns)).items.map((a) => a.spec.address);
+      expect(new Set(held).size, "records holding one address").to.equal(held.length);
+      for (const [name, address] of bound) expect(Number(address.split(".")[3]) % 2, `${name} ${address}`).to.equal(0);
+      // The race did happen: some records were made on a stale view, and were released once their event showed
+      // the person-made record beside them.
+      expect(ctl.logs.matching("Released a new IPAddress: another record holds its address")).to.not.be.empty;
+    } finally {
+      await ctl.stop();
+    }
   });
 
   it("cleans up an IPAddress whose claim is gone, but not a person-made one", async () => {

@@ -22,10 +22,12 @@ import type { Cluster } from "./clusters.js";
 import {
   addressToClaim,
   addressToPool,
+  addressToPoolAddress,
   BY_CLAIM,
   BY_CLUSTER,
   BY_NAMESPACE,
   BY_POOL,
+  BY_POOL_ADDRESS,
   claimToCluster,
   claimToPool,
   poolToCluster,
@@ -88,6 +90,7 @@ export class Store {
     this.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
     this.addresses.addIndex(BY_CLAIM, addressToClaim);
     this.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
+    this.addresses.addIndex(BY_POOL_ADDRESS, addressToPoolAddress);
     this.claims.on(this.recordMovedAway);
   }
 

@@ -159,6 +159,29 @@ describe("Informer (fake API server)", function () {
     expect(inf.synced).to.equal(true);
   });
 
+  it("tells a writer when its watch has delivered as far as a resourceVersion (our own upserts do not count)", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    expect(await inf.waitObserved("9", 1_000), "already past").to.equal(true);
+    const reached = inf.waitObserved("12", 5_000);
+    // Our own write's answer goes into the cache at once, but says nothing of the events before it.
+    inf.upsert(thing("mine", 12));
+    api.send("ADDED", thing("b", 11));
+    await until("b cached", () => inf.get("ns", "b") !== undefined);
+    let settled = false;
+    void reached.then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled, "not yet at 12").to.equal(false);
+    api.send("MODIFIED", thing("mine", 12));
+    expect(await reached).to.equal(true);
+    // 100 sorts after 99 as a number, not as text.
+    api.send("BOOKMARK", { metadata: { resourceVersion: "100" } });
+    expect(await inf.waitObserved("99", 1_000)).to.equal(true);
+    expect(await inf.waitObserved("101", 100), "never delivered").to.equal(false);
+  });
+
   it("caches objects without managedFields, from lists, watch events and our own writes alike", async () => {
     const managed = (name: string, rv: number): KubeObject => ({
       metadata: {

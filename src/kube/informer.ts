@@ -85,6 +85,12 @@ interface ActiveWatch {
 
 type WatchOutcome = "ended" | "gone";
 
+/** Whether resourceVersion `rv` is at or past `target`, both etcd's integers (digit strings without leading zeros). */
+export function atOrPast(rv: string, target: string): boolean {
+  if (!/^\d+$/.test(rv) || !/^\d+$/.test(target)) return false;
+  return rv.length !== target.length ? rv.length > target.length : rv >= target;
+}
+
 export const keyOf = (obj: KubeObject): string => `${obj.metadata.namespace ?? ""}/${obj.metadata.name ?? ""}`;
 
 function newer(candidate: KubeObject, current: KubeObject | undefined): boolean {
@@ -128,6 +134,8 @@ export class Informer<T extends KubeObject> {
     watchdogAborts: 0,
   };
   private resourceVersion = "";
+  /** Callers of {@link waitObserved} and the resourceVersion each waits for. */
+  private observers: { rv: string; done: (reached: boolean) => void }[] = [];
   private current?: ActiveWatch;
   private stopped = false;
   private inSync = false;
@@ -190,6 +198,34 @@ export class Informer<T extends KubeObject> {
     return this.resourceVersion;
   }
 
+  /**
+   * Resolves true once {@link observedResourceVersion} is at or past `rv` (a watch event or list delivered that far),
+   * false after `timeoutMs`. How a writer learns that every object written before its own write is in the cache: its
+   * own write's event comes after all of them on the watch.
+   */
+  waitObserved(rv: string, timeoutMs: number): Promise<boolean> {
+    if (atOrPast(this.resourceVersion, rv)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const observer = {
+        rv,
+        done: (reached: boolean): void => {
+          clearTimeout(timer);
+          this.observers = this.observers.filter((o) => o !== observer);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => observer.done(false), timeoutMs);
+      this.observers.push(observer);
+    });
+  }
+
+  /** Moves the observed resourceVersion and wakes the observers it reached. */
+  private observe(rv: string): void {
+    this.resourceVersion = rv;
+    if (this.observers.length === 0) return;
+    for (const observer of this.observers.filter((o) => atOrPast(rv, o.rv))) observer.done(true);
+  }
+
   /** Synced, and a watch is connected and has shown a sign of life within the watchdog's limit. */
   get healthy(): boolean {
     return this.inSync && this.current?.connected === true && Date.now() - this.lastActivity <= this.watchdogMs;
@@ -233,6 +269,7 @@ export class Informer<T extends KubeObject> {
     this.current?.abort.abort();
     this.wake?.();
     for (const w of this.readyWaiters.splice(0)) w();
+    for (const observer of [...this.observers]) observer.done(false);
   }
 
   /**
@@ -424,7 +461,7 @@ export class Informer<T extends KubeObject> {
       throw err;
     }
     this.merge(result);
-    this.resourceVersion = result.resourceVersion;
+    this.observe(result.resourceVersion);
     this.counters.lists++;
     // After failures operators want to see the recovery; routine relists (410 Gone) stay at debug.
     if (this.recovering)
@@ -530,7 +567,7 @@ export class Informer<T extends KubeObject> {
     watch.events++;
     const obj = event.object as T | undefined;
     if (!obj?.metadata) return;
-    if (obj.metadata.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+    if (obj.metadata.resourceVersion) this.observe(obj.metadata.resourceVersion);
     if (event.type === "BOOKMARK") return;
     const key = keyOf(obj);
     const old = this.store.get(key);

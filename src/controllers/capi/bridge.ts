@@ -15,7 +15,7 @@ import {
 } from "../../../api/registry.js";
 import { servedVersion } from "../../kube/discovery.js";
 import type { Logger } from "../../runtime/logger.js";
-import { BY_CLAIM, BY_CLUSTER, BY_POOL } from "../ippool/indexes.js";
+import { BY_CLAIM, BY_CLUSTER, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "../ippool/indexes.js";
 import type { Store } from "../store.js";
 import { capiAddressToClaim, capiAddressToPool, capiClaimToCluster, capiClaimToPool } from "./translate.js";
 
@@ -102,6 +102,9 @@ export class CapiBridge {
     claims.addIndex(BY_CLUSTER, capiClaimToCluster);
     addresses.addIndex(BY_POOL, capiAddressToPool);
     addresses.addIndex(BY_CLAIM, (a) => [capiAddressToClaim(a)]);
+    addresses.addIndex(BY_POOL_ADDRESS, (a) =>
+      a.spec?.address ? capiAddressToPool(a).map((pool) => poolAddressKey(pool, a.spec.address)) : [],
+    );
     const enqueue = this.options.enqueuePool;
     claims.on((_kind, c) => capiClaimToPool(c).forEach(enqueue));
     claims.on(store.recordMovedAway);

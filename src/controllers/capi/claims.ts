@@ -148,6 +148,16 @@ async function create(
     }
     throw err;
   }
+  if (ctx.confirm && !(await ctx.confirm("CapiIPAddress", created))) {
+    ctx.log.warn("Released a new IPAddress: another record holds its address", {
+      ipAddressClaim: claim.metadata.name,
+      address: created.spec.address,
+      ipAddress: created.metadata.name,
+    });
+    await releaseCapiAddress(ctx, capi, created);
+    ctx.requeue = true;
+    return;
+  }
   ctx.log.info("Allocated IPAddress", {
     ipAddressClaim: claim.metadata.name,
     address: created.spec.address,

@@ -8,6 +8,7 @@ import {
   Reasons,
   type IPAddress,
   type IPClaim,
+  type ObjectMeta,
   type ObjectReference,
   type Reason,
 } from "../../../api/v1alpha1/types.js";
@@ -30,8 +31,16 @@ export interface ApplyContext {
   requeue: boolean;
   /** Set when the pool's status write was held back: the pass to run once it is due. */
   statusDueInMs?: number;
+  /**
+   * Set when the records' caches were not known fresh before allocating (spec §3.4): resolves whether a record just
+   * created holds its address alone. A claim is bound only to a confirmed record; an unconfirmed one is released.
+   */
+  confirm?: (kind: RecordKind, created: { metadata: ObjectMeta; spec: { address: string } }) => Promise<boolean>;
   metrics: ControllerMetrics;
 }
+
+/** The two kinds of address records: ipam.metal3.io IPAddress, Cluster API IPAddress. */
+export type RecordKind = "IPAddress" | "CapiIPAddress";
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
 export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): Promise<void> {
@@ -151,6 +160,7 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
       );
     throw err;
   }
+  if (ctx.confirm && !(await ctx.confirm("IPAddress", created))) return await unconfirmed(ctx, claim, created);
   ctx.log.info("Allocated IPAddress", {
     claim: claim.metadata.name,
     address: created.spec.address,
@@ -158,6 +168,17 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
   });
   await bind(ctx, withFinalizer, created);
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
+}
+
+/** A record we made whose address another record turned out to hold: released unbound, and the pool runs again. */
+async function unconfirmed(ctx: ApplyContext, claim: IPClaim, created: IPAddress): Promise<void> {
+  ctx.log.warn("Released a new IPAddress: another record holds its address", {
+    claim: claim.metadata.name,
+    address: created.spec.address,
+    ipAddress: created.metadata.name,
+  });
+  await releaseAddress(ctx, created);
+  ctx.requeue = true;
 }
 
 /** The allocator's holder for an IPAddress: its IPClaim when it names one, else the object itself (a reservation). */

@@ -4,17 +4,28 @@
  */
 import type { IPAddress, IPClaim, IPPool } from "../../../api/v1alpha1/types.js";
 import { CLUSTER_NAME_LABEL } from "../../../api/v1alpha1/types.js";
+import { canonicalAddress } from "../../ipam/address.js";
 
 export const BY_POOL = "pool";
 export const BY_CLAIM = "claim";
 export const BY_CLUSTER = "cluster";
 export const BY_NAMESPACE = "namespace";
+/** `<namespace>/<pool>/<canonical address>` of a record: who else holds an address, without a scan of the pool. */
+export const BY_POOL_ADDRESS = "pool-address";
+
+/** The {@link BY_POOL_ADDRESS} key of `address` in pool `poolKey`. */
+export const poolAddressKey = (poolKey: string, address: string): string =>
+  `${poolKey}/${canonicalAddress(address) ?? address}`;
 
 /** Key of the pool a claim names. Claims naming another namespace are keyed in their own (and fail there). */
 export const claimToPool = (c: IPClaim): string => `${c.metadata.namespace ?? ""}/${c.spec?.pool?.name ?? ""}`;
 
 /** Key of the pool an IPAddress belongs to (its own namespace: pools and addresses share one). */
 export const addressToPool = (a: IPAddress): string => `${a.metadata.namespace ?? ""}/${a.spec?.pool?.name ?? ""}`;
+
+/** {@link BY_POOL_ADDRESS} key of an IPAddress. */
+export const addressToPoolAddress = (a: IPAddress): string[] =>
+  a.spec?.address ? [poolAddressKey(addressToPool(a), a.spec.address)] : [];
 
 /** Key of the claim an IPAddress was made for, if it names one. */
 export const addressToClaim = (a: IPAddress): string[] =>

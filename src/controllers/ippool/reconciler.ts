@@ -41,8 +41,8 @@ import { applyCapiClaimAction, releaseCapiAddress, type CapiInformers } from "..
 import { planCapiClaim } from "../capi/plan.js";
 import { capiClaimClusterName } from "../capi/translate.js";
 import { keyOf } from "../../kube/informer.js";
-import { applyClaimAction, holderOf, releaseAddress, type ApplyContext } from "./claims.js";
-import { BY_CLAIM, BY_NAMESPACE, BY_POOL } from "./indexes.js";
+import { applyClaimAction, holderOf, releaseAddress, type ApplyContext, type RecordKind } from "./claims.js";
+import { BY_CLAIM, BY_NAMESPACE, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "./indexes.js";
 import { planClaim } from "./plan.js";
 import { desiredPoolStatus, indexesPatch, pendingClaimsByKind } from "./status.js";
 
@@ -77,7 +77,7 @@ export class PoolReconciler {
     // Unsorted: reconcileClaims puts the decisions in order.
     const claims = this.store.claims.byIndex(BY_POOL, key);
     const capiClaims = this.store.capi?.claims.byIndex(BY_POOL, key) ?? [];
-    await this.refreshIfAllocating(pool, claims, capiClaims);
+    const confirm = await this.refreshIfAllocating(pool, key, claims, capiClaims);
     const collisions: string[] = [];
     const allocator = pool ? this.buildAllocator(pool, key, collisions) : undefined;
     const metrics = this.options.metrics ?? noMetrics;
@@ -93,6 +93,7 @@ export class PoolReconciler {
       now: this.now(),
       requeue: false,
       metrics,
+      ...(confirm ? { confirm } : {}),
     };
     await this.reconcileClaims(ctx, pool, claims, capiClaims, collisions);
     await this.cleanupOrphans(ctx, this.store.addresses.byIndex(BY_POOL, key));
@@ -131,37 +132,98 @@ export class PoolReconciler {
     return await this.store.patchMetadata(this.store.pools, pool, patch);
   }
 
-  /** The freshness barrier (spec §3.4, see addressBarrier) before a pass that will allocate. */
+  /**
+   * The freshness barrier (spec §3.4, see addressBarrier) before a pass that will allocate. The records of a kind whose
+   * watch has not delivered as far as the barrier are re-listed, unless this pass allocates records of that very kind:
+   * then each new record is confirmed once its own watch event arrives (see confirmCreated), which costs one event
+   * instead of a list of every record of the pool (a list per claim made one claim cost in proportion to the pool).
+   * Returns how to confirm new records, or undefined when the caches are known fresh.
+   */
   private async refreshIfAllocating(
     pool: IPPool | undefined,
+    key: string,
     claims: readonly IPClaim[],
     capiClaims: readonly IPAddressClaim[],
-  ): Promise<void> {
-    if (!pool || isDeleting(pool.metadata)) return;
+  ): Promise<ApplyContext["confirm"]> {
+    if (!pool || isDeleting(pool.metadata)) return undefined;
     const pending = claims.filter((c) => this.needsAllocation(c));
     const capiPending = capiClaims.filter((c) => this.capiNeedsAllocation(c));
-    if (pending.length === 0 && capiPending.length === 0) return;
-    const barrier = addressBarrier(
-      [pool, ...claims, ...capiClaims],
-      [
-        ...pending.filter((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER)),
-        ...capiPending.filter((c) => hasFinalizer(c.metadata, IPADDRESSCLAIM_FINALIZER)),
-      ],
-    );
+    if (pending.length === 0 && capiPending.length === 0) return undefined;
+    const barrier = this.barrierOf(pool, claims, capiClaims, pending, capiPending);
     const namespace = pool.metadata.namespace ?? "";
     const poolName = pool.metadata.name ?? "";
     // Both kinds of records hold addresses of the pool, so both must be as fresh as the barrier. A watch that has
     // already delivered everything up to the barrier makes its cache as fresh as a list would be.
     const fresh = (observed: string): boolean => barrier !== undefined && passed(observed, barrier);
     const { addresses, capi } = this.store;
+    const metal3Fresh = fresh(addresses.observedResourceVersion);
+    const capiFresh = !capi || fresh(capi.addresses.observedResourceVersion);
+    // A quorum read (barrier undefined) cannot be confirmed by an event: it lists, as does a kind nothing is made of.
+    const stale = new Set<RecordKind>();
+    if (barrier !== undefined && pending.length > 0 && !metal3Fresh) stale.add("IPAddress");
+    if (barrier !== undefined && capiPending.length > 0 && !capiFresh) stale.add("CapiIPAddress");
+    const listMetal3 = (notOlderThan: string | undefined): Promise<void> =>
+      this.store.refreshWhere(addresses, namespace, ADDRESS_POOL_FIELD, poolName, notOlderThan);
+    const listCapi = async (notOlderThan: string | undefined): Promise<void> => {
+      if (capi)
+        await this.store.refreshWhere(capi.addresses, namespace, CAPI_ADDRESS_POOL_FIELD, poolName, notOlderThan);
+    };
     await Promise.all([
-      fresh(addresses.observedResourceVersion)
-        ? undefined
-        : this.store.refreshWhere(addresses, namespace, ADDRESS_POOL_FIELD, poolName, barrier),
-      !capi || fresh(capi.addresses.observedResourceVersion)
-        ? undefined
-        : this.store.refreshWhere(capi.addresses, namespace, CAPI_ADDRESS_POOL_FIELD, poolName, barrier),
+      metal3Fresh || stale.has("IPAddress") ? undefined : listMetal3(barrier),
+      capiFresh || stale.has("CapiIPAddress") ? undefined : listCapi(barrier),
     ]);
+    if (stale.size === 0 || barrier === undefined) return undefined;
+    return this.confirmer(key, barrier, stale, { listMetal3, listCapi });
+  }
+
+  /**
+   * confirmCreated for one pass: a record we just made holds its address alone once its kind's watch has delivered
+   * its own creation (everything written before it, so everything written before its claim, is then in the cache)
+   * and the other kind's cache is as fresh as the barrier; a record whose event does not come within
+   * {@link ECHO_TIMEOUT_MS} is confirmed by a list instead. Each kind is listed at most once per pass.
+   */
+  private confirmer(
+    key: string,
+    barrier: string,
+    stale: ReadonlySet<RecordKind>,
+    lists: { listMetal3: (rv: string) => Promise<void>; listCapi: (rv: string) => Promise<void> },
+  ): NonNullable<ApplyContext["confirm"]> {
+    const { addresses, capi } = this.store;
+    const listedAt: Partial<Record<RecordKind, Promise<void>>> = {};
+    // A kind not in `stale` was fresh, or listed, before the pass decided anything.
+    const ensure = async (kind: RecordKind, rv: string): Promise<void> => {
+      const informer = kind === "IPAddress" ? addresses : capi?.addresses;
+      if (!informer || !stale.has(kind) || (await informer.waitObserved(rv, ECHO_TIMEOUT_MS))) return;
+      listedAt[kind] ??= kind === "IPAddress" ? lists.listMetal3(rv) : lists.listCapi(rv);
+      await listedAt[kind];
+    };
+    return async (kind, created) => {
+      const other: RecordKind = kind === "IPAddress" ? "CapiIPAddress" : "IPAddress";
+      await Promise.all([ensure(kind, created.metadata.resourceVersion ?? barrier), ensure(other, barrier)]);
+      const byAddress = poolAddressKey(key, created.spec.address);
+      const holders = [
+        ...addresses.byIndex(BY_POOL_ADDRESS, byAddress),
+        ...(capi?.addresses.byIndex(BY_POOL_ADDRESS, byAddress) ?? []),
+      ];
+      return holders.every((r) => r.metadata.uid === created.metadata.uid);
+    };
+  }
+
+  /** addressBarrier over the pool and its claims, with the pending claims that carry our finalizer as interrupted. */
+  private barrierOf(
+    pool: IPPool,
+    claims: readonly IPClaim[],
+    capiClaims: readonly IPAddressClaim[],
+    pending: readonly IPClaim[],
+    capiPending: readonly IPAddressClaim[],
+  ): string | undefined {
+    return addressBarrier(
+      [pool, ...claims, ...capiClaims],
+      [
+        ...pending.filter((c) => hasFinalizer(c.metadata, IPCLAIM_FINALIZER)),
+        ...capiPending.filter((c) => hasFinalizer(c.metadata, IPADDRESSCLAIM_FINALIZER)),
+      ],
+    );
   }
 
   /** A live claim with no IPAddress yet: the pass will allocate for it. */
@@ -417,6 +479,9 @@ function adoptedAsIs(pool: IPPool, desired: IPPoolStatus): boolean {
     isEqual(current.indexes, desired.indexes)
   );
 }
+
+/** How long a new record's own watch event is waited for before a list confirms it instead. */
+const ECHO_TIMEOUT_MS = 5_000;
 
 /** The selectable field naming the pool of an IPAddress (field selector, and how to read it where unsupported). */
 const ADDRESS_POOL_FIELD = { path: "spec.pool.name", read: (a: IPAddress): string | undefined => a.spec?.pool?.name };
