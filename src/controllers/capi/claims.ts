@@ -47,6 +47,9 @@ export async function applyCapiClaimAction(
         await releaseCapiAddress(ctx, capi, duplicate);
       }
       return;
+    case "redo":
+      for (const address of action.addresses) await unconfirmed(ctx, capi, action.claim, address);
+      return;
     case "create":
       return await create(ctx, capi, action.claim, action.address);
     case "fail":
@@ -110,6 +113,22 @@ async function bind(
   });
 }
 
+/** A record we made whose address another record turned out to hold: released unbound, and the pool runs again. */
+async function unconfirmed(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  created: CapiIPAddress,
+): Promise<void> {
+  ctx.log.warn("Released a new IPAddress: another record holds its address", {
+    ipAddressClaim: claim.metadata.name,
+    address: created.spec.address,
+    ipAddress: created.metadata.name,
+  });
+  await releaseCapiAddress(ctx, capi, created);
+  ctx.requeue = true;
+}
+
 async function create(
   ctx: ApplyContext,
   capi: CapiInformers,
@@ -148,16 +167,8 @@ async function create(
     }
     throw err;
   }
-  if (ctx.confirm && !(await ctx.confirm("CapiIPAddress", created))) {
-    ctx.log.warn("Released a new IPAddress: another record holds its address", {
-      ipAddressClaim: claim.metadata.name,
-      address: created.spec.address,
-      ipAddress: created.metadata.name,
-    });
-    await releaseCapiAddress(ctx, capi, created);
-    ctx.requeue = true;
-    return;
-  }
+  if (ctx.confirm && !(await ctx.confirm("CapiIPAddress", created)))
+    return await unconfirmed(ctx, capi, claim, created);
   ctx.log.info("Allocated IPAddress", {
     ipAddressClaim: claim.metadata.name,
     address: created.spec.address,

@@ -69,6 +69,8 @@ function summary(a: CapiClaimAction): string {
       return `release ${a.addresses.map((x) => x.metadata.name).join(",") || "-"}`;
     case "bind":
       return `bind ${a.address.metadata.name ?? ""}${a.duplicates.length ? ` drop ${a.duplicates.map((x) => x.metadata.name).join(",")}` : ""}`;
+    case "redo":
+      return `redo ${a.addresses.map((x) => x.metadata.name).join(",")}`;
     case "create":
       return `create ${a.address.metadata.name ?? ""} ${a.address.spec.address}`;
     case "fail":
@@ -122,6 +124,11 @@ describe("planCapiClaim (spec §5, pure)", () => {
       "release -",
     ],
     ["an existing record is bound, never re-allocated", { claimAddresses: [mine] }, "bind p-10-0-0-2"],
+    [
+      "our record the status does not name yet, whose address another record holds, is redone (never confirmed)",
+      { claimAddresses: [mine], heldByAnother: (r) => r === mine },
+      "redo p-10-0-0-2",
+    ],
     [
       "a record without owners (Metal3's, a restore) is adopted",
       { claimAddresses: [record("legacy", "10.0.0.3")] },

@@ -20,6 +20,7 @@ export type CapiClaimAction =
   | { kind: "skip"; why: string }
   | { kind: "release"; claim: IPAddressClaim; addresses: CapiIPAddress[] }
   | { kind: "bind"; claim: IPAddressClaim; address: CapiIPAddress; duplicates: CapiIPAddress[] }
+  | { kind: "redo"; claim: IPAddressClaim; addresses: CapiIPAddress[] }
   | { kind: "create"; claim: IPAddressClaim; address: CapiIPAddress }
   | { kind: "fail"; claim: IPAddressClaim; reason: Reason; message: string };
 
@@ -39,6 +40,8 @@ export interface CapiClaimPlanInput {
   onCollision: (message: string) => void;
   /** apiVersion of the Cluster API IPAddresses we write (the served version). */
   addressApiVersion: string;
+  /** Whether another record of the pool (of either API) holds the address `record` holds. */
+  heldByAnother?: (record: CapiIPAddress) => boolean;
 }
 
 /** The next step for `input.claim`. */
@@ -57,6 +60,14 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   // An existing record wins (adoption, spec §5.6); a second one we made can only come from a create whose answer
   // was lost and that was then redone: it is released once the claim names the kept one.
   const kept = mine.find((a) => a.metadata.name === claim.status?.addressRef?.name) ?? mine[0];
+  // Made on a stale view and never confirmed (spec §3.4), as for IPClaims.
+  if (
+    kept &&
+    claim.status?.addressRef?.name !== kept.metadata.name &&
+    madeForCapiClaim(kept, claim) &&
+    input.heldByAnother?.(kept)
+  )
+    return { kind: "redo", claim, addresses: [kept] };
   if (kept)
     return {
       kind: "bind",

@@ -6,6 +6,7 @@ import {
   IPCLAIM_KIND,
   READY_CONDITION,
   Reasons,
+  type Condition,
   type IPAddress,
   type IPClaim,
   type ObjectMeta,
@@ -16,7 +17,7 @@ import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import type { Logger } from "../../runtime/logger.js";
 import type { ControllerMetrics } from "../../runtime/metrics.js";
-import { conditionUnchanged, setCondition } from "../conditions.js";
+import { conditionUnchanged, setCondition, type ConditionInput } from "../conditions.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
 import type { ClaimAction } from "./plan.js";
@@ -52,6 +53,9 @@ export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): 
     case "bind":
       await bind(ctx, action.claim, action.address);
       return await releaseDuplicates(ctx, action.claim, action.duplicates ?? []);
+    case "redo":
+      for (const address of action.addresses) await unconfirmed(ctx, action.claim, address);
+      return;
     case "create":
       return await create(ctx, action.claim, action.address);
     case "fail":
@@ -209,6 +213,27 @@ export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reaso
   }
 }
 
+/** `a` and `b` name the same object and hold nothing else (what isEqual says of two references, without its cost). */
+function sameReference(a: ObjectReference | undefined, b: ObjectReference | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.name === b.name && a.namespace === b.namespace && Object.keys(a).length === Object.keys(b).length;
+}
+
+/**
+ * Whether `conditions` already are what setCondition would make of them for `input`: the one condition of its type
+ * with the same status, reason and message, and nothing else in it (lastTransitionTime stays when the status does).
+ */
+function readyAsSet(conditions: readonly Condition[] | undefined, input: ConditionInput): boolean {
+  const current = conditions?.find((c) => c.type === input.type);
+  return (
+    current !== undefined &&
+    conditionUnchanged(conditions, input) &&
+    Object.keys(current).length === 5 &&
+    current.lastTransitionTime !== undefined &&
+    conditions?.filter((c) => c.type === input.type).length === 1
+  );
+}
+
 /** Writes the claim's status when it differs: address, errorMessage (cleared with null) and the Ready condition. */
 async function writeClaimStatus(
   ctx: ApplyContext,
@@ -218,11 +243,19 @@ async function writeClaimStatus(
   ready: { reason: Reason; message: string },
 ): Promise<void> {
   const status = claim.status ?? {};
-  const conditions = setCondition(
-    status.conditions,
-    { type: READY_CONDITION, status: errorMessage === undefined ? "True" : "False", ...ready },
-    ctx.now,
-  );
+  const input: ConditionInput = {
+    type: READY_CONDITION,
+    status: errorMessage === undefined ? "True" : "False",
+    ...ready,
+  };
+  // Every pass binds every bound claim of its pool again: the common answer "nothing to write" must stay cheap.
+  if (
+    sameReference(status.address, address) &&
+    status.errorMessage === errorMessage &&
+    readyAsSet(status.conditions, input)
+  )
+    return;
+  const conditions = setCondition(status.conditions, input, ctx.now);
   const same =
     isEqual(status.address, address) && status.errorMessage === errorMessage && isEqual(status.conditions, conditions);
   if (same) return;

@@ -54,6 +54,8 @@ function summary(a: ClaimAction): string {
       return `release ${a.addresses.map((x) => x.metadata.name).join(",") || "-"}`;
     case "bind":
       return `bind ${a.address.metadata.name ?? ""}${a.duplicates?.length ? ` drop ${a.duplicates.map((x) => x.metadata.name).join(",")}` : ""}`;
+    case "redo":
+      return `redo ${a.addresses.map((x) => x.metadata.name).join(",")}`;
     case "create":
       return `create ${a.address.metadata.name ?? ""} ${a.address.spec.address}`;
     case "fail":
@@ -100,6 +102,21 @@ describe("planClaim (spec §3, pure)", () => {
       "fail AllocationFailed: IPPool elsewhere/p is in another namespace; an IPClaim can only use a pool of its own namespace",
     ],
     ["an existing record is bound", { claimAddresses: [mine] }, "bind p-10-0-0-2"],
+    [
+      "our record the status does not name yet, whose address another record holds, is redone (never confirmed)",
+      { claimAddresses: [mine], heldByAnother: (r) => r === mine },
+      "redo p-10-0-0-2",
+    ],
+    [
+      "once the status names it, the record stays whoever else holds its address",
+      { claim: claim({}, "p-10-0-0-2"), claimAddresses: [mine], heldByAnother: () => true },
+      "bind p-10-0-0-2",
+    ],
+    [
+      "a record we did not make is adopted even when its address is held twice",
+      { claimAddresses: [record("adopted", "10.0.0.1")], heldByAnother: () => true },
+      "bind adopted",
+    ],
     [
       "a previous incarnation's record is not bound",
       { claimAddresses: [record("p-10-0-0-3", "10.0.0.3", "uid-old")] },

@@ -26,6 +26,7 @@ export type ClaimAction =
   | { kind: "skip"; why: string }
   | { kind: "release"; claim: IPClaim; addresses: IPAddress[] }
   | { kind: "bind"; claim: IPClaim; address: IPAddress; duplicates?: IPAddress[] }
+  | { kind: "redo"; claim: IPClaim; addresses: IPAddress[] }
   | { kind: "create"; claim: IPClaim; address: IPAddress }
   | { kind: "fail"; claim: IPClaim; reason: Reason; message: string };
 
@@ -42,6 +43,8 @@ export interface ClaimPlanInput {
   addressNamed: (name: string) => IPAddress | undefined;
   /** Called for an address skipped because another pool's IPAddress holds its name. */
   onCollision: (message: string) => void;
+  /** Whether another record of the pool (of either API) holds the address `record` holds. */
+  heldByAnother?: (record: IPAddress) => boolean;
 }
 
 /** Whether `address` is this claim's: same pool, and owned by this incarnation of the claim when it names one. */
@@ -59,19 +62,31 @@ function madeFor(address: IPAddress, claim: IPClaim): boolean {
   );
 }
 
+/** The next step for a deleting claim holding `mine`. */
+function planDeletion(claim: IPClaim, mine: IPAddress[]): ClaimAction {
+  // Taken away by `clusterctl move`: release nothing (spec §7), even when no paused Cluster covers the claim.
+  if (isDeletedForMove(claim.metadata)) return { kind: "skip", why: "deleted by clusterctl move" };
+  // Another finalizer (CAPM3's metal3data one) means the address is still in use: keep everything and wait.
+  if (!onlyOurFinalizers(claim.metadata, [IPCLAIM_FINALIZER]))
+    return { kind: "skip", why: "waiting for foreign finalizers" };
+  return { kind: "release", claim, addresses: mine };
+}
+
+/**
+ * A record we made that the claim's status does not name yet, whose address another record holds: made on a stale
+ * view and never confirmed (spec §3.4; the controller stopped in between). The claim was never bound to it.
+ */
+function unconfirmed(kept: IPAddress, input: ClaimPlanInput): boolean {
+  const { claim } = input;
+  return claim.status?.address?.name !== kept.metadata.name && madeFor(kept, claim) && !!input.heldByAnother?.(kept);
+}
+
 /** The next step for `input.claim`. */
 export function planClaim(input: ClaimPlanInput): ClaimAction {
   const { claim, pool, pause } = input;
   if (pause.paused) return { kind: "skip", why: pause.why };
   const mine = input.claimAddresses.filter((a) => belongsToClaim(a, claim)).sort(byName);
-  if (isDeleting(claim.metadata)) {
-    // Taken away by `clusterctl move`: release nothing (spec §7), even when no paused Cluster covers the claim.
-    if (isDeletedForMove(claim.metadata)) return { kind: "skip", why: "deleted by clusterctl move" };
-    // Another finalizer (CAPM3's metal3data one) means the address is still in use: keep everything and wait.
-    if (!onlyOurFinalizers(claim.metadata, [IPCLAIM_FINALIZER]))
-      return { kind: "skip", why: "waiting for foreign finalizers" };
-    return { kind: "release", claim, addresses: mine };
-  }
+  if (isDeleting(claim.metadata)) return planDeletion(claim, mine);
   const poolNamespace = claim.spec?.pool?.namespace;
   if (poolNamespace && poolNamespace !== claim.metadata.namespace) {
     return fail(
@@ -84,6 +99,7 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
   // lives). A second one we made for the same claim can only come from an allocation whose create succeeded unseen
   // (a lost answer, a timeout, a crash) and was then redone: it is released, so nothing leaks.
   const kept = mine.find((a) => a.metadata.name === claim.status?.address?.name) ?? mine[0];
+  if (kept && unconfirmed(kept, input)) return { kind: "redo", claim, addresses: [kept] };
   if (kept)
     return { kind: "bind", claim, address: kept, duplicates: mine.filter((a) => a !== kept && madeFor(a, claim)) };
   if (!pool || !input.allocator)

@@ -44,7 +44,7 @@ import { keyOf } from "../../kube/informer.js";
 import { applyClaimAction, holderOf, releaseAddress, type ApplyContext, type RecordKind } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "./indexes.js";
 import { planClaim } from "./plan.js";
-import { desiredPoolStatus, indexesPatch, pendingClaimsByKind } from "./status.js";
+import { desiredPoolStatus, indexesPatch, pendingClaimsByKind, sameStatus } from "./status.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -200,13 +200,17 @@ export class PoolReconciler {
     return async (kind, created) => {
       const other: RecordKind = kind === "IPAddress" ? "CapiIPAddress" : "IPAddress";
       await Promise.all([ensure(kind, created.metadata.resourceVersion ?? barrier), ensure(other, barrier)]);
-      const byAddress = poolAddressKey(key, created.spec.address);
-      const holders = [
-        ...addresses.byIndex(BY_POOL_ADDRESS, byAddress),
-        ...(capi?.addresses.byIndex(BY_POOL_ADDRESS, byAddress) ?? []),
-      ];
-      return holders.every((r) => r.metadata.uid === created.metadata.uid);
+      return this.holdersOf(key, created.spec.address).every((r) => r.metadata.uid === created.metadata.uid);
     };
+  }
+
+  /** Every record of either API in pool `key` that holds `address`. */
+  private holdersOf(key: string, address: string): { metadata: ObjectMeta }[] {
+    const byAddress = poolAddressKey(key, address);
+    return [
+      ...this.store.addresses.byIndex(BY_POOL_ADDRESS, byAddress),
+      ...(this.store.capi?.addresses.byIndex(BY_POOL_ADDRESS, byAddress) ?? []),
+    ];
   }
 
   /** addressBarrier over the pool and its claims, with the pending claims that carry our finalizer as interrupted. */
@@ -290,6 +294,9 @@ export class PoolReconciler {
         : {};
     const onCollision = (message: string): void => void collisions.push(message);
     const capi = this.store.capi;
+    const poolKey = pool ? `${pool.metadata.namespace ?? ""}/${pool.metadata.name ?? ""}` : "";
+    const heldByAnother = (record: { metadata: ObjectMeta; spec: { address: string } }): boolean =>
+      this.holdersOf(poolKey, record.spec.address).some((r) => r.metadata.uid !== record.metadata.uid);
     const work: { claim: { metadata: ObjectMeta }; decide: () => () => Promise<void> }[] = [];
     for (const claim of claims) {
       work.push({
@@ -304,6 +311,7 @@ export class PoolReconciler {
             ...blocked,
             addressNamed: (name) => this.store.addresses.get(claim.metadata.namespace ?? "", name),
             onCollision,
+            heldByAnother,
           });
           return () => applyClaimAction(ctx, action);
         },
@@ -325,6 +333,7 @@ export class PoolReconciler {
             addressNamed: (name) => informers.addresses.get(claim.metadata.namespace ?? "", name),
             onCollision,
             addressApiVersion: informers.addresses.client.apiVersion(),
+            heldByAnother,
           });
           return () => applyCapiClaimAction(ctx, informers, action);
         },
@@ -428,7 +437,7 @@ export class PoolReconciler {
       ctx.now,
     );
     this.recordPoolMetrics(ctx, pool, key, status, records);
-    if (isEqual(status, pool.status ?? {}) || adoptedAsIs(pool, status)) return;
+    if (sameStatus(status, pool.status) || adoptedAsIs(pool, status)) return;
     const before = pool.status?.conditions?.find((c) => c.type === "Ready");
     const after = status.conditions?.find((c) => c.type === "Ready");
     const deferMs = this.statusDeferral(key, pool.status, status);

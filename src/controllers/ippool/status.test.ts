@@ -2,7 +2,15 @@ import { expect } from "chai";
 import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
 import type { Condition, IPAddress, IPClaim, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
 import { INT64_MAX_NUMBER, type Capacity } from "../../ipam/allocator.js";
-import { desiredPoolStatus, indexesFrom, indexesPatch, pendingClaimsByKind, type PoolHealth } from "./status.js";
+import {
+  desiredPoolStatus,
+  indexesFrom,
+  indexesPatch,
+  pendingClaimsByKind,
+  sameIndexes,
+  sameStatus,
+  type PoolHealth,
+} from "./status.js";
 
 const LEAVING = { deletionTimestamp: "2025-01-01T00:00:00Z" };
 
@@ -300,5 +308,49 @@ describe("indexesPatch (the indexes of a status merge patch)", () => {
   it("leaves indexes out when nothing changed, and sends everything to a status without them", () => {
     expect(indexesPatch({ indexes: { a: "10.0.0.1" } }, { indexes: { a: "10.0.0.1" } })).to.equal(undefined);
     expect(indexesPatch(undefined, { indexes: { a: "10.0.0.1" } })).to.deep.equal({ a: "10.0.0.1" });
+  });
+});
+
+describe("sameStatus (nothing to write)", () => {
+  const conditions: Condition[] = [
+    {
+      type: "Ready",
+      status: "True",
+      reason: "PoolReady",
+      message: "Pool is ready",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    },
+  ];
+  const current: IPPoolStatus = {
+    indexes: { a: "10.0.0.1", b: "10.0.0.2" },
+    lastUpdated: "2026-01-01T00:00:00Z",
+    total: 10,
+    used: 2,
+    free: 8,
+    conditions,
+  };
+
+  it("says the same only when indexes, counts, time and conditions are", () => {
+    expect(sameStatus({ ...current, indexes: { b: "10.0.0.2", a: "10.0.0.1" } }, current)).to.equal(true);
+    const variants: Partial<IPPoolStatus>[] = [
+      { indexes: { a: "10.0.0.1" } },
+      { indexes: { a: "10.0.0.1", b: "10.0.0.3" } },
+      { indexes: { a: "10.0.0.1", c: "10.0.0.2" } },
+      { used: 3 },
+      { lastUpdated: "2026-01-02T00:00:00Z" },
+      { conditions: [{ ...conditions[0]!, status: "False" as const }] },
+    ];
+    for (const changed of variants)
+      expect(sameStatus({ ...current, ...changed }, current), JSON.stringify(changed)).to.equal(false);
+    expect(sameStatus(current, undefined)).to.equal(false);
+    expect(
+      sameStatus({ ...current, indexes: {} }, { ...current, indexes: undefined }),
+      "indexes never written",
+    ).to.equal(false);
+  });
+
+  it("compares indexes by entries", () => {
+    expect(sameIndexes({}, {})).to.equal(true);
+    expect(sameIndexes({ a: "1" }, { a: "1", b: "2" })).to.equal(false);
   });
 });

@@ -25,11 +25,50 @@ export function indexesFrom(
 ): Record<string, string> {
   const indexes: Record<string, string> = {};
   const put = (claim: string | undefined, address: string): void => {
-    if (claim) indexes[claim] = canonicalAddress(address) ?? address;
+    if (claim) indexes[claim] = canonical(address);
   };
   for (const a of capiAddresses) put(a.spec?.claimRef?.name, a.spec.address);
   for (const a of addresses) put(a.spec?.claim?.name, a.spec.address);
   return indexes;
+}
+
+/** Canonical spellings already computed: every pass lists every record of its pool, and parsing each cost most. */
+const canonicalSpellings = new Map<string, string>();
+
+function canonical(address: string): string {
+  let spelled = canonicalSpellings.get(address);
+  if (spelled === undefined) {
+    spelled = canonicalAddress(address) ?? address;
+    // Bounded: addresses seen once (released long ago) must not pile up.
+    if (canonicalSpellings.size >= 100_000) canonicalSpellings.clear();
+    canonicalSpellings.set(address, spelled);
+  }
+  return spelled;
+}
+
+/** Two indexes maps with the same entries (what isEqual says of them, with a plain loop). */
+export function sameIndexes(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (a[key] !== b[key]) return false;
+  return true;
+}
+
+/**
+ * Whether `desired` (built from `current` by desiredPoolStatus) says the same as `current`: the same indexes, counts,
+ * time and conditions. Cheaper than a deep comparison of a status whose indexes list every claim of the pool.
+ */
+export function sameStatus(desired: IPPoolStatus, current: IPPoolStatus | undefined): boolean {
+  if (!current) return false;
+  return (
+    desired.lastUpdated === current.lastUpdated &&
+    desired.total === current.total &&
+    desired.used === current.used &&
+    desired.free === current.free &&
+    current.indexes !== undefined &&
+    sameIndexes(desired.indexes ?? {}, current.indexes) &&
+    isEqual(desired.conditions, current.conditions)
+  );
 }
 
 function readyCondition(health: PoolHealth): Pick<Condition, "type" | "status" | "reason" | "message"> {
@@ -66,7 +105,7 @@ export function desiredPoolStatus(
 ): IPPoolStatus {
   const current = pool.status ?? {};
   const indexes = indexesFrom(addresses, capiAddresses);
-  const changed = !isEqual(indexes, current.indexes ?? {});
+  const changed = !sameIndexes(indexes, current.indexes ?? {});
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, "Z");
   // A fresh (or wiped) status starts at the creation time; afterwards only a real change of indexes moves it.
   const lastUpdated =
