@@ -39,6 +39,7 @@ async function startWebhooks(
         validatingName: flags.webhookValidatingName,
         serviceName: flags.webhookServiceName,
         namespace: flags.leaderElectionNamespace,
+        ...(flags.webhookSecretName ? { secretName: flags.webhookSecretName } : {}),
       }
     : undefined;
   return await startWebhookServer({
