@@ -77,6 +77,11 @@ make_base_rootfs() {
 
 SCRATCH=""
 DOCKERD_PID=""
+# dockerd leaves these behind whatever its flags (its libtrust key, its plugin socket folder): removed on exit unless
+# they were there before.
+DOCKERD_LEFTOVERS=(/etc/docker/key.json /run/docker)
+PREEXISTING=()
+for f in "${DOCKERD_LEFTOVERS[@]}"; do [[ -e "${f}" ]] && PREEXISTING+=("${f}"); done
 cleanup() {
   if [[ -n "${DOCKERD_PID}" ]]; then
     kill -TERM "${DOCKERD_PID}" 2>/dev/null || true
@@ -91,14 +96,22 @@ cleanup() {
     done
     rm -rf "${SCRATCH}"
   fi
+  local f
+  for f in "${DOCKERD_LEFTOVERS[@]}"; do
+    [[ " ${PREEXISTING[*]} " == *" ${f} "* ]] || rm -rf "${f}"
+  done
 }
 trap cleanup EXIT
 
 rootfs_tar="$(make_base_rootfs)"
 SCRATCH="$(mktemp -d /tmp/metal3-ipam-image-XXXXXX)"
 SOCK="unix://${SCRATCH}/docker.sock"
-dockerd --data-root "${SCRATCH}/data" --exec-root "${SCRATCH}/exec" --pidfile "${SCRATCH}/dockerd.pid" \
-  --host "${SOCK}" --bridge none --iptables=false --ip6tables=false --ip-masq=false >"${SCRATCH}/dockerd.log" 2>&1 &
+# --ip-forward=false: by default dockerd turns net.ipv4.ip_forward on for good; host-network builds need no forwarding.
+# An empty config file: the host's /etc/docker/daemon.json, if any, is not this build's business.
+echo '{}' >"${SCRATCH}/daemon.json"
+dockerd --config-file "${SCRATCH}/daemon.json" --data-root "${SCRATCH}/data" --exec-root "${SCRATCH}/exec" \
+  --pidfile "${SCRATCH}/dockerd.pid" --host "${SOCK}" --bridge none --iptables=false --ip6tables=false \
+  --ip-masq=false --ip-forward=false >"${SCRATCH}/dockerd.log" 2>&1 &
 DOCKERD_PID=$!
 export DOCKER_HOST="${SOCK}" DOCKER_BUILDKIT=0
 for ((i = 0; i < 150; i++)); do
