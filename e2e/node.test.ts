@@ -8,7 +8,7 @@
  * containernetworking-plugins, docker.io and debootstrap (.ci/run installs them); skips in one line without them.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -32,6 +32,8 @@ import {
   metricsText,
   readyReplicas,
   rolledOut,
+  serviceAccepts,
+  WEBHOOK_SERVICE,
 } from "../hack/testkit/deployed.js";
 import { auditAllocations } from "../hack/testkit/faults.js";
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
@@ -43,6 +45,15 @@ import { eventually } from "../hack/testkit/wait.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
 
+/** What the image build (dockerd) could change on the host; the node's own changes are its residue check's. */
+function hostFacts(): Record<string, string | boolean> {
+  return {
+    "net.ipv4.ip_forward": readFileSync("/proc/sys/net/ipv4/ip_forward", "utf8").trim(),
+    "/etc/docker/key.json": existsSync("/etc/docker/key.json"),
+    "/run/docker": existsSync("/run/docker"),
+  };
+}
+
 describe("config/default on a local node, with the image built from the Dockerfile", function () {
   this.timeout(1_200_000);
   let plane: LocalPlane | undefined;
@@ -51,6 +62,7 @@ describe("config/default on a local node, with the image built from the Dockerfi
   let capiClaims: ResourceClient<IPAddressClaim>;
   let capiAddresses: ResourceClient<CapiIPAddress>;
   let scratch: string;
+  let hostBefore: Record<string, string | boolean>;
   const ns = "node-e2e";
 
   before(async function () {
@@ -59,6 +71,7 @@ describe("config/default on a local node, with the image built from the Dockerfi
       console.log(`    node suite skipped: ${why}`);
       this.skip();
     }
+    hostBefore = hostFacts();
     scratch = mkdtempSync(join(tmpdir(), "node-e2e-"));
     const image = join(scratch, "image.tar");
     await buildLocalImage(image);
@@ -78,6 +91,7 @@ describe("config/default on a local node, with the image built from the Dockerfi
     // The host as it was: nothing of the node running, mounted, linked or changed; no image build left behind.
     expect(plane.nodeResidue, "left on the host by the node").to.deep.equal([]);
     expect(readdirSync(tmpdir()).filter((e) => e.startsWith("metal3-ipam-image-"))).to.deep.equal([]);
+    expect(hostFacts()).to.deep.equal(hostBefore);
   });
 
   async function leaseHolder(): Promise<string> {
@@ -114,6 +128,13 @@ describe("config/default on a local node, with the image built from the Dockerfi
       500,
     );
     expect(await leaseHolder()).to.match(new RegExp(`^${leader}_`));
+    // What the next tests stand on: the webhook Service routes (kube-proxy lags the Deployment's Ready by seconds).
+    await eventually(
+      "the webhook Service to accept connections",
+      () => serviceAccepts(kc, WEBHOOK_SERVICE, 443),
+      60_000,
+      500,
+    );
   });
 
   it("serves the webhooks to the API server through the webhook Service", async () => {
@@ -231,6 +252,26 @@ describe("config/default on a local node, with the image built from the Dockerfi
   it("runs without cert-manager as the README says: --webhook-self-managed, both replicas sharing one CA", async () => {
     await applyOverlay(plane!.kubeconfigPath, "node-self-managed");
     await eventually("the self-managed rollout", () => rolledOut(kc), 180_000, 1_000);
+    // The old replicas serve the cert-manager certificate, which the new CA in the caBundle no longer trusts, until
+    // they exit: calls a stale route still sends them would fail for that reason alone (seen once under load).
+    await eventually(
+      "the old replicas to be gone",
+      async () => {
+        const all = await c.core.listNamespacedPod({
+          namespace: CONTROLLER_NAMESPACE,
+          labelSelector: "control-plane=controller-manager",
+        });
+        return all.items.length === 2 && all.items.every((p) => !p.metadata?.deletionTimestamp);
+      },
+      120_000,
+      500,
+    );
+    await eventually(
+      "the webhook Service to accept connections",
+      () => serviceAccepts(kc, WEBHOOK_SERVICE, 443),
+      60_000,
+      500,
+    );
     const secret = await c.core.readNamespacedSecret({
       name: "metal3-ipam-webhook-self-managed",
       namespace: CONTROLLER_NAMESPACE,
@@ -286,12 +327,12 @@ describe("config/default on a local node, with the image built from the Dockerfi
     });
     if (code !== 0)
       for (const p of await controllerPods(kc)) {
-        const log = await c.core.readNamespacedPodLog({
-          name: p.name,
-          namespace: CONTROLLER_NAMESPACE,
-          tailLines: 200,
-        });
-        console.log(`--- last lines of ${p.name}:\n${log}`);
+        // Warnings and errors of the whole run, then its end: what reading a failure of the other suites needs.
+        const log = (await c.core.readNamespacedPodLog({ name: p.name, namespace: CONTROLLER_NAMESPACE })).split("\n");
+        const notable = log.filter((l) => /"level":"(warn|error)"/.test(l)).join("\n");
+        console.log(
+          `--- ${p.name}, warnings and errors:\n${notable}\n--- its last lines:\n${log.slice(-40).join("\n")}`,
+        );
       }
     expect(code, "mocha exit code of the external-controller suites").to.equal(0);
   });

@@ -5,6 +5,7 @@
  * Certificate would issue, and the CA its injector would put into both webhook configurations.
  */
 import { execFile, spawnSync } from "node:child_process";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
@@ -144,6 +145,28 @@ export async function controllerPods(kc: KubeConfig): Promise<Array<{ name: stri
       ip: p.status?.podIP ?? "",
       ready: p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
     }));
+}
+
+/**
+ * Whether a TCP connection to the Service's ClusterIP on `port` is accepted (from this host, through kube-proxy's
+ * rules). A Deployment reports its replicas Ready before kube-proxy has programmed their endpoints; until then the
+ * ClusterIP refuses connections, whatever the pods do.
+ */
+export async function serviceAccepts(kc: KubeConfig, service: string, port: number): Promise<boolean> {
+  const svc = await kc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedService({ name: service, namespace: CONTROLLER_NAMESPACE });
+  const ip = svc.spec?.clusterIP ?? "";
+  return await new Promise<boolean>((resolve) => {
+    const socket = connect({ host: ip, port, timeout: 3_000 });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+    socket.once("timeout", () => done(false));
+  });
 }
 
 /** The body of `GET http://host:port/metrics`, or "" when nothing answers within 5 s. */
