@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # For users with Docker and kind: runs the e2e suites against a real kind cluster with the controller deployed from
-# config/default. Not run in CI here (no Docker engine on the CI machine).
+# config/default. Not run in CI here (kind needs privileged containers, which the CI sandbox refuses); the same path
+# runs there without kind in e2e/node.test.ts (a local plane with a real node, the image from hack/local-image.sh).
 #   1. create a kind cluster            4. build the image and load it into kind
 #   2. install cert-manager             5. deploy config/default and wait for the rollout
 #   3. install Cluster API's CRDs       6. run the e2e suites (USE_EXISTING_CLUSTER, E2E_EXTERNAL_CONTROLLER), clean up

@@ -4,9 +4,12 @@
 #
 #   hack/localplane-binaries.sh            build what is missing: etcd, kube-apiserver, kube-controller-manager,
 #                                          clusterctl, prometheus and promtool, and copy Cluster API's CRDs into
-#                                          .cache/crds/cluster-api
+#                                          .cache/crds/cluster-api; plus the node's kubelet, kube-scheduler and
+#                                          kube-proxy when this machine can run a node (root, containerd and runc
+#                                          installed: see node_possible)
 #   hack/localplane-binaries.sh plane      only what a plane needs (etcd, kube-apiserver, kube-controller-manager,
 #                                          Cluster API's CRDs): what `npm run demo` builds first
+#   hack/localplane-binaries.sh node       everything, and the node's binaries whatever the machine
 #   KUBEBUILDER_ASSETS=/dir hack/...       use etcd, kube-apiserver (and kube-controller-manager) from /dir instead
 #
 # Cache: ${METAL3_IPAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metal3-ipam-ts}/<name>-<version>/<binary>. An entry is
@@ -75,7 +78,8 @@ setup_kubernetes_wrapper() {
     # published version instead. The list comes from upstream's own go.mod so it follows the pinned release.
     grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/' "${gomod}" | awk -v v="${staging_version}" '{print "replace " $1 " => " $1 " " v}'
   } >"${work}/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n)\n' >"${work}/tools.go"
+  # go mod tidy keeps what the packages being built import: list them in a tools file.
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'; printf '\t_ "%s"\n' "${KUBERNETES_PACKAGES[@]}"; printf ')\n'; } >"${work}/tools.go"
 }
 
 setup_etcd_wrapper() {
@@ -107,15 +111,45 @@ build_etcd() {
   echo "${dir}"
 }
 
+# build_kubernetes ENTRY BINARY... : k8s.io/kubernetes/cmd/<BINARY> for each, through the wrapper module, into the
+# cache entry <ENTRY>-<version>. The plane's binaries and the node's are two entries, so a machine that never runs a
+# node never builds the kubelet.
 build_kubernetes() {
-  local dir="${CACHE_ROOT}/kubernetes-${KUBERNETES_VERSION}"
-  entry_ok "${dir}" kube-apiserver kube-controller-manager && { echo "${dir}"; return; }
+  local entry="$1"; shift
+  local dir="${CACHE_ROOT}/${entry}-${KUBERNETES_VERSION}"
+  entry_ok "${dir}" "$@" && { echo "${dir}"; return; }
   local minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
-  local pkg="k8s.io/component-base/version"
+  local pkg="k8s.io/component-base/version" b
+  KUBERNETES_PACKAGES=()
+  for b in "$@"; do KUBERNETES_PACKAGES+=("k8s.io/kubernetes/cmd/${b}"); done
   build_into "${dir}" setup_kubernetes_wrapper \
     "-s -w -X ${pkg}.gitVersion=${KUBERNETES_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+    "${KUBERNETES_PACKAGES[@]}"
   echo "${dir}"
+}
+
+# The node's sandbox ("pause") image runs this: it blocks until SIGTERM or SIGINT. Our own ten lines, so the node needs
+# no image from a registry; hack/testkit/nodeimages.ts wraps the binary into an image tarball.
+PAUSE_VERSION=1
+setup_pause_wrapper() {
+  local work="$1"
+  printf 'module localplane.invalid/pause\n\ngo 1.24.0\n' >"${work}/go.mod"
+  printf 'package main\n\nimport (\n\t"os"\n\t"os/signal"\n\t"syscall"\n)\n\nfunc main() {\n\tc := make(chan os.Signal, 1)\n\tsignal.Notify(c, syscall.SIGINT, syscall.SIGTERM)\n\t<-c\n}\n' >"${work}/main.go"
+}
+
+build_pause() {
+  local dir="${CACHE_ROOT}/pause-${PAUSE_VERSION}"
+  [[ -f "${dir}/.complete" && -x "${dir}/pause" ]] && { echo "${dir}"; return; }
+  build_into "${dir}" setup_pause_wrapper "-s -w" .
+  echo "${dir}"
+}
+
+# node_possible: true when this machine can run the local plane's node (hack/testkit/node.ts): Linux, root, and
+# Debian's containerd and runc installed (.ci/run installs them). Elsewhere the node suite skips, so its binaries
+# (a cold build of several minutes) are not built unless asked for with the `node` argument.
+node_possible() {
+  [[ "$(uname -s)" == "Linux" && "$(id -u)" == "0" ]] && command -v containerd >/dev/null 2>&1 &&
+    command -v runc >/dev/null 2>&1
 }
 
 build_clusterctl() {
@@ -173,16 +207,21 @@ main() {
   if [[ -z "${KUBEBUILDER_ASSETS:-}" ]]; then
     local etcd_dir k8s_dir
     etcd_dir="$(build_etcd)"
-    k8s_dir="$(build_kubernetes)"
+    k8s_dir="$(build_kubernetes kubernetes kube-apiserver kube-controller-manager)"
     ln -sf "${etcd_dir}/etcd" "${CACHE_ROOT}/bin/etcd"
     ln -sf "${k8s_dir}/kube-apiserver" "${CACHE_ROOT}/bin/kube-apiserver"
     ln -sf "${k8s_dir}/kube-controller-manager" "${CACHE_ROOT}/bin/kube-controller-manager"
   fi
-  if [[ "${want}" == "all" || "${want}" == "clusterctl" ]]; then
+  if [[ "${want}" == "node" ]] || { [[ "${want}" == "all" ]] && node_possible; }; then
+    local node_dir b; node_dir="$(build_kubernetes kubernetes-node kubelet kube-scheduler kube-proxy)"
+    for b in kubelet kube-scheduler kube-proxy; do ln -sf "${node_dir}/${b}" "${CACHE_ROOT}/bin/${b}"; done
+    ln -sf "$(build_pause)/pause" "${CACHE_ROOT}/bin/pause"
+  fi
+  if [[ "${want}" == "all" || "${want}" == "node" || "${want}" == "clusterctl" ]]; then
     local cc_dir; cc_dir="$(build_clusterctl)"
     ln -sf "${cc_dir}/clusterctl" "${CACHE_ROOT}/bin/clusterctl"
   fi
-  if [[ "${want}" == "all" || "${want}" == "prometheus" ]]; then
+  if [[ "${want}" == "all" || "${want}" == "node" || "${want}" == "prometheus" ]]; then
     local prom_dir; prom_dir="$(build_prometheus)"
     ln -sf "${prom_dir}/prometheus" "${CACHE_ROOT}/bin/prometheus"
     ln -sf "${prom_dir}/promtool" "${CACHE_ROOT}/bin/promtool"

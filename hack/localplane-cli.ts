@@ -2,7 +2,10 @@
  * `npm run localplane -- up|down|status`: a local control plane to use by hand.
  *
  *   up      starts a plane in the background with our CRDs and Cluster API's installed, prints the KUBECONFIG to export
- *   down    stops it and removes its files
+ *   up --node  the same with a real node (hack/testkit/node.ts; Linux, root): a kubelet that runs pods of images
+ *           loaded with `import IMAGE.tar` (a `docker save` tarball, e.g. from hack/local-image.sh)
+ *   import  loads an image tarball into the node's containerd
+ *   down    stops it (the node's pods first) and removes its files; prints what the node left on the host, if anything
  *   status  says whether one runs
  *
  * State lives in `.localplane/` (git-ignored): `state.json` (daemon pid) and a copy of the admin kubeconfig.
@@ -12,6 +15,7 @@ import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, wr
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalPlane } from "./testkit/plane.js";
+import { importImage } from "./testkit/nodeimages.js";
 import { processAlive } from "./testkit/reaper.js";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,6 +31,8 @@ export const DEFAULT_CRD_DIRS = [
 interface State {
   pid: number;
   kubeconfig: string;
+  /** The node's containerd socket, when the plane has a node. */
+  containerdSocket?: string;
 }
 
 function readState(): State | undefined {
@@ -41,12 +47,15 @@ function readState(): State | undefined {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Runs in the background process: owns the plane until SIGTERM. */
-async function serve(): Promise<void> {
-  const plane = await LocalPlane.start({ crdDirs: DEFAULT_CRD_DIRS });
+async function serve(node: boolean): Promise<void> {
+  const plane = await LocalPlane.start({ crdDirs: DEFAULT_CRD_DIRS, node });
   copyFileSync(plane.kubeconfigPath, kubeconfigCopy);
-  writeFileSync(stateFile, JSON.stringify({ pid: process.pid, kubeconfig: kubeconfigCopy } satisfies State));
+  const state: State = { pid: process.pid, kubeconfig: kubeconfigCopy };
+  if (plane.node) state.containerdSocket = plane.node.containerdSocket;
+  writeFileSync(stateFile, JSON.stringify(state));
   const shutdown = (): void => {
     void plane.stop().finally(() => {
+      for (const line of plane.nodeResidue) console.error(`left on the host: ${line}`);
       rmSync(stateFile, { force: true });
       rmSync(kubeconfigCopy, { force: true });
       process.exit(0);
@@ -57,7 +66,7 @@ async function serve(): Promise<void> {
   setInterval(() => undefined, 1 << 30);
 }
 
-async function up(): Promise<number> {
+async function up(node: boolean): Promise<number> {
   const state = readState();
   if (state && processAlive(state.pid)) {
     console.log(`A local plane already runs (pid ${state.pid}).\nexport KUBECONFIG=${state.kubeconfig}`);
@@ -66,7 +75,8 @@ async function up(): Promise<number> {
   mkdirSync(stateDir, { recursive: true });
   rmSync(stateFile, { force: true });
   const out = openSync(logFile, "w");
-  const daemon = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "serve"], {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), "serve", ...(node ? ["--node"] : [])];
+  const daemon = spawn(process.execPath, args, {
     detached: true,
     stdio: ["ignore", out, out],
   });
@@ -96,9 +106,24 @@ async function down(): Promise<number> {
     return 0;
   }
   process.kill(state.pid, "SIGTERM");
-  for (let i = 0; i < 120 && processAlive(state.pid); i++) await sleep(250);
+  // A node drains its pods first (up to a minute and a half), then cleans the host.
+  for (let i = 0; i < 480 && processAlive(state.pid); i++) await sleep(250);
   if (processAlive(state.pid)) process.kill(state.pid, "SIGKILL");
-  console.log("Local plane stopped.");
+  const left = readFileSync(logFile, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("left on the host: "));
+  for (const line of left) console.error(line);
+  console.log(left.length === 0 ? "Local plane stopped." : "Local plane stopped; see above what the node left.");
+  return left.length === 0 ? 0 : 1;
+}
+
+function importTarball(tarball: string | undefined): number {
+  const state = readState();
+  if (!tarball || !state?.containerdSocket || !processAlive(state.pid)) {
+    console.error("usage: npm run localplane -- import IMAGE.tar (with a plane started by `up --node`)");
+    return 2;
+  }
+  for (const name of importImage(state.containerdSocket, resolve(tarball))) console.log(name);
   return 0;
 }
 
@@ -106,10 +131,12 @@ async function main(): Promise<number> {
   const command = process.argv[2] ?? "status";
   switch (command) {
     case "serve":
-      await serve();
+      await serve(process.argv.includes("--node"));
       return -1;
     case "up":
-      return await up();
+      return await up(process.argv.includes("--node"));
+    case "import":
+      return importTarball(process.argv[3]);
     case "down":
       return await down();
     case "status": {
@@ -120,7 +147,7 @@ async function main(): Promise<number> {
       return 0;
     }
     default:
-      console.error("usage: npm run localplane -- up|down|status");
+      console.error("usage: npm run localplane -- up [--node]|import IMAGE.tar|down|status");
       return 2;
   }
 }

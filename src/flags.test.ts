@@ -76,6 +76,11 @@ describe("flags", () => {
       ["--webhook-port", "9443"],
       /needs --webhook-cert-dir .* or --webhook-self-managed/,
     ],
+    [
+      "a webhook Secret without self-managed certificates",
+      ["--webhook-port", "9443", "--webhook-cert-dir", "/certs", "--webhook-secret-name", "s"],
+      /--webhook-secret-name is for --webhook-self-managed/,
+    ],
     ["unknown flag", ["--no-such-flag"], /Unknown option/],
     ["duration text", ["--leader-elect-retry-period", "soon"], /must be a duration/],
     ["memory release interval", ["--memory-release-interval", "1h"], /--memory-release-interval must be a duration/],
@@ -84,6 +89,13 @@ describe("flags", () => {
   ];
   for (const [what, argv, message] of bad)
     it(`rejects ${what} with a clear message`, () => expect(() => parseFlags(argv, {})).to.throw(message));
+
+  it("takes the Secret self-managed replicas share, by flag or environment", () => {
+    const argv = ["--webhook-port", "9443", "--webhook-self-managed"];
+    expect(parseFlags([...argv, "--webhook-secret-name", "a"], {}).webhookSecretName).to.equal("a");
+    expect(parseFlags(argv, { WEBHOOK_SECRET_NAME: "b" }).webhookSecretName).to.equal("b");
+    expect(parseFlags(argv, {})).to.not.have.property("webhookSecretName");
+  });
 
   it("parses durations", () => {
     expect([

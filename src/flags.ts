@@ -19,6 +19,8 @@ export interface Flags {
   webhookPort: number;
   webhookCertDir?: string;
   webhookSelfManaged: boolean;
+  /** Secret through which self-managed replicas share one CA and certificate (src/certs/selfmanaged.ts). */
+  webhookSecretName?: string;
   webhookServiceName: string;
   webhookMutatingName: string;
   webhookValidatingName: string;
@@ -44,6 +46,9 @@ export const USAGE = `Usage: npm start -- [flags]
   --webhook-port N                   serve admission webhooks on this port (env WEBHOOK_PORT; default 0: no webhooks)
   --webhook-cert-dir DIR             tls.crt and tls.key of the webhook server (cert-manager) (env WEBHOOK_CERT_DIR)
   --webhook-self-managed             make the webhook certificate and keep the configurations' caBundle current
+  --webhook-secret-name NAME         with --webhook-self-managed: the Secret (in the controller's namespace) through
+                                     which replicas share one CA and certificate; needed with more than one replica
+                                     (env WEBHOOK_SECRET_NAME; default: none, each process keeps its own in memory)
   --webhook-service-name NAME        Service in front of the webhooks (default metal3-ipam-webhook-service)
   --webhook-mutating-configuration-name NAME    (default metal3-ipam-mutating-webhook-configuration)
   --webhook-validating-configuration-name NAME  (default metal3-ipam-validating-webhook-configuration)
@@ -90,6 +95,7 @@ const OPTIONS = {
   "webhook-cert-dir": { type: "string" },
   "webhook-self-managed": { type: "boolean" },
   "webhook-service-name": { type: "string" },
+  "webhook-secret-name": { type: "string" },
   "webhook-mutating-configuration-name": { type: "string" },
   "webhook-validating-configuration-name": { type: "string" },
   "memory-release-interval": { type: "string" },
@@ -148,6 +154,7 @@ type ServingFlags = Pick<
   | "webhookPort"
   | "webhookCertDir"
   | "webhookSelfManaged"
+  | "webhookSecretName"
   | "webhookServiceName"
   | "webhookMutatingName"
   | "webhookValidatingName"
@@ -155,12 +162,14 @@ type ServingFlags = Pick<
 
 function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
   const webhookCertDir = v["webhook-cert-dir"] ?? env.WEBHOOK_CERT_DIR;
+  const webhookSecretName = v["webhook-secret-name"] ?? env.WEBHOOK_SECRET_NAME;
   const flags = {
     metricsAddress: v["metrics-bind-address"] ?? env.METRICS_BIND_ADDRESS ?? ":8080",
     healthAddress: v["health-probe-bind-address"] ?? env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     webhookPort: integer("webhook-port", v["webhook-port"] ?? env.WEBHOOK_PORT ?? "0", 0, 65535),
     ...(webhookCertDir ? { webhookCertDir } : {}),
     webhookSelfManaged: bool(v["webhook-self-managed"], env.WEBHOOK_SELF_MANAGED),
+    ...(webhookSecretName ? { webhookSecretName } : {}),
     webhookServiceName: v["webhook-service-name"] ?? "metal3-ipam-webhook-service",
     webhookMutatingName: v["webhook-mutating-configuration-name"] ?? "metal3-ipam-mutating-webhook-configuration",
     webhookValidatingName: v["webhook-validating-configuration-name"] ?? "metal3-ipam-validating-webhook-configuration",
@@ -168,6 +177,8 @@ function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
   if (flags.webhookPort > 0 && !flags.webhookCertDir && !flags.webhookSelfManaged) {
     throw new Error("--webhook-port needs --webhook-cert-dir (cert-manager) or --webhook-self-managed");
   }
+  if (flags.webhookSecretName && !flags.webhookSelfManaged)
+    throw new Error("--webhook-secret-name is for --webhook-self-managed");
   return flags;
 }
 

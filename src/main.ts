@@ -40,6 +40,7 @@ async function startWebhooks(
         validatingName: flags.webhookValidatingName,
         serviceName: flags.webhookServiceName,
         namespace: flags.leaderElectionNamespace,
+        ...(flags.webhookSecretName ? { secretName: flags.webhookSecretName } : {}),
       }
     : undefined;
   return await startWebhookServer({

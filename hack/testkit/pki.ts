@@ -19,11 +19,11 @@ export interface PlanePki {
   serviceAccount: RsaKeyPair;
 }
 
-/** Generates everything a plane needs. Takes well under a second. */
-export function generatePlanePki(): PlanePki {
+/** Generates everything a plane needs; `extraHosts` go into the serving certificate. Takes well under a second. */
+export function generatePlanePki(extraHosts: readonly string[] = []): PlanePki {
   const ca = createCertificateAuthority("localplane-ca");
   // kube-apiserver is reached by loopback address and by name (clients that resolve localhost).
-  const serving = issueServingCertificate(ca, ["localhost", "127.0.0.1"]);
+  const serving = issueServingCertificate(ca, ["localhost", "127.0.0.1", ...extraHosts]);
   const admin = issueClientCertificate(ca, "admin", ["system:masters"]);
   return { ca, serving, admin, serviceAccount: generateRsaKeyPair() };
 }

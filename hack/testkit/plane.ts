@@ -23,6 +23,8 @@ import { installCrds } from "./crds.js";
 import { get, type TlsIdentity } from "./http.js";
 import { generatePlanePki, type PlanePki } from "./pki.js";
 import { issueClientCertificate, type CertificatePair } from "../../src/certs/pki.js";
+import { LocalNode, NODE_CONTROLLERS, nodePlaneHosts, resolveNodeBinaries } from "./node.js";
+import { KUBERNETES_SERVICE_IP, NODE_IP, SERVICE_CIDR } from "./nodehost.js";
 import { claimPort } from "./ports.js";
 import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
 import { PLANE_DIR_PREFIX, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
@@ -41,6 +43,11 @@ export interface LocalPlaneOptions {
   binaries?: PlaneBinaries;
   /** Deadline for each readiness wait. Default 90 s (a cold kube-apiserver on two cores needs ~10 s). */
   readyTimeoutMs?: number;
+  /**
+   * Add a real node (node.ts; Linux and root): the API server then serves on NODE_IP (pods reach it through the
+   * `kubernetes` Service), admits ServiceAccounts, and the controller manager runs what Deployments need.
+   */
+  node?: boolean;
 }
 
 const livePlaneDirs = new Set<string>();
@@ -58,6 +65,10 @@ export class LocalPlane {
   private apiServer?: Supervised;
   private controllerManager?: Supervised;
   private stopped = false;
+  /** The plane's node, when started with `node: true`. */
+  node?: LocalNode;
+  /** What the node left on the host after `stop` (nodehost.ts); empty when the host is as it was. */
+  nodeResidue: string[] = [];
 
   private constructor(
     readonly dir: string,
@@ -74,6 +85,7 @@ export class LocalPlane {
 
   /** Starts a plane. Rejects (after cleaning up what it started) when anything fails. */
   static async start(options: LocalPlaneOptions = {}): Promise<LocalPlane> {
+    const nodeBinaries = options.node ? await resolveNodeBinaries() : undefined;
     reapOrphanedPlanes();
     const binaries = options.binaries ?? (await resolveBinaries());
     const etcdPort = await claimPort(options.etcdPort ?? 0);
@@ -81,8 +93,8 @@ export class LocalPlane {
     if (etcdPort === apiServerPort) throw new Error(`etcd and kube-apiserver cannot share port ${etcdPort}`);
     const dir = mkdtempSync(join(tmpdir(), PLANE_DIR_PREFIX));
     livePlaneDirs.add(dir);
-    const pki = generatePlanePki();
-    const server = `https://127.0.0.1:${apiServerPort}`;
+    const pki = generatePlanePki(options.node ? nodePlaneHosts(KUBERNETES_SERVICE_IP) : []);
+    const server = `https://${options.node ? NODE_IP : "127.0.0.1"}:${apiServerPort}`;
     const kubeconfigPath = writePlaneFiles(dir, pki, server);
     const plane = new LocalPlane(
       dir,
@@ -94,11 +106,14 @@ export class LocalPlane {
       options,
     );
     try {
+      if (nodeBinaries)
+        plane.node = LocalNode.prepare(join(dir, "node"), nodeBinaries, kubeconfigPath, join(dir, "pki", "ca.crt"));
       await plane.startEtcd();
       await plane.startApiServer();
       if (options.controllerManager ?? Boolean(binaries.kubeControllerManager)) await plane.startControllerManager();
       if (options.crdDirs && options.crdDirs.length > 0)
         await installCrds(plane.kubeConfig, options.crdDirs, plane.timeout);
+      await plane.node?.start(plane.kubeConfig, plane.timeout);
       return plane;
     } catch (err) {
       await plane.stop();
@@ -161,22 +176,32 @@ export class LocalPlane {
     this.assertCanStart(this.apiServer, "kube-apiserver");
     const port = this.ports.apiServer;
     const f = (name: string): string => join(this.dir, "pki", name);
+    const address = this.options.node ? NODE_IP : "127.0.0.1";
+    // A node plane: pods call the API server through the `kubernetes` Service (so it binds to NODE_IP), get
+    // ServiceAccount tokens (admission on), and it calls the kubelet with the admin certificate (logs, exec).
+    const nodeFlags = this.options.node
+      ? [
+          "--kubelet-preferred-address-types=InternalIP,Hostname",
+          `--kubelet-client-certificate=${f("admin.crt")}`,
+          `--kubelet-client-key=${f("admin.key")}`,
+        ]
+      : ["--disable-admission-plugins=ServiceAccount"];
     this.apiServer = startProcess(
       "kube-apiserver",
       this.binaries.kubeApiServer,
       [
         `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
         `--secure-port=${port}`,
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        `--bind-address=${address}`,
+        `--advertise-address=${address}`,
         `--cert-dir=${join(this.dir, "pki")}`,
         `--tls-cert-file=${f("serving.crt")}`,
         `--tls-private-key-file=${f("serving.key")}`,
         `--client-ca-file=${f("ca.crt")}`,
-        "--service-cluster-ip-range=10.0.0.0/24",
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
         "--allow-privileged=true",
         "--authorization-mode=RBAC",
-        "--disable-admission-plugins=ServiceAccount",
+        ...nodeFlags,
         `--service-account-issuer=https://127.0.0.1:${port}/`,
         `--service-account-key-file=${f("sa.pub")}`,
         `--service-account-signing-key-file=${f("sa.key")}`,
@@ -265,7 +290,8 @@ export class LocalPlane {
       binary,
       [
         `--kubeconfig=${this.kubeconfigPath}`,
-        `--controllers=${CONTROLLERS.join(",")}`,
+        `--controllers=${[...CONTROLLERS, ...(this.options.node ? NODE_CONTROLLERS : [])].join(",")}`,
+        ...(this.options.node ? [`--root-ca-file=${join(this.dir, "pki", "ca.crt")}`] : []),
         "--use-service-account-credentials=false",
         "--leader-elect=false",
         "--secure-port=0",
@@ -292,10 +318,14 @@ export class LocalPlane {
     return this.controllerManager?.isRunning() ?? false;
   }
 
-  /** Stops every process (controller manager, API server, etcd) and deletes the folder. Idempotent. */
+  /**
+   * Stops the node (its pods first, then its processes and what it changed on the host: see `nodeResidue`), every
+   * process (controller manager, API server, etcd) and deletes the folder. Idempotent.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    if (this.node) this.nodeResidue = await this.node.stop(this.apiServer?.isRunning() ? this.kubeConfig : undefined);
     for (const proc of [this.controllerManager, this.apiServer, this.etcd]) await proc?.stop();
     rmSync(this.dir, { recursive: true, force: true });
     livePlaneDirs.delete(this.dir);
@@ -311,6 +341,8 @@ function writePlaneFiles(dir: string, pki: PlanePki, server: string): string {
     "serving.key": pki.serving.keyPem,
     "sa.key": pki.serviceAccount.privateKeyPem,
     "sa.pub": pki.serviceAccount.publicKeyPem,
+    "admin.crt": pki.admin.certPem,
+    "admin.key": pki.admin.keyPem,
   };
   for (const [name, content] of Object.entries(files)) writeFileSync(join(pkiDir, name), content, { mode: 0o600 });
   const b64 = (s: string): string => Buffer.from(s).toString("base64");
