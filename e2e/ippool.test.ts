@@ -358,7 +358,9 @@ describe("IPAM controller (real API server)", function () {
     });
   });
 
-  it("never gives a claim the address a record made just before it holds, while the records' watch lags", async () => {
+  it("never gives a claim the address a record made just before it holds, while the records' watch lags", async function () {
+    // It slows the watch of a controller in this process; a deployed controller would serve the claims instead.
+    if (process.env.E2E_EXTERNAL_CONTROLLER === "true") this.skip();
     const ns = await freshNamespace(kc, "race");
     const ctl = await startObservedController(kc, ns);
     // The records' watch delivers every event 400 ms late (a busy API server, a slow link): a claim's event then

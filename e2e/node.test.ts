@@ -198,7 +198,8 @@ describe("config/default on a local node, with the image built from the Dockerfi
       "20 bound claims",
       async () => {
         const a = await allocations();
-        return a.bound.size === 20 ? a : undefined;
+        // One audit: bound and unbound from the same reads (two reads in a row can straddle a binding).
+        return a.bound.size === 20 && a.unbound === 0 ? a : undefined;
       },
       120_000,
       500,
@@ -222,7 +223,7 @@ describe("config/default on a local node, with the image built from the Dockerfi
       "40 bound claims",
       async () => {
         const a = await allocations();
-        return a.bound.size === 40 ? a : undefined;
+        return a.bound.size === 40 && a.unbound === 0 ? a : undefined;
       },
       120_000,
       500,

@@ -66,6 +66,9 @@ export class LeaderElector {
     });
   }
 
+  /** The acquire-or-renew round in flight, if any. */
+  private round: Promise<void> | undefined;
+
   get isLeader(): boolean {
     return this.leading;
   }
@@ -77,9 +80,10 @@ export class LeaderElector {
   start(): void {
     const tick = (): void => {
       if (this.stopped) return;
-      void this.tryAcquireOrRenew().finally(() => {
+      this.round = this.tryAcquireOrRenew().finally(() => {
         if (!this.stopped) this.timer = setTimeout(tick, this.options.retryPeriodMs ?? 2_000);
       });
+      void this.round;
     };
     tick();
   }
@@ -88,18 +92,26 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    // A renewal in flight would move the lease's resourceVersion under the release (a Conflict, and the successor
+    // waiting out the whole lease): let it land first.
+    await this.round;
     if (!this.leading) return;
     this.leading = false;
-    try {
-      const lease = await this.client.get(this.options.namespace, this.options.name);
-      if (lease.spec?.holderIdentity !== this.identity) return;
-      await this.client.patch(this.options.namespace, this.options.name, {
-        metadata: { resourceVersion: lease.metadata.resourceVersion },
-        spec: { holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
-      });
-      this.options.logger.info("Released leader lease", { lease: this.options.name });
-    } catch (err) {
-      this.options.logger.warn("Could not release leader lease", { error: describeError(err) });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const lease = await this.client.get(this.options.namespace, this.options.name);
+        if (lease.spec?.holderIdentity !== this.identity) return;
+        await this.client.patch(this.options.namespace, this.options.name, {
+          metadata: { resourceVersion: lease.metadata.resourceVersion },
+          spec: { holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
+        });
+        this.options.logger.info("Released leader lease", { lease: this.options.name });
+        return;
+      } catch (err) {
+        if (isConflict(err) && attempt < 2) continue;
+        this.options.logger.warn("Could not release leader lease", { error: describeError(err) });
+        return;
+      }
     }
   }
 
