@@ -214,11 +214,6 @@ export class H2Pool {
 
   constructor(private readonly endpoint: Endpoint) {}
 
-  /** True once the server answered TLS without offering HTTP/2. */
-  get speaksHttp1Only(): boolean {
-    return this.http1;
-  }
-
   async connection(material: TlsMaterial): Promise<Connection | undefined> {
     if (this.http1) return undefined;
     if (this.current?.open && sameMaterial(this.current.material, material)) return this.current;

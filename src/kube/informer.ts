@@ -85,10 +85,21 @@ interface ActiveWatch {
 
 type WatchOutcome = "ended" | "gone";
 
-/** Whether resourceVersion `rv` is at or past `target`, both etcd's integers (digit strings without leading zeros). */
+/** Whether `rv` is a resourceVersion as etcd issues them: an integer in digits, no leading zeros. */
+export const isEtcdVersion = (rv: string): boolean => /^\d+$/.test(rv);
+
+/**
+ * Compares two etcd resourceVersions as integers: the longer is larger, else string order is numeric order. Cheaper
+ * than BigInt; callers check {@link isEtcdVersion} first.
+ */
+export function compareVersions(a: string, b: string): number {
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Whether resourceVersion `rv` is at or past `target`; false when either is not an etcd version. */
 export function atOrPast(rv: string, target: string): boolean {
-  if (!/^\d+$/.test(rv) || !/^\d+$/.test(target)) return false;
-  return rv.length !== target.length ? rv.length > target.length : rv >= target;
+  return isEtcdVersion(rv) && isEtcdVersion(target) && compareVersions(rv, target) >= 0;
 }
 
 export const keyOf = (obj: KubeObject): string => `${obj.metadata.namespace ?? ""}/${obj.metadata.name ?? ""}`;

@@ -40,7 +40,7 @@ import type { Store } from "../store.js";
 import { applyCapiClaimAction, releaseCapiAddress, type CapiInformers } from "../capi/claims.js";
 import { planCapiClaim } from "../capi/plan.js";
 import { capiClaimClusterName } from "../capi/translate.js";
-import { keyOf } from "../../kube/informer.js";
+import { atOrPast, compareVersions, isEtcdVersion, keyOf } from "../../kube/informer.js";
 import { applyClaimAction, holderOf, releaseAddress, type ApplyContext, type RecordKind } from "./claims.js";
 import { BY_CLAIM, BY_NAMESPACE, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "./indexes.js";
 import { planClaim } from "./plan.js";
@@ -154,7 +154,7 @@ export class PoolReconciler {
     const poolName = pool.metadata.name ?? "";
     // Both kinds of records hold addresses of the pool, so both must be as fresh as the barrier. A watch that has
     // already delivered everything up to the barrier makes its cache as fresh as a list would be.
-    const fresh = (observed: string): boolean => barrier !== undefined && passed(observed, barrier);
+    const fresh = (observed: string): boolean => barrier !== undefined && atOrPast(observed, barrier);
     const { addresses, capi } = this.store;
     const metal3Fresh = fresh(addresses.observedResourceVersion);
     const capiFresh = !capi || fresh(capi.addresses.observedResourceVersion);
@@ -530,28 +530,12 @@ function addressBarrier(
   return newestResourceVersion(objects);
 }
 
-const DIGITS = /^\d+$/;
-
-/**
- * Compares two resourceVersions as the integers etcd issues (no leading zeros): the longer is larger, else the
- * string order is the numeric one. Cheaper than BigInt, and a pass compares one per claim of its pool.
- */
-function compareVersions(a: string, b: string): number {
-  if (a.length !== b.length) return a.length - b.length;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** Whether resourceVersion `seen` is at or past `barrier` (both integers, as etcd issues them; otherwise false). */
-function passed(seen: string, barrier: string): boolean {
-  return DIGITS.test(seen) && DIGITS.test(barrier) && compareVersions(seen, barrier) >= 0;
-}
-
 /** The highest resourceVersion among `objects` (integers, as etcd issues them), or undefined. */
 function newestResourceVersion(objects: readonly { metadata: { resourceVersion?: string } }[]): string | undefined {
   let best: string | undefined;
   for (const o of objects) {
     const text = o.metadata.resourceVersion;
-    if (!text || !DIGITS.test(text)) continue;
+    if (!text || !isEtcdVersion(text)) continue;
     if (best === undefined || compareVersions(text, best) > 0) best = text;
   }
   return best;
