@@ -12,6 +12,12 @@ import {
   IPADDRESSCLAIM_KIND,
   MACHINE_KIND,
 } from "./capi/types.js";
+import {
+  GLOBAL_INCLUSTER_POOL_KIND,
+  INCLUSTER_GROUP,
+  INCLUSTER_POOL_KIND,
+  INCLUSTER_VERSION,
+} from "./incluster/types.js";
 import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND, VERSION } from "./v1alpha1/types.js";
 
 /** A resource kind and every version of it we can speak. */
@@ -87,6 +93,23 @@ export const CAPI_IPADDRESS = {
   plural: "ipaddresses",
   versions: CLUSTER_API_VERSIONS,
   namespaced: true,
+} as const satisfies ResourceDescriptor;
+
+/** The in-cluster provider's namespaced pool (`ipam.cluster.x-k8s.io/v1alpha2`), served when its CRD is installed. */
+export const INCLUSTER_IPPOOL = {
+  group: INCLUSTER_GROUP,
+  kind: INCLUSTER_POOL_KIND,
+  plural: "inclusterippools",
+  versions: [INCLUSTER_VERSION],
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
+/** The in-cluster provider's cluster-scoped pool, used by claims of every namespace. */
+export const GLOBAL_INCLUSTER_IPPOOL = {
+  group: INCLUSTER_GROUP,
+  kind: GLOBAL_INCLUSTER_POOL_KIND,
+  plural: "globalinclusterippools",
+  versions: [INCLUSTER_VERSION],
+  namespaced: false,
 } as const satisfies ResourceDescriptor;
 
 /** Cluster API's Cluster, read for pause and owner references. */

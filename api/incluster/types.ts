@@ -1,0 +1,61 @@
+/**
+ * The Cluster API in-cluster IPAM provider's pool kinds (`cluster-api-ipam-provider-in-cluster`, v1.1 line, contract
+ * v1beta2): `InClusterIPPool` (namespaced) and `GlobalInClusterIPPool` (cluster-scoped) in `ipam.cluster.x-k8s.io`,
+ * version `v1alpha2` (the storage version). Served through Cluster API's IPAddressClaim contract, as that provider
+ * serves them (docs/incluster.md in the shared references). Types and constants only.
+ */
+import type { ObjectMeta } from "../v1alpha1/types.js";
+
+/** Same group as Cluster API's IPAM contract kinds. */
+export const INCLUSTER_GROUP = "ipam.cluster.x-k8s.io";
+/** The storage version; v1alpha1 (deprecated) and its conversion are not served yet. */
+export const INCLUSTER_VERSION = "v1alpha2";
+export const INCLUSTER_POOL_KIND = "InClusterIPPool";
+export const GLOBAL_INCLUSTER_POOL_KIND = "GlobalInClusterIPPool";
+
+/** On the in-cluster pools until no IPAddress refers to them. */
+export const PROTECT_POOL_FINALIZER = "ipam.cluster.x-k8s.io/ProtectPool";
+/** On IPAddressClaims of in-cluster pools until their address is released. */
+export const RELEASE_ADDRESS_FINALIZER = "ipam.cluster.x-k8s.io/ReleaseAddress";
+/** On the IPAddresses made for claims of in-cluster pools, until their claim releases them. */
+export const PROTECT_ADDRESS_FINALIZER = "ipam.cluster.x-k8s.io/ProtectAddress";
+/** A pool carrying it may be deleted while addresses are allocated from it (the provider's escape hatch). */
+export const SKIP_VALIDATE_DELETE_ANNOTATION = "ipam.cluster.x-k8s.io/skip-validate-delete-webhook";
+
+/** `spec` of both in-cluster pool kinds (v1alpha2). */
+export interface InClusterIPPoolSpec {
+  /** Single IPs, `a-b` ranges and CIDRs, one family. */
+  addresses: string[];
+  /** Prefix length of the network the addresses live in (0..128). */
+  prefix: number;
+  gateway?: string;
+  /** Hand out the network address (and, on IPv4, the broadcast) of (first address)/prefix too. Default false. */
+  allocateReservedIPAddresses?: boolean;
+  /** Single IPs, ranges and CIDRs never handed out. */
+  excludedAddresses?: string[];
+  /** Schema only for now: how long a released address rests before it is handed out again. */
+  addressReuseGracePeriodSeconds?: number;
+}
+
+/** `status` of both in-cluster pool kinds: counts only, rebuilt from the IPAddresses that refer to the pool. */
+export interface InClusterIPPoolStatus {
+  ipAddresses?: {
+    /** Addresses the pool can hand out. */
+    total: number;
+    /** IPAddresses that refer to the pool (those outside its addresses included). */
+    used: number;
+    /** `total - used` (negative when out-of-range addresses are in use, as the provider reports it). */
+    free: number;
+    /** IPAddresses of the pool whose address the pool can no longer hand out. */
+    outOfRange: number;
+  };
+}
+
+/** An `InClusterIPPool` or a `GlobalInClusterIPPool` (the latter has no namespace). */
+export interface InClusterIPPool {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: InClusterIPPoolSpec;
+  status?: InClusterIPPoolStatus;
+}
