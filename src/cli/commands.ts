@@ -5,7 +5,7 @@ import { freeDocument, freeReport, renderFree } from "./free.js";
 import type { Inventory } from "./inventory.js";
 import { connect } from "./kubeconfig.js";
 import { useServer, type Obj } from "./kube.js";
-import { machine, styleFor, type Format } from "./output.js";
+import { machine, styleFor, type Format, type Io } from "./output.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
 import { ownerChain, readInventory, readMoveGraph } from "./read.js";
@@ -21,14 +21,6 @@ import {
   type WhoEntry,
   type WhoReport,
 } from "./who.js";
-
-/** Where output goes. */
-export interface Io {
-  out(text: string): void;
-  err(text: string): void;
-  isTTY: boolean;
-  env: NodeJS.ProcessEnv;
-}
 
 function emit(io: Io, format: Format, doc: () => object, text: () => string): void {
   io.out(format === "text" ? `${text()}\n` : machine(format, doc()));

@@ -87,3 +87,11 @@ export function jsonCount(n: bigint): number | string {
 export function machine(format: Exclude<Format, "text">, doc: unknown): string {
   return format === "json" ? `${JSON.stringify(doc, null, 2)}\n` : dump(doc, { lineWidth: -1, noRefs: true });
 }
+
+/** Where output goes. */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  isTTY: boolean;
+  env: NodeJS.ProcessEnv;
+}

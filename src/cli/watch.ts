@@ -6,11 +6,10 @@
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
-import type { Io } from "./commands.js";
 import { ExitCode } from "./errors.js";
 import type { Inventory } from "./inventory.js";
 import { watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
-import { styleFor } from "./output.js";
+import { styleFor, type Io } from "./output.js";
 import { poolRows, renderPools } from "./pools.js";
 import { capiKind, IPADDRESSES, IPCLAIMS, IPPOOLS, readInventory } from "./read.js";
 

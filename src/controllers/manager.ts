@@ -11,12 +11,26 @@ import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
-import { addressToPool, BY_CLUSTER, claimToPool, poolKey } from "./ippool/indexes.js";
-import { PoolReconciler } from "./ippool/reconciler.js";
+import { addressToPool, claimToPool, poolKey } from "./ippool/indexes.js";
+import { IPClaimApi } from "./ippool/api.js";
+import { METAL3_POOL_KIND } from "./ippool/kind.js";
 import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
+import { IPAddressClaimApi } from "./capi/api.js";
 import { CapiBridge } from "./capi/bridge.js";
 import { capiClaimToPool } from "./capi/translate.js";
+import { PoolKindDiscovery } from "./pools/discovery.js";
+import { BY_CLUSTER } from "./pools/indexes.js";
+import { PoolReconciler } from "./pools/reconciler.js";
+import { PoolKinds } from "./pools/registry.js";
+
+/**
+ * Every pool kind this controller serves. Metal3's IPPool is always served (its CRD ships with us); the others are
+ * optional and served once their CRDs are (pools/discovery.ts). A new kind is one adapter and one line here.
+ */
+const POOL_KINDS = new PoolKinds([METAL3_POOL_KIND]);
+/** The kinds served only where their CRDs are installed. */
+const OPTIONAL_POOL_KINDS = POOL_KINDS.all.filter((kind) => kind !== METAL3_POOL_KIND);
 
 export interface ManagerOptions {
   /** Namespace to watch; empty or undefined watches all. */
@@ -36,6 +50,7 @@ export class Manager {
   private store?: Store;
   private queue?: WorkQueue;
   private bridge?: CapiBridge;
+  private discovery?: PoolKindDiscovery;
 
   constructor(
     private readonly kubeConfig: Kube,
@@ -59,7 +74,9 @@ export class Manager {
     this.store = store;
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
     const metrics = this.options.metrics ?? noMetrics;
-    const reconciler = new PoolReconciler(store, events, log, { metrics });
+    store.servePools(METAL3_POOL_KIND, store.pools);
+    const apis = [new IPClaimApi(store), new IPAddressClaimApi(store)];
+    const reconciler = new PoolReconciler(store, POOL_KINDS, apis, events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
       onMetrics: metrics.queue("ippool"),
@@ -81,9 +98,16 @@ export class Manager {
     this.bridge = new CapiBridge(store, {
       logger: log,
       enqueuePool: add,
+      kinds: POOL_KINDS,
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
     });
     await this.bridge.start();
+    this.discovery = new PoolKindDiscovery(store, OPTIONAL_POOL_KINDS, {
+      logger: log,
+      enqueuePool: add,
+      retryMs: this.options.capiDiscoveryRetryMs,
+    });
+    await this.discovery.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
   }
@@ -95,7 +119,7 @@ export class Manager {
     return [
       ...store.pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
       ...store.claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
-      ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap(capiClaimToPool) ?? []),
+      ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap((c) => capiClaimToPool(POOL_KINDS, c)) ?? []),
     ];
   }
 
@@ -112,6 +136,7 @@ export class Manager {
   async stop(): Promise<void> {
     this.store?.stop();
     this.bridge?.stop();
+    this.discovery?.stop();
     await this.queue?.shutdown();
   }
 }

@@ -7,7 +7,6 @@ import {
   isDeletedForMove,
   isDeleting,
   onlyOurFinalizers,
-  splitKey,
 } from "./meta.js";
 
 const OURS = ["ipclaim.ipam.metal3.io", "ipam.metal3.io/ipaddressclaim"];
@@ -129,15 +128,6 @@ describe("byCreationThenName (spec §3.4, pure)", () => {
     expect(byCreationThenName(b, a)).to.equal(1);
     expect(byCreationThenName(a, obj("a", "2026-01-01T00:00:00Z"))).to.equal(0);
   });
-});
-
-describe("splitKey (pure)", () => {
-  const rows: [string, string, [string, string]][] = [
-    ["namespace/name", "ns/pool", ["ns", "pool"]],
-    ["only the first slash splits", "ns/a/b", ["ns", "a/b"]],
-    ["an empty namespace (cluster-scoped keys)", "/pool", ["", "pool"]],
-  ];
-  for (const [what, key, expected] of rows) it(what, () => expect(splitKey(key)).to.deep.equal(expected));
 });
 
 function permutations<T>(items: readonly T[]): T[][] {

@@ -38,9 +38,3 @@ export function byCreationThenName(a: { metadata: ObjectMeta }, b: { metadata: O
   if (ta !== tb) return ta < tb ? -1 : 1;
   return byName(a, b);
 }
-
-/** `a/b` → [a, b]. */
-export function splitKey(key: string): [string, string] {
-  const i = key.indexOf("/");
-  return [key.slice(0, i), key.slice(i + 1)];
-}

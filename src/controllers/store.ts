@@ -17,21 +17,29 @@ import { isConflict, isNotFound } from "../kube/errors.js";
 import { Informer } from "../kube/informer.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
-import type { CapiInformers } from "./capi/claims.js";
+import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import type { ClusterApiVersion } from "../../api/registry.js";
 import type { Cluster } from "./clusters.js";
 import {
   addressToClaim,
   addressToPool,
   addressToPoolAddress,
-  BY_CLAIM,
-  BY_CLUSTER,
-  BY_NAMESPACE,
-  BY_POOL,
-  BY_POOL_ADDRESS,
   claimToCluster,
   claimToPool,
   poolToCluster,
 } from "./ippool/indexes.js";
+import { BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, BY_POOL_ADDRESS } from "./pools/indexes.js";
+
+/** The Cluster API side of the store, present once the bridge found `ipam.cluster.x-k8s.io` served. */
+export interface CapiInformers {
+  claims: Informer<IPAddressClaim>;
+  addresses: Informer<CapiIPAddress>;
+  /** The served version the claims' status is written for. */
+  version: ClusterApiVersion;
+}
+
+/** A pool object of any kind, as the store keeps it (only its kind's adapter reads spec and status). */
+type AnyPool = KubeObject & { spec?: unknown; status?: unknown };
 
 /** RBAC the store's reads and writes need (rendered into config/rbac by `npm run generate`). */
 export const STORE_RULES = [
@@ -40,6 +48,13 @@ export const STORE_RULES = [
   { apiGroups: [GROUP], resources: [IPCLAIM.plural], verbs: ["get", "list", "watch", "patch"] },
   { apiGroups: [GROUP], resources: [IPADDRESS.plural], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
 ];
+
+/** What names a pool kind here: its descriptor's group and kind (a PoolKind has one). */
+export interface PoolKindName {
+  descriptor: { group: string; kind: string };
+}
+
+const kindName = (kind: PoolKindName): string => `${kind.descriptor.kind}.${kind.descriptor.group}`;
 
 export interface StoreOptions {
   namespace?: string;
@@ -66,6 +81,11 @@ export class Store {
   readonly movedAway = new Set<string>();
 
   private readonly informerOptions: ConstructorParameters<typeof Informer>[2];
+  /**
+   * The pool informer of each kind being served (Metal3's IPPool always; others once their CRDs are found), by
+   * `<Kind>.<group>`.
+   */
+  private readonly poolInformers = new Map<string, Informer<AnyPool>>();
 
   constructor(
     readonly kubeConfig: Kube,
@@ -109,6 +129,18 @@ export class Store {
   stop(): void {
     for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capi?.claims, this.capi?.addresses])
       i?.stop();
+    for (const informer of this.poolInformers.values()) if (informer !== this.pools) informer.stop();
+  }
+
+  /** Makes `informer` the pools of `kind` (the manager registers each kind it serves once its CRD is served). */
+  servePools<P extends AnyPool>(kind: PoolKindName, informer: Informer<P>): void {
+    // One map for every kind: each entry pairs a kind with the informer of its own object type.
+    this.poolInformers.set(kindName(kind), informer as unknown as Informer<AnyPool>);
+  }
+
+  /** The pools of `kind`, or undefined while the kind is not served. */
+  poolInformer(kind: PoolKindName): Informer<AnyPool> | undefined {
+    return this.poolInformers.get(kindName(kind));
   }
 
   /** Creates (not starts) an informer for another resource with this store's options. */

@@ -15,7 +15,8 @@ import {
 } from "../../../api/registry.js";
 import { servedVersion } from "../../kube/discovery.js";
 import type { Logger } from "../../runtime/logger.js";
-import { BY_CLAIM, BY_CLUSTER, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "../ippool/indexes.js";
+import { BY_CLAIM, BY_CLUSTER, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "../pools/indexes.js";
+import type { PoolKinds } from "../pools/registry.js";
 import type { Store } from "../store.js";
 import { capiAddressToClaim, capiAddressToPool, capiClaimToCluster, capiClaimToPool } from "./translate.js";
 
@@ -57,6 +58,8 @@ export interface BridgeOptions {
    * slot and allocator as IPClaims (spec §3.4), so every event of the bridge's kinds becomes a pool key.
    */
   enqueuePool: (key: string) => void;
+  /** The pool kinds served: a claim or record is mapped onto its pool's key through them. */
+  kinds: PoolKinds;
   /** How often discovery is retried while Cluster API's IPAM is not served. Default 30 s. */
   discoveryRetryMs?: number;
 }
@@ -98,17 +101,18 @@ export class CapiBridge {
     const store = this.store;
     const claims = store.informerFor<IPAddressClaim>(resourceType(CAPI_IPADDRESSCLAIM, version));
     const addresses = store.informerFor<CapiIPAddress>(resourceType(CAPI_IPADDRESS, version));
-    claims.addIndex(BY_POOL, capiClaimToPool);
+    const { kinds } = this.options;
+    claims.addIndex(BY_POOL, (c) => capiClaimToPool(kinds, c));
     claims.addIndex(BY_CLUSTER, capiClaimToCluster);
-    addresses.addIndex(BY_POOL, capiAddressToPool);
+    addresses.addIndex(BY_POOL, (a) => capiAddressToPool(kinds, a));
     addresses.addIndex(BY_CLAIM, (a) => [capiAddressToClaim(a)]);
     addresses.addIndex(BY_POOL_ADDRESS, (a) =>
-      a.spec?.address ? capiAddressToPool(a).map((pool) => poolAddressKey(pool, a.spec.address)) : [],
+      a.spec?.address ? capiAddressToPool(kinds, a).map((pool) => poolAddressKey(pool, a.spec.address)) : [],
     );
     const enqueue = this.options.enqueuePool;
-    claims.on((_kind, c) => capiClaimToPool(c).forEach(enqueue));
+    claims.on((_kind, c) => capiClaimToPool(kinds, c).forEach(enqueue));
     claims.on(store.recordMovedAway);
-    addresses.on((_kind, a) => capiAddressToPool(a).forEach(enqueue));
+    addresses.on((_kind, a) => capiAddressToPool(kinds, a).forEach(enqueue));
     store.capi = { claims, addresses, version };
     this.version = version;
     await Promise.all([claims.start(), addresses.start()]);

@@ -3,55 +3,39 @@
  * as IPClaims, spec §3.4): the only place IPAddressClaim and Cluster API IPAddress writes happen.
  */
 import isEqual from "lodash/isEqual.js";
-import {
-  CAPI_IPADDRESS_FINALIZER,
-  IPADDRESSCLAIM_FINALIZER,
-  IPADDRESSCLAIM_KIND,
-  type CapiIPAddress,
-  type IPAddressClaim,
-} from "../../../api/capi/types.js";
-import type { ClusterApiVersion } from "../../../api/registry.js";
+import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
 import { Reasons } from "../../../api/v1alpha1/types.js";
+import type { Holder } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
-import type { Informer } from "../../kube/informer.js";
-import type { ApplyContext } from "../ippool/claims.js";
+import type { PoolKind } from "../pools/kind.js";
+import type { ApplyContext, Pass } from "../pools/pass.js";
+import type { CapiInformers } from "../store.js";
 import type { CapiClaimAction } from "./plan.js";
-import { capiReason, claimStatus, type ReadyInput } from "./translate.js";
-
-/** The Cluster API side of the store, present once the bridge found `ipam.cluster.x-k8s.io` served. */
-export interface CapiInformers {
-  claims: Informer<IPAddressClaim>;
-  addresses: Informer<CapiIPAddress>;
-  /** The served version the claims' status is written for. */
-  version: ClusterApiVersion;
-}
+import { capiHolderName, capiReason, claimStatus, recordRepair, type ReadyInput } from "./translate.js";
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
-export async function applyCapiClaimAction(
-  ctx: ApplyContext,
-  capi: CapiInformers,
-  action: CapiClaimAction,
-): Promise<void> {
+export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, action: CapiClaimAction): Promise<void> {
+  const { ctx, kind } = pass;
   switch (action.kind) {
     case "skip":
       return;
     case "release":
-      return await release(ctx, capi, action.claim, action.addresses);
+      return await release(ctx, kind, capi, action.claim, action.addresses);
     case "bind":
-      await bind(ctx, capi, action.claim, action.address);
+      await bind(pass, capi, action.claim, action.address);
       for (const duplicate of action.duplicates) {
         ctx.log.warn("Releasing duplicate IPAddress of an IPAddressClaim", {
           claim: action.claim.metadata.name,
           ipAddress: duplicate.metadata.name,
         });
-        await releaseCapiAddress(ctx, capi, duplicate);
+        await releaseCapiAddress(ctx, kind, capi, duplicate);
       }
       return;
     case "redo":
-      for (const address of action.addresses) await unconfirmed(ctx, capi, action.claim, address);
+      for (const address of action.addresses) await unconfirmed(ctx, kind, capi, action.claim, address);
       return;
     case "create":
-      return await create(ctx, capi, action.claim, action.address);
+      return await create(pass, capi, action.claim, action.address);
     case "fail":
       return await writeStatus(ctx, capi, action.claim, undefined, {
         status: "False",
@@ -64,12 +48,13 @@ export async function applyCapiClaimAction(
 /** Spec §5.7 order: the IPAddress's finalizer off, the IPAddress deleted, the address freed, the claim's finalizer off. */
 async function release(
   ctx: ApplyContext,
+  kind: PoolKind,
   capi: CapiInformers,
   claim: IPAddressClaim,
   addresses: CapiIPAddress[],
 ): Promise<void> {
-  for (const address of addresses) await releaseCapiAddress(ctx, capi, address);
-  await ctx.store.removeFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
+  for (const address of addresses) await releaseCapiAddress(ctx, kind, capi, address);
+  await ctx.store.removeFinalizer(capi.claims, claim, kind.finalizers.claim);
   if (addresses.length > 0)
     ctx.log.info("Released IPAddress", {
       ipAddressClaim: claim.metadata.name,
@@ -77,33 +62,36 @@ async function release(
     });
 }
 
-/** Removes our finalizer from a Cluster API IPAddress and deletes it; frees the address in this pass's allocator. */
+/** The allocator's holder of a Cluster API IPAddress in a pool of `kind`: its claim. */
+export function capiRecordHolder(kind: PoolKind, address: CapiIPAddress): Holder {
+  return {
+    kind: "claim",
+    claimName: capiHolderName(kind, address.metadata.namespace ?? "", address.spec?.claimRef?.name ?? ""),
+    claimKind: IPADDRESSCLAIM_KIND,
+  };
+}
+
+/** Removes the kind's finalizer from a Cluster API IPAddress and deletes it; frees the address in this pass's allocator. */
 export async function releaseCapiAddress(
   ctx: ApplyContext,
+  kind: PoolKind,
   capi: CapiInformers,
   address: CapiIPAddress,
 ): Promise<void> {
-  const unlocked = await ctx.store.removeFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
+  const unlocked = await ctx.store.removeFinalizer(capi.addresses, address, kind.finalizers.record);
   if (unlocked) await ctx.store.delete(capi.addresses, unlocked);
-  ctx.allocator?.release(address.spec.address, {
-    kind: "claim",
-    claimName: address.spec.claimRef.name,
-    claimKind: IPADDRESSCLAIM_KIND,
-  });
+  ctx.allocator?.release(address.spec.address, capiRecordHolder(kind, address));
   ctx.metrics.release("released");
 }
 
-async function bind(
-  ctx: ApplyContext,
-  capi: CapiInformers,
-  claim: IPAddressClaim,
-  address: CapiIPAddress,
-): Promise<void> {
-  const withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
-  // An adopted record (Metal3's, or a restore) gets our finalizer too; a deleting one stays as it is (its deletion
-  // is blocked by the finalizer until the claim goes, spec §5.8).
-  if (!address.metadata.deletionTimestamp)
-    await ctx.store.addFinalizer(capi.addresses, address, CAPI_IPADDRESS_FINALIZER);
+async function bind(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+  const { ctx, kind, pool } = pass;
+  const withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, kind.finalizers.claim);
+  // An adopted record (Metal3's, the in-cluster provider's, or a restore) gets the kind's finalizer too, and the
+  // owners it lacks where the kind repairs them; a deleting one stays as it is (its deletion is blocked by the
+  // finalizer until the claim goes, spec §5.8).
+  const repair = address.metadata.deletionTimestamp ? undefined : recordRepair(kind, pool, withFinalizer, address);
+  if (repair) await ctx.store.patchMetadata(capi.addresses, address, repair);
   // Bound the way Metal3's controller leaves a claim (addressRef, no Ready condition): adopted as it is, like IPClaims.
   if (withFinalizer.status?.addressRef?.name === address.metadata.name && readyOf(withFinalizer) === undefined) return;
   await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", {
@@ -116,6 +104,7 @@ async function bind(
 /** A record we made whose address another record turned out to hold: released unbound, and the pool runs again. */
 async function unconfirmed(
   ctx: ApplyContext,
+  kind: PoolKind,
   capi: CapiInformers,
   claim: IPAddressClaim,
   created: CapiIPAddress,
@@ -125,22 +114,18 @@ async function unconfirmed(
     address: created.spec.address,
     ipAddress: created.metadata.name,
   });
-  await releaseCapiAddress(ctx, capi, created);
+  await releaseCapiAddress(ctx, kind, capi, created);
   ctx.requeue = true;
 }
 
-async function create(
-  ctx: ApplyContext,
-  capi: CapiInformers,
-  claim: IPAddressClaim,
-  address: CapiIPAddress,
-): Promise<void> {
-  const holder = { kind: "claim" as const, claimName: claim.metadata.name ?? "", claimKind: IPADDRESSCLAIM_KIND };
+async function create(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+  const { ctx, kind } = pass;
+  const holder = capiRecordHolder(kind, address);
   let withFinalizer: IPAddressClaim;
   try {
     // The finalizer comes first: a claim deleted between our decision and the create then cannot leak the address,
     // and it marks the claim so that the next pass reads addresses with a quorum read (a lost create answer).
-    withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, IPADDRESSCLAIM_FINALIZER);
+    withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, kind.finalizers.claim);
   } catch (err) {
     ctx.allocator?.release(address.spec.address, holder);
     if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
@@ -168,7 +153,7 @@ async function create(
     throw err;
   }
   if (ctx.confirm && !(await ctx.confirm("CapiIPAddress", created)))
-    return await unconfirmed(ctx, capi, claim, created);
+    return await unconfirmed(ctx, kind, capi, claim, created);
   ctx.log.info("Allocated IPAddress", {
     ipAddressClaim: claim.metadata.name,
     address: created.spec.address,

@@ -3,6 +3,7 @@ import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
 import type { IPPool, ObjectMeta } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
+import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import { planCapiClaim, type CapiClaimAction, type CapiClaimPlanInput } from "./plan.js";
 
 const OURS = "ipam.metal3.io/ipaddressclaim";
@@ -47,6 +48,7 @@ function plan(
   const collisions: string[] = [];
   const action = planCapiClaim({
     claim: claim(),
+    kind: METAL3_POOL_KIND,
     pool,
     claimAddresses: [],
     pause: { paused: false },

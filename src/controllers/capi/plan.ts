@@ -3,18 +3,14 @@
  * allocator's own claim of kind IPAddressClaim: no IPClaim and no ipam.metal3.io IPAddress stands in for it, and its
  * Cluster API IPAddress is its only allocation record. Pure apart from the allocator, as for IPClaims.
  */
-import {
-  IPADDRESSCLAIM_FINALIZER,
-  IPADDRESSCLAIM_KIND,
-  type CapiIPAddress,
-  type IPAddressClaim,
-} from "../../../api/capi/types.js";
-import { Reasons, type IPPool, type Reason } from "../../../api/v1alpha1/types.js";
+import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
+import { Reasons, type Reason } from "../../../api/v1alpha1/types.js";
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
 import { byName, isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
-import { allocationRefusal, chooseAddress, requestedAddressOf } from "../ippool/plan.js";
-import { belongsToCapiClaim, desiredCapiAddress, madeForCapiClaim } from "./translate.js";
+import { allocationRefusal, chooseAddress, requestedAddressOf } from "../pools/choose.js";
+import type { PoolKind, PoolObject } from "../pools/kind.js";
+import { belongsToCapiClaim, capiHolderName, desiredCapiAddress, madeForCapiClaim, samePool } from "./translate.js";
 
 export type CapiClaimAction =
   | { kind: "skip"; why: string }
@@ -26,7 +22,9 @@ export type CapiClaimAction =
 
 export interface CapiClaimPlanInput {
   claim: IPAddressClaim;
-  pool: IPPool | undefined;
+  /** The kind of pool the claim's poolRef names. */
+  kind: PoolKind;
+  pool: PoolObject | undefined;
   /** Cluster API IPAddresses whose claimRef names this claim; the planner keeps those of its pool and incarnation. */
   claimAddresses: CapiIPAddress[];
   pause: PauseState;
@@ -53,7 +51,7 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   const mine = input.claimAddresses.filter((a) => belongsToCapiClaim(a, claim)).sort(byName);
   if (isDeleting(claim.metadata)) {
     // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
-    if (!onlyOurFinalizers(claim.metadata, [IPADDRESSCLAIM_FINALIZER]))
+    if (!onlyOurFinalizers(claim.metadata, [input.kind.finalizers.claim]))
       return { kind: "skip", why: "waiting for foreign finalizers" };
     return { kind: "release", claim, addresses: mine };
   }
@@ -76,9 +74,9 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
       duplicates: mine.filter((a) => a !== kept && madeForCapiClaim(a, claim)),
     };
   if (!pool || !input.allocator)
-    return fail(claim, Reasons.PoolNotReady, `IPPool ${claim.spec.poolRef.name} not found`);
+    return fail(claim, Reasons.PoolNotReady, `${input.kind.descriptor.kind} ${claim.spec.poolRef.name} not found`);
   if (pause.clusterMissing) return fail(claim, Reasons.PoolNotReady, `Cluster ${pause.clusterMissing} not found`);
-  const refusal = allocationRefusal(input.allocationBlocked, pool, claim.metadata.name ?? "");
+  const refusal = allocationRefusal(input.allocationBlocked, input.kind, pool, claim.metadata.name ?? "");
   if (refusal) return fail(claim, refusal.reason, refusal.message);
   return allocate(input, claim, pool, input.allocator);
 }
@@ -90,18 +88,21 @@ function fail(claim: IPAddressClaim, reason: Reason, message: string): CapiClaim
 function allocate(
   input: CapiClaimPlanInput,
   claim: IPAddressClaim,
-  pool: IPPool,
+  pool: PoolObject,
   allocator: PoolAllocator,
 ): CapiClaimAction {
+  const { kind } = input;
   const choice = chooseAddress({
     claimName: claim.metadata.name ?? "",
+    holderName: capiHolderName(kind, claim.metadata.namespace ?? "", claim.metadata.name ?? ""),
     claimKind: IPADDRESSCLAIM_KIND,
-    requestedAddress: requestedAddressOf(claim.metadata),
+    requestedAddress: kind.honoursRequests ? requestedAddressOf(claim.metadata) : undefined,
+    kind,
     pool,
     allocator,
     nameHeldByOtherPool: (name) => {
       const holder = input.addressNamed(name);
-      return holder && holder.spec?.poolRef?.name !== pool.metadata.name
+      return holder && !samePool(holder.spec?.poolRef, claim.spec.poolRef)
         ? (holder.spec?.poolRef?.name ?? "?")
         : undefined;
     },
@@ -111,6 +112,6 @@ function allocate(
   return {
     kind: "create",
     claim,
-    address: desiredCapiAddress(claim, pool, choice.name, choice.result, input.addressApiVersion),
+    address: desiredCapiAddress(claim, kind, pool, choice.name, choice.result, input.addressApiVersion),
   };
 }

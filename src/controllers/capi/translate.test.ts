@@ -12,6 +12,11 @@ import {
   servesClaim,
   type AllocatedAddress,
 } from "./translate.js";
+import { METAL3_POOL_KIND } from "../ippool/kind.js";
+import { PoolKinds } from "../pools/registry.js";
+
+/** Only Metal3's kind registered: claims of other providers' kinds are not ours. */
+const METAL3_ONLY = new PoolKinds([METAL3_POOL_KIND]);
 
 const NOW = new Date("2026-11-22T10:00:00Z");
 const claim = (
@@ -42,7 +47,7 @@ describe("Cluster API translation", () => {
       ["empty name", { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "" }, false],
     ];
     for (const [what, poolRef, expected] of rows)
-      it(what, () => expect(servesClaim(claim({ poolRef }))).to.equal(expected));
+      it(what, () => expect(servesClaim(METAL3_ONLY, claim({ poolRef }))).to.equal(expected));
   });
 
   describe("capiClaimClusterName: spec.clusterName, else label, else pool", () => {
@@ -53,7 +58,8 @@ describe("Cluster API translation", () => {
       ["none", claim(), pool(), undefined],
       ["no pool", claim(), undefined, undefined],
     ];
-    for (const [what, c, p, expected] of rows) it(what, () => expect(capiClaimClusterName(c, p)).to.equal(expected));
+    for (const [what, c, p, expected] of rows)
+      it(what, () => expect(capiClaimClusterName(c, METAL3_POOL_KIND, p)).to.equal(expected));
   });
 
   describe("desiredCapiAddress: named as Metal3 names it, values from the allocation", () => {
@@ -74,6 +80,7 @@ describe("Cluster API translation", () => {
       it(what, () => {
         const out = desiredCapiAddress(
           claim({}, { labels: { "cluster.x-k8s.io/cluster-name": "wl" } }),
+          METAL3_POOL_KIND,
           pool(),
           "p-10-0-0-1",
           allocation,
@@ -219,7 +226,7 @@ describe("Cluster API translation", () => {
       metadata: { namespace: "ns", name: "x" },
       spec: { claimRef: { name: "x" }, poolRef: { apiGroup, kind, name: "p" }, address: "10.0.0.1", prefix: 24 },
     });
-    expect(capiAddressToPool(a("ipam.metal3.io", "IPPool"))).to.deep.equal(["ns/p"]);
-    expect(capiAddressToPool(a("ipam.cluster.x-k8s.io", "InClusterIPPool"))).to.deep.equal([]);
+    expect(capiAddressToPool(METAL3_ONLY, a("ipam.metal3.io", "IPPool"))).to.deep.equal(["IPPool.ipam.metal3.io/ns/p"]);
+    expect(capiAddressToPool(METAL3_ONLY, a("ipam.cluster.x-k8s.io", "InClusterIPPool"))).to.deep.equal([]);
   });
 });

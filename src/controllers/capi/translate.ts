@@ -2,48 +2,57 @@
  * Pure translation between Cluster API's IPAM contract and the allocator's claims (spec §5). No I/O.
  */
 import {
-  CAPI_IPADDRESS_FINALIZER,
   CAPI_IPADDRESS_KIND,
   IPADDRESSCLAIM_KIND,
   type CapiIPAddress,
   type IPAddressClaim,
+  type PoolRef,
   type V1Beta1Condition,
 } from "../../../api/capi/types.js";
-import type { ClusterApiVersion } from "../../../api/registry.js";
+import { apiVersionOf, type ClusterApiVersion } from "../../../api/registry.js";
 import {
-  API_VERSION,
   CLUSTER_NAME_LABEL,
-  GROUP,
-  IPPOOL_KIND,
   READY_CONDITION,
   Reasons,
   type Condition,
-  type IPPool,
+  type ObjectMeta,
 } from "../../../api/v1alpha1/types.js";
 import { setCondition } from "../conditions.js";
+import type { PoolKind, PoolObject } from "../pools/kind.js";
+import type { PoolKinds } from "../pools/registry.js";
 
-/** Spec §5.1: only claims for our pool kind (Metal3's Go controller compares the name only; we do not). */
-export function servesClaim(claim: IPAddressClaim): boolean {
+/**
+ * Spec §5.1: only claims for a pool kind we serve, by group and kind (Metal3's Go controller compares the name only;
+ * we do not).
+ */
+export function servesClaim(kinds: PoolKinds, claim: IPAddressClaim): boolean {
+  return kinds.keyOfRef(claim.spec?.poolRef, claim.metadata.namespace ?? "") !== undefined;
+}
+
+/** Spec §4: `spec.clusterName`, else the cluster-name label, else the pool's (pools of kinds that name one). */
+export function capiClaimClusterName(
+  claim: IPAddressClaim,
+  kind: PoolKind,
+  pool: PoolObject | undefined,
+): string | undefined {
   return (
-    claim.spec?.poolRef?.apiGroup === GROUP &&
-    claim.spec.poolRef.kind === IPPOOL_KIND &&
-    Boolean(claim.spec.poolRef.name)
+    claim.spec?.clusterName ||
+    claim.metadata.labels?.[CLUSTER_NAME_LABEL] ||
+    (pool ? kind.clusterName(pool) : undefined) ||
+    undefined
   );
 }
 
-/** Spec §4: `spec.clusterName`, else the cluster-name label, else the pool's. */
-export function capiClaimClusterName(claim: IPAddressClaim, pool: IPPool | undefined): string | undefined {
-  return claim.spec?.clusterName || claim.metadata.labels?.[CLUSTER_NAME_LABEL] || pool?.spec?.clusterName || undefined;
-}
-
 /**
- * Spec §5.4: the Cluster API IPAddress that records `claim`'s allocation, named as Metal3 names it
- * (`<namePrefix>-<address>`, so Metal3's controller finds it after a rollback). `poolRef` is copied from the claim;
- * owners are the claim (controller) and the pool; our finalizer holds it until the claim releases it.
+ * Spec §5.4: the Cluster API IPAddress that records `claim`'s allocation, named as the pool's kind names it (Metal3:
+ * `<namePrefix>-<address>`, so Metal3's controller finds it after a rollback; the in-cluster kinds: the claim's name).
+ * `poolRef` is copied from the claim; owners are the claim (controller) and the pool; the kind's record finalizer
+ * holds it until the claim releases it.
  */
 export function desiredCapiAddress(
   claim: IPAddressClaim,
-  pool: IPPool,
+  kind: PoolKind,
+  pool: PoolObject,
   name: string,
   allocation: AllocatedAddress,
   apiVersion: string,
@@ -56,7 +65,7 @@ export function desiredCapiAddress(
       name,
       namespace: claim.metadata.namespace ?? "",
       ...(cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {}),
-      finalizers: [CAPI_IPADDRESS_FINALIZER],
+      finalizers: [kind.finalizers.record],
       ownerReferences: [
         {
           apiVersion: claim.apiVersion ?? apiVersion,
@@ -67,8 +76,8 @@ export function desiredCapiAddress(
           blockOwnerDeletion: true,
         },
         {
-          apiVersion: API_VERSION,
-          kind: IPPOOL_KIND,
+          apiVersion: apiVersionOf(kind.descriptor),
+          kind: kind.descriptor.kind,
           name: pool.metadata.name ?? "",
           uid: pool.metadata.uid ?? "",
           blockOwnerDeletion: true,
@@ -86,6 +95,48 @@ export function desiredCapiAddress(
   };
 }
 
+/**
+ * The metadata patch an adopted record of `claim` needs, or undefined: the kind's record finalizer, and for kinds that
+ * repair owners (the in-cluster provider's) the owner references to the claim (controller, unless the record has
+ * another controller) and the pool it lacks, matched by uid.
+ */
+export function recordRepair(
+  kind: PoolKind,
+  pool: PoolObject | undefined,
+  claim: IPAddressClaim,
+  address: CapiIPAddress,
+): Partial<ObjectMeta> | undefined {
+  const finalizers = address.metadata.finalizers ?? [];
+  const owners = [...(address.metadata.ownerReferences ?? [])];
+  if (kind.repairsRecordOwners) {
+    const has = (uid: string | undefined): boolean => !uid || owners.some((o) => o.uid === uid);
+    if (!has(claim.metadata.uid)) {
+      owners.push({
+        apiVersion: claim.apiVersion ?? "",
+        kind: IPADDRESSCLAIM_KIND,
+        name: claim.metadata.name ?? "",
+        uid: claim.metadata.uid ?? "",
+        blockOwnerDeletion: true,
+        ...(owners.some((o) => o.controller) ? {} : { controller: true }),
+      });
+    }
+    if (pool && !has(pool.metadata.uid)) {
+      owners.push({
+        apiVersion: apiVersionOf(kind.descriptor),
+        kind: kind.descriptor.kind,
+        name: pool.metadata.name ?? "",
+        uid: pool.metadata.uid ?? "",
+        blockOwnerDeletion: true,
+      });
+    }
+  }
+  const patch: Partial<ObjectMeta> = {
+    ...(finalizers.includes(kind.finalizers.record) ? {} : { finalizers: [...finalizers, kind.finalizers.record] }),
+    ...(owners.length === (address.metadata.ownerReferences ?? []).length ? {} : { ownerReferences: owners }),
+  };
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
 /** The part of an allocation a Cluster API IPAddress carries (it has no DNS field). */
 export interface AllocatedAddress {
   address: string;
@@ -93,11 +144,27 @@ export interface AllocatedAddress {
   gateway?: string;
 }
 
-/** Whether `address` records this incarnation of `claim`: same pool, and owned by it when it names an owner claim. */
+/**
+ * Whether `address` records this incarnation of `claim`: the same pool (group, kind and name), and owned by it when it
+ * names an owner claim.
+ */
 export function belongsToCapiClaim(address: CapiIPAddress, claim: IPAddressClaim): boolean {
-  if (address.spec?.poolRef?.name !== claim.spec?.poolRef?.name) return false;
+  if (!samePool(address.spec?.poolRef, claim.spec?.poolRef)) return false;
   const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPADDRESSCLAIM_KIND);
   return !owner || !claim.metadata.uid || owner.uid === claim.metadata.uid;
+}
+
+/** Whether two pool references name the same pool (group, kind and name). */
+export function samePool(a: PoolRef | undefined, b: PoolRef | undefined): boolean {
+  return a?.name === b?.name && a?.kind === b?.kind && (a?.apiGroup ?? "") === (b?.apiGroup ?? "");
+}
+
+/**
+ * The claim name a Cluster API claim holds addresses under in its pool's allocator: its name for a namespaced kind,
+ * `<namespace>/<name>` for a cluster-scoped one (two claims of one name in two namespaces are two claims there).
+ */
+export function capiHolderName(kind: PoolKind, namespace: string, name: string): string {
+  return kind.descriptor.namespaced ? name : `${namespace}/${name}`;
 }
 
 /** Whether this controller made `address` for this incarnation of `claim` (its controller owner reference says so). */
@@ -183,15 +250,17 @@ function v1beta1Conditions(
   };
 }
 
-/** Pool key (`ns/name`) of a Cluster API IPAddress, when it points at one of our pools. */
-export function capiAddressToPool(a: CapiIPAddress): string[] {
-  const ref = a.spec?.poolRef;
-  return ref?.apiGroup === GROUP && ref.kind === IPPOOL_KIND ? [`${a.metadata.namespace ?? ""}/${ref.name}`] : [];
+/** Pool key of a Cluster API IPAddress, when it points at a pool of a kind we serve. */
+export function capiAddressToPool(kinds: PoolKinds, a: CapiIPAddress): string[] {
+  const key = kinds.keyOfRef(a.spec?.poolRef, a.metadata.namespace ?? "");
+  return key === undefined ? [] : [key];
 }
 
 /** Pool key of a Cluster API claim we serve (none for another provider's pool kind). */
-export const capiClaimToPool = (c: IPAddressClaim): string[] =>
-  servesClaim(c) ? [`${c.metadata.namespace ?? ""}/${c.spec.poolRef.name}`] : [];
+export function capiClaimToPool(kinds: PoolKinds, c: IPAddressClaim): string[] {
+  const key = kinds.keyOfRef(c.spec?.poolRef, c.metadata.namespace ?? "");
+  return key === undefined ? [] : [key];
+}
 
 /** `<namespace>/<cluster>` of a Cluster API claim's own Cluster (spec.clusterName, else the label). */
 export function capiClaimToCluster(c: IPAddressClaim): string[] {

@@ -9,39 +9,14 @@ import {
   type Condition,
   type IPAddress,
   type IPClaim,
-  type ObjectMeta,
   type ObjectReference,
   type Reason,
 } from "../../../api/v1alpha1/types.js";
-import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
+import type { Holder } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
-import type { Logger } from "../../runtime/logger.js";
-import type { ControllerMetrics } from "../../runtime/metrics.js";
 import { conditionUnchanged, setCondition, type ConditionInput } from "../conditions.js";
-import type { EventSink } from "../events.js";
-import type { Store } from "../store.js";
+import type { ApplyContext } from "../pools/pass.js";
 import type { ClaimAction } from "./plan.js";
-
-export interface ApplyContext {
-  store: Store;
-  events: EventSink;
-  log: Logger;
-  allocator: PoolAllocator | undefined;
-  now: Date;
-  /** Set when a write lost a race; the pool is reconciled again soon. */
-  requeue: boolean;
-  /** Set when the pool's status write was held back: the pass to run once it is due. */
-  statusDueInMs?: number;
-  /**
-   * Set when the records' caches were not known fresh before allocating (spec §3.4): resolves whether a record just
-   * created holds its address alone. A claim is bound only to a confirmed record; an unconfirmed one is released.
-   */
-  confirm?: (kind: RecordKind, created: { metadata: ObjectMeta; spec: { address: string } }) => Promise<boolean>;
-  metrics: ControllerMetrics;
-}
-
-/** The two kinds of address records: ipam.metal3.io IPAddress, Cluster API IPAddress. */
-export type RecordKind = "IPAddress" | "CapiIPAddress";
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
 export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): Promise<void> {

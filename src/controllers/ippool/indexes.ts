@@ -1,27 +1,21 @@
 /**
- * Index keys and watch mappers of the pool-keyed controller. A pool key is `<namespace>/<pool name>`; every claim and
- * address event maps to the key of its pool, so all allocation decisions of one pool run in one queue slot.
+ * Index keys and watch mappers of the pool-keyed controller. A pool key names kind, scope and name (pools/kind.ts,
+ * `poolKeyOf`); every claim and address event maps to the key of its pool, so all allocation decisions of one pool
+ * run in one queue slot. The mappers here are Metal3's (IPPool, IPClaim, ipam.metal3.io IPAddress).
  */
 import type { IPAddress, IPClaim, IPPool } from "../../../api/v1alpha1/types.js";
-import { CLUSTER_NAME_LABEL } from "../../../api/v1alpha1/types.js";
-import { canonicalAddress } from "../../ipam/address.js";
+import { CLUSTER_NAME_LABEL, GROUP, IPPOOL_KIND } from "../../../api/v1alpha1/types.js";
+import { poolAddressKey, poolKeyOf } from "../pools/indexes.js";
 
-export const BY_POOL = "pool";
-export const BY_CLAIM = "claim";
-export const BY_CLUSTER = "cluster";
-export const BY_NAMESPACE = "namespace";
-/** `<namespace>/<pool>/<canonical address>` of a record: who else holds an address, without a scan of the pool. */
-export const BY_POOL_ADDRESS = "pool-address";
-
-/** The {@link BY_POOL_ADDRESS} key of `address` in pool `poolKey`. */
-export const poolAddressKey = (poolKey: string, address: string): string =>
-  `${poolKey}/${canonicalAddress(address) ?? address}`;
+/** The key of Metal3 IPPool `name` in `namespace`. */
+export const ipPoolKey = (namespace: string, name: string): string =>
+  poolKeyOf({ group: GROUP, kind: IPPOOL_KIND, namespace, name });
 
 /** Key of the pool a claim names. Claims naming another namespace are keyed in their own (and fail there). */
-export const claimToPool = (c: IPClaim): string => `${c.metadata.namespace ?? ""}/${c.spec?.pool?.name ?? ""}`;
+export const claimToPool = (c: IPClaim): string => ipPoolKey(c.metadata.namespace ?? "", c.spec?.pool?.name ?? "");
 
 /** Key of the pool an IPAddress belongs to (its own namespace: pools and addresses share one). */
-export const addressToPool = (a: IPAddress): string => `${a.metadata.namespace ?? ""}/${a.spec?.pool?.name ?? ""}`;
+export const addressToPool = (a: IPAddress): string => ipPoolKey(a.metadata.namespace ?? "", a.spec?.pool?.name ?? "");
 
 /** {@link BY_POOL_ADDRESS} key of an IPAddress. */
 export const addressToPoolAddress = (a: IPAddress): string[] =>
@@ -41,4 +35,4 @@ export const claimToCluster = (c: IPClaim): string[] => {
   return name ? [`${c.metadata.namespace ?? ""}/${name}`] : [];
 };
 
-export const poolKey = (p: IPPool): string => `${p.metadata.namespace ?? ""}/${p.metadata.name ?? ""}`;
+export const poolKey = (p: IPPool): string => ipPoolKey(p.metadata.namespace ?? "", p.metadata.name ?? "");

@@ -4,7 +4,6 @@
  */
 import {
   API_VERSION,
-  IP_ADDRESS_ANNOTATION,
   IPADDRESS_FINALIZER,
   IPADDRESS_KIND,
   IPCLAIM_FINALIZER,
@@ -14,13 +13,13 @@ import {
   type IPAddress,
   type IPClaim,
   type IPPool,
-  type ObjectMeta,
   type Reason,
 } from "../../../api/v1alpha1/types.js";
-import type { AllocationResult, PoolAllocator } from "../../ipam/allocator.js";
-import { ipAddressName } from "../../ipam/naming.js";
+import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
 import { byName, isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
+import { allocationRefusal, chooseAddress, requestedAddressOf } from "../pools/choose.js";
+import { METAL3_POOL_KIND } from "./kind.js";
 
 export type ClaimAction =
   | { kind: "skip"; why: string }
@@ -106,21 +105,9 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
     return fail(claim, Reasons.PoolNotFound, `IPPool ${claim.spec?.pool?.name ?? ""} not found`);
   if (!pause.paused && pause.clusterMissing)
     return fail(claim, Reasons.ClusterNotFound, `Cluster ${pause.clusterMissing} not found`);
-  const refusal = allocationRefusal(input.allocationBlocked, pool, claim.metadata.name ?? "");
+  const refusal = allocationRefusal(input.allocationBlocked, METAL3_POOL_KIND, pool, claim.metadata.name ?? "");
   if (refusal) return fail(claim, refusal.reason, refusal.message);
   return allocate(input, claim, pool, input.allocator);
-}
-
-/**
- * Why claim `claimName` may not get a new address in this pass, if it may not: a deleting pool hands out nothing new
- * but keeps honouring preallocations (spec §3.5; Metal3 drops them). Shared by both claim kinds.
- */
-export function allocationRefusal(
-  blocked: { reason: Reason; message: string } | undefined,
-  pool: IPPool,
-  claimName: string,
-): { reason: Reason; message: string } | undefined {
-  return blocked && pool.spec.preAllocations?.[claimName] === undefined ? blocked : undefined;
 }
 
 function fail(claim: IPClaim, reason: Reason, message: string): ClaimAction {
@@ -132,6 +119,7 @@ function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator
     claimName: claim.metadata.name ?? "",
     claimKind: IPCLAIM_KIND,
     requestedAddress: requestedAddressOf(claim.metadata),
+    kind: METAL3_POOL_KIND,
     pool,
     allocator,
     nameHeldByOtherPool: (name) => {
@@ -142,67 +130,6 @@ function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator
   });
   if (!choice.ok) return fail(claim, choice.reason, choice.message);
   return { kind: "create", claim, address: newAddress(pool, claim, choice.name, choice.result) };
-}
-
-/** The `ipAddress` annotation as a request; empty means absent, as Metal3 reads it (spec §6). */
-export function requestedAddressOf(meta: ObjectMeta): string | undefined {
-  const value = meta.annotations?.[IP_ADDRESS_ANNOTATION];
-  return value === undefined || value === "" ? undefined : value;
-}
-
-/** What {@link chooseAddress} needs: the claim's identity and request, and how to see names held by other pools. */
-export interface AddressChoiceInput {
-  claimName: string;
-  claimKind: string;
-  requestedAddress: string | undefined;
-  pool: IPPool;
-  allocator: PoolAllocator;
-  /** The pool of the object (of the kind the claim's record will be) that already bears `name`, when not this pool. */
-  nameHeldByOtherPool: (name: string) => string | undefined;
-  onCollision: (message: string) => void;
-}
-
-type Allocated = Extract<AllocationResult, { ok: true }>;
-
-/** An address and the record name it gets, or why there is none. */
-export type AddressChoice =
-  { ok: true; name: string; result: Allocated } | { ok: false; reason: Reason; message: string };
-
-/**
- * Decides one claim's address and reserves it in the allocator for that claim (kind and name), so the next decision
- * of the pass sees it taken. Shared by both claim kinds. An address whose record name another pool's object already
- * bears (shared namePrefix, spec §3.6) is skipped and reported; a claim that asked for exactly that address fails.
- */
-export function chooseAddress(input: AddressChoiceInput): AddressChoice {
-  const { claimName, claimKind, requestedAddress, pool, allocator } = input;
-  // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
-  // only bounds a pathological pass (the claim then fails and is retried on the next event).
-  for (let round = 0; round < 256; round++) {
-    const result = allocator.allocate({
-      claimName,
-      claimKind,
-      ...(requestedAddress !== undefined ? { requestedAddress } : {}),
-    });
-    if (!result.ok)
-      return {
-        ok: false,
-        reason: result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed,
-        message: result.message,
-      };
-    const name = ipAddressName(pool.spec.namePrefix, result.address);
-    const otherPool = input.nameHeldByOtherPool(name);
-    if (otherPool !== undefined) {
-      const message = `IPAddress ${name} for ${result.address} already exists and belongs to IPPool ${otherPool} (same namePrefix "${pool.spec.namePrefix}"); address skipped`;
-      allocator.reserve(result.address, { kind: "other", description: `IPAddress ${name} of another pool` });
-      input.onCollision(message);
-      if (requestedAddress !== undefined || pool.spec.preAllocations?.[claimName] !== undefined)
-        return { ok: false, reason: Reasons.AllocationFailed, message };
-      continue;
-    }
-    allocator.reserve(result.address, { kind: "claim", claimName, claimKind });
-    return { ok: true, name, result };
-  }
-  return { ok: false, reason: Reasons.AllocationFailed, message: "Too many name collisions in one pass; will retry" };
 }
 
 function newAddress(

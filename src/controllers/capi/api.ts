@@ -1,0 +1,130 @@
+/**
+ * The IPAddressClaim lifecycle (Cluster API's IPAM contract, spec §5) for pools of every kind, as the pool pass drives
+ * it: written once here and in plan.ts/claims.ts; what differs per kind (finalizers, record names, owners, requests)
+ * comes from the pool's {@link PoolKind}.
+ */
+import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
+import { keyOf } from "../../kube/informer.js";
+import type { KubeObject } from "../../kube/resource.js";
+import { pauseState } from "../clusters.js";
+import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
+import { BY_CLAIM, BY_POOL } from "../pools/indexes.js";
+import type { PoolKind, PoolRecord } from "../pools/kind.js";
+import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
+import type { CapiInformers, Store } from "../store.js";
+import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
+import { planCapiClaim } from "./plan.js";
+import { capiClaimClusterName } from "./translate.js";
+
+/** The selectable field naming the pool of a Cluster API IPAddress (not selectable in Cluster API's CRDs: read here). */
+const CAPI_ADDRESS_POOL_FIELD = {
+  path: "spec.poolRef.name",
+  read: (a: CapiIPAddress): string | undefined => a.spec?.poolRef?.name,
+};
+
+export class IPAddressClaimApi implements ClaimApi {
+  readonly claimKind = IPADDRESSCLAIM_KIND;
+  readonly recordKind = "CapiIPAddress";
+
+  constructor(private readonly store: Store) {}
+
+  private get capi(): CapiInformers | undefined {
+    return this.store.capi;
+  }
+
+  records(): RecordCache | undefined {
+    return this.capi?.addresses;
+  }
+
+  serves(): boolean {
+    return true;
+  }
+
+  claimsOf(key: string): KubeObject[] {
+    return this.capi?.claims.byIndex(BY_POOL, key) ?? [];
+  }
+
+  recordsOf(key: string): CapiIPAddress[] {
+    return this.capi?.addresses.byIndex(BY_POOL, key) ?? [];
+  }
+
+  needsAllocation(claim: KubeObject): boolean {
+    return !isDeleting(claim.metadata) && (this.capi?.addresses.byIndex(BY_CLAIM, keyOf(claim)) ?? []).length === 0;
+  }
+
+  interrupted(claim: KubeObject, kind: PoolKind): boolean {
+    return hasFinalizer(claim.metadata, kind.finalizers.claim);
+  }
+
+  holderOf(record: PoolRecord, pass: Pick<Pass, "kind">): ReturnType<typeof capiRecordHolder> {
+    return capiRecordHolder(pass.kind, record as CapiIPAddress);
+  }
+
+  async listRecords(pass: Pick<Pass, "kind" | "ref">, notOlderThan: string | undefined): Promise<void> {
+    const capi = this.capi;
+    // A cluster-scoped pool's records live in every namespace: "" lists them all.
+    if (capi)
+      await this.store.refreshWhere(
+        capi.addresses,
+        pass.ref.namespace,
+        CAPI_ADDRESS_POOL_FIELD,
+        pass.ref.name,
+        notOlderThan,
+      );
+  }
+
+  work(pass: Pass, object: KubeObject): ClaimWork {
+    const claim = object as IPAddressClaim;
+    const capi = this.capi as CapiInformers;
+    const { kind, pool, ctx } = pass;
+    return {
+      claim,
+      decide: () => {
+        const action = planCapiClaim({
+          claim,
+          kind,
+          pool,
+          claimAddresses: capi.addresses.byIndex(BY_CLAIM, keyOf(claim)),
+          pause: pauseState(claim.metadata, capiClaimClusterName(claim, kind, pool), this.store.lookupCluster),
+          allocator: ctx.allocator,
+          ...(pass.allocationBlocked ? { allocationBlocked: pass.allocationBlocked } : {}),
+          movedAway: this.store.movedAway.has(claim.metadata.uid ?? ""),
+          addressNamed: (name) => capi.addresses.get(claim.metadata.namespace ?? "", name),
+          onCollision: pass.onCollision,
+          addressApiVersion: capi.addresses.client.apiVersion(),
+          heldByAnother: pass.heldByAnother,
+        });
+        return () => applyCapiClaimAction(pass, capi, action);
+      },
+    };
+  }
+
+  /**
+   * Cluster API IPAddresses of the pool that we made (the kind's record finalizer) for an IPAddressClaim that is gone:
+   * the claim's finalizer was removed by someone else, so its release never ran. Released like IPAddress orphans;
+   * those of a claim that left with `clusterctl move` are in use on the other side and stay.
+   */
+  async cleanupOrphans(pass: Pass): Promise<void> {
+    const capi = this.capi;
+    if (!capi) return;
+    for (const address of this.recordsOf(pass.key)) {
+      if (!hasFinalizer(address.metadata, pass.kind.finalizers.record)) continue;
+      const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPADDRESSCLAIM_KIND);
+      if (!owner || this.store.movedAway.has(owner.uid) || isDeletedForMove(address.metadata)) continue;
+      const namespace = address.metadata.namespace ?? "";
+      if (capi.claims.get(namespace, address.spec.claimRef.name)?.metadata.uid === owner.uid) continue;
+      const live = await this.store.fetch(capi.claims, namespace, address.spec.claimRef.name);
+      if (live && live.metadata.uid === owner.uid) continue;
+      pass.ctx.log.info("Releasing IPAddress of an IPAddressClaim that is gone", {
+        ipAddress: address.metadata.name,
+        claim: address.spec.claimRef.name,
+      });
+      await releaseCapiAddress(pass.ctx, pass.kind, capi, address);
+    }
+  }
+
+  pending(key: string): number {
+    const bound = new Set(this.recordsOf(key).map((a) => `${a.metadata.namespace ?? ""}/${a.spec?.claimRef?.name}`));
+    return this.claimsOf(key).filter((c) => !isDeleting(c.metadata) && !bound.has(keyOf(c))).length;
+  }
+}

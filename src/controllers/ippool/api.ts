@@ -1,0 +1,122 @@
+/**
+ * The IPClaim lifecycle (Metal3's claim API, spec §3) as the pool pass drives it. IPClaims name a pool by name alone,
+ * so only kinds that say `servesIPClaims` (Metal3's IPPool) take them; their records are ipam.metal3.io IPAddresses.
+ */
+import {
+  CLUSTER_NAME_LABEL,
+  IPCLAIM_FINALIZER,
+  IPCLAIM_KIND,
+  type IPAddress,
+  type IPClaim,
+  type IPPool,
+} from "../../../api/v1alpha1/types.js";
+import type { Holder } from "../../ipam/allocator.js";
+import { keyOf } from "../../kube/informer.js";
+import type { KubeObject } from "../../kube/resource.js";
+import { pauseState } from "../clusters.js";
+import { hasFinalizer, isDeleting } from "../meta.js";
+import type { PoolKind, PoolRecord } from "../pools/kind.js";
+import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
+import type { Store } from "../store.js";
+import { applyClaimAction, holderOf, releaseAddress } from "./claims.js";
+import { BY_CLAIM, BY_POOL } from "../pools/indexes.js";
+import { planClaim } from "./plan.js";
+
+/** The selectable field naming the pool of an IPAddress (field selector, and how to read it where unsupported). */
+const ADDRESS_POOL_FIELD = { path: "spec.pool.name", read: (a: IPAddress): string | undefined => a.spec?.pool?.name };
+
+/** The Cluster a claim belongs to (spec §4): its own label, else its pool's. */
+export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): string | undefined {
+  return claim.metadata.labels?.[CLUSTER_NAME_LABEL] ?? pool?.spec?.clusterName ?? undefined;
+}
+
+export class IPClaimApi implements ClaimApi {
+  readonly claimKind = IPCLAIM_KIND;
+  readonly recordKind = "IPAddress";
+
+  constructor(private readonly store: Store) {}
+
+  records(): RecordCache {
+    return this.store.addresses;
+  }
+
+  serves(kind: PoolKind): boolean {
+    return kind.servesIPClaims;
+  }
+
+  claimsOf(key: string): KubeObject[] {
+    return this.store.claims.byIndex(BY_POOL, key);
+  }
+
+  recordsOf(key: string): IPAddress[] {
+    return this.store.addresses.byIndex(BY_POOL, key);
+  }
+
+  needsAllocation(claim: KubeObject): boolean {
+    return !isDeleting(claim.metadata) && this.store.addresses.byIndex(BY_CLAIM, keyOf(claim)).length === 0;
+  }
+
+  interrupted(claim: KubeObject): boolean {
+    return hasFinalizer(claim.metadata, IPCLAIM_FINALIZER);
+  }
+
+  holderOf(record: PoolRecord): Holder {
+    return holderOf(record as IPAddress);
+  }
+
+  async listRecords(pass: Pick<Pass, "ref">, notOlderThan: string | undefined): Promise<void> {
+    const { addresses } = this.store;
+    await this.store.refreshWhere(addresses, pass.ref.namespace, ADDRESS_POOL_FIELD, pass.ref.name, notOlderThan);
+  }
+
+  work(pass: Pass, object: KubeObject): ClaimWork {
+    const claim = object as IPClaim;
+    const pool = pass.pool as IPPool | undefined;
+    const { ctx } = pass;
+    return {
+      claim,
+      decide: () => {
+        const action = planClaim({
+          claim,
+          pool,
+          claimAddresses: this.store.addresses.byIndex(BY_CLAIM, keyOf(claim)),
+          pause: pauseState(claim.metadata, claimClusterName(claim, pool), this.store.lookupCluster),
+          allocator: ctx.allocator,
+          ...(pass.allocationBlocked ? { allocationBlocked: pass.allocationBlocked } : {}),
+          addressNamed: (name) => this.store.addresses.get(claim.metadata.namespace ?? "", name),
+          onCollision: pass.onCollision,
+          heldByAnother: pass.heldByAnother,
+        });
+        return () => applyClaimAction(ctx, action);
+      },
+    };
+  }
+
+  /**
+   * IPAddresses made for a claim that no longer exists (Metal3 leaks them, its issue 694). Only addresses owned by an
+   * IPClaim qualify, so person-made reservations stay; the claim's absence is confirmed with the API server.
+   */
+  async cleanupOrphans(pass: Pass): Promise<void> {
+    for (const address of this.recordsOf(pass.key)) {
+      const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPCLAIM_KIND);
+      const claimName = address.spec?.claim?.name;
+      if (!owner || !claimName) continue;
+      // Its claim left with `clusterctl move` and this address stayed with its pool: still in use there (spec §7).
+      if (this.store.movedAway.has(owner.uid)) continue;
+      const cached = this.store.claims.get(address.metadata.namespace ?? "", claimName);
+      if (cached && cached.metadata.uid === owner.uid) continue;
+      const live = await this.store.fetch(this.store.claims, address.metadata.namespace ?? "", claimName);
+      if (live && live.metadata.uid === owner.uid) continue;
+      pass.ctx.log.info("Releasing IPAddress of a claim that is gone", {
+        ipAddress: address.metadata.name,
+        claim: claimName,
+      });
+      await releaseAddress(pass.ctx, address);
+    }
+  }
+
+  pending(key: string): number {
+    const bound = new Set<string | undefined>(this.recordsOf(key).map((a) => a.spec?.claim?.name));
+    return this.claimsOf(key).filter((c) => !isDeleting(c.metadata) && !bound.has(c.metadata.name)).length;
+  }
+}

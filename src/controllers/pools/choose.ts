@@ -1,0 +1,88 @@
+/**
+ * Choosing a claim's address in a pool of any kind: shared by both claim lifecycles. Pure apart from the allocator,
+ * whose reservations it updates so that the next decision of the pass sees this one's address as taken.
+ */
+import { IP_ADDRESS_ANNOTATION, Reasons, type ObjectMeta, type Reason } from "../../../api/v1alpha1/types.js";
+import type { AllocationResult, PoolAllocator } from "../../ipam/allocator.js";
+import type { PoolKind, PoolObject } from "./kind.js";
+
+/** The `ipAddress` annotation as a request; empty means absent, as Metal3 reads it (spec §6). */
+export function requestedAddressOf(meta: ObjectMeta): string | undefined {
+  const value = meta.annotations?.[IP_ADDRESS_ANNOTATION];
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/**
+ * Why claim `claimName` may not get a new address in this pass, if it may not: a deleting pool hands out nothing new
+ * but keeps honouring preallocations (spec §3.5; Metal3 drops them). Shared by both claim kinds.
+ */
+export function allocationRefusal(
+  blocked: { reason: Reason; message: string } | undefined,
+  kind: PoolKind,
+  pool: PoolObject,
+  claimName: string,
+): { reason: Reason; message: string } | undefined {
+  return blocked && !kind.preallocated(pool, claimName) ? blocked : undefined;
+}
+
+/** What {@link chooseAddress} needs: the claim's identity and request, and how to see names held by other pools. */
+export interface AddressChoiceInput {
+  /** The claim's name (record names and preallocations use it). */
+  claimName: string;
+  /** The name the claim holds addresses under in the allocator (see capiHolderName); `claimName` by default. */
+  holderName?: string;
+  claimKind: string;
+  requestedAddress: string | undefined;
+  kind: PoolKind;
+  pool: PoolObject;
+  allocator: PoolAllocator;
+  /** The pool of the object (of the kind the claim's record will be) that already bears `name`, when not this pool. */
+  nameHeldByOtherPool: (name: string) => string | undefined;
+  onCollision: (message: string) => void;
+}
+
+type Allocated = Extract<AllocationResult, { ok: true }>;
+
+/** An address and the record name it gets, or why there is none. */
+export type AddressChoice =
+  { ok: true; name: string; result: Allocated } | { ok: false; reason: Reason; message: string };
+
+/**
+ * Decides one claim's address and reserves it in the allocator for that claim (kind and holder name), so the next
+ * decision of the pass sees it taken. When the record name the kind gives is already borne by another pool's object:
+ * a kind naming records by address skips that address and reports it (Metal3's shared namePrefix, spec §3.6; a claim
+ * that asked for exactly that address fails); a kind naming records after the claim fails the claim.
+ */
+export function chooseAddress(input: AddressChoiceInput): AddressChoice {
+  const { claimName, claimKind, requestedAddress, kind, pool, allocator } = input;
+  const holderName = input.holderName ?? claimName;
+  // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
+  // only bounds a pathological pass (the claim then fails and is retried on the next event).
+  for (let round = 0; round < 256; round++) {
+    const result = allocator.allocate({
+      claimName: holderName,
+      claimKind,
+      ...(requestedAddress !== undefined ? { requestedAddress } : {}),
+    });
+    if (!result.ok)
+      return {
+        ok: false,
+        reason: result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed,
+        message: result.message,
+      };
+    const name = kind.recordName(pool, claimName, result.address);
+    const otherPool = input.nameHeldByOtherPool(name);
+    if (otherPool !== undefined) {
+      const message = kind.describeNameCollision(pool, name, result.address, otherPool);
+      if (!kind.recordNamedByAddress) return { ok: false, reason: Reasons.AllocationFailed, message };
+      allocator.reserve(result.address, { kind: "other", description: `IPAddress ${name} of another pool` });
+      input.onCollision(message);
+      if (requestedAddress !== undefined || kind.preallocated(pool, claimName))
+        return { ok: false, reason: Reasons.AllocationFailed, message };
+      continue;
+    }
+    allocator.reserve(result.address, { kind: "claim", claimName: holderName, claimKind });
+    return { ok: true, name, result };
+  }
+  return { ok: false, reason: Reasons.AllocationFailed, message: "Too many name collisions in one pass; will retry" };
+}

@@ -1,0 +1,137 @@
+/**
+ * The seam between the pool pass and the kinds of pool it serves. A pool kind says what its spec means as an address
+ * space, how its pool's metadata and status look, and how the records of its claims are named and shaped; the claim
+ * lifecycles (IPClaim in ippool/, IPAddressClaim in capi/) and the pass itself (reconciler.ts) are written once and
+ * ask the kind. Adding a kind is one adapter and one line in registry.ts (docs/architecture.md, "A new pool kind").
+ */
+import type { ResourceDescriptor } from "../../../api/registry.js";
+import type { ObjectMeta, Reason } from "../../../api/v1alpha1/types.js";
+import type { PoolAllocator } from "../../ipam/allocator.js";
+import type { KubeObject } from "../../kube/resource.js";
+import type { Logger } from "../../runtime/logger.js";
+import type { ControllerMetrics } from "../../runtime/metrics.js";
+import type { Cluster } from "../clusters.js";
+import type { Store } from "../store.js";
+import { poolKeyOf, type PoolRef } from "./indexes.js";
+
+/** A pool of any kind: the pass reads its metadata; only its kind reads spec and status. */
+export type PoolObject = KubeObject & { spec?: unknown; status?: unknown };
+
+/** Every record of an allocation (ipam.metal3.io IPAddress, Cluster API IPAddress) as the pass sees it. */
+export interface PoolRecord {
+  metadata: ObjectMeta;
+  spec: { address: string };
+}
+
+/** The records of one pool, per claim API, as a pass leaves them (for status and metrics). */
+export interface PoolRecords {
+  /** ipam.metal3.io IPAddresses (Metal3 pools only; empty for other kinds). */
+  readonly addresses: readonly PoolRecord[];
+  /** Cluster API IPAddresses referring to the pool. */
+  readonly capiAddresses: readonly PoolRecord[];
+  /** Live claims of the pool, per claim API, that no record names yet. */
+  readonly pending: { readonly IPClaim: number; readonly IPAddressClaim: number };
+}
+
+/** What a kind's status writer is told by the pass. */
+export interface StatusInput {
+  records: PoolRecords;
+  allocator: PoolAllocator;
+  /** Addresses skipped because another pool's record bears their name (Metal3's shared namePrefix). */
+  collisions: readonly string[];
+  now: Date;
+  metrics: ControllerMetrics;
+}
+
+/** The status a pool should have, as a merge patch of `status`, or nothing to write. */
+export interface StatusDecision {
+  /** The body of the status merge patch. */
+  patch: object;
+  /**
+   * Whether only the view changed (counts, lists), nothing a person or a condition would act on: such writes are
+   * coalesced (STATUS_WRITE_INTERVAL_MS). A first write, or a change of conditions, goes at once.
+   */
+  viewOnly: boolean;
+  /** A Ready=False the pool newly reports: the pass records it as a Warning Event and logs it. */
+  notReady?: { reason: string; message: string };
+}
+
+/** What kinds may read besides their pool: the caches, for lookups that span pools (Metal3's name collisions). */
+export interface KindContext {
+  store: Store;
+  log: Logger;
+}
+
+/** One kind of pool. `P` is its object type. */
+export interface PoolKind<P extends PoolObject = PoolObject> {
+  /** Group, kind, plural, scope and versions (api/registry.ts). A cluster-scoped kind serves claims of every namespace. */
+  readonly descriptor: ResourceDescriptor;
+  /** Whether Metal3 IPClaims may use pools of this kind (only Metal3's IPPool: IPClaim names a pool by name alone). */
+  readonly servesIPClaims: boolean;
+  /**
+   * Finalizers: `pool` on the pool until no record refers to it; `claim` on the IPAddressClaims it serves until their
+   * address is released; `record` on the Cluster API IPAddresses made for them until then.
+   */
+  readonly finalizers: { pool: string; claim: string; record: string };
+  /**
+   * Whether a record's name follows from its address alone (Metal3's `<namePrefix>-<address>`): a second record for an
+   * address then cannot be created, which makes AlreadyExists a last line of defence. Kinds that name records after
+   * their claim rely on the queue and the freshness barrier alone.
+   */
+  readonly recordNamedByAddress: boolean;
+  /**
+   * Whether an adopted Cluster API IPAddress (one that existed before its claim was served) gets the owner
+   * references to its claim and pool it lacks, besides the `record` finalizer. The in-cluster provider repairs them;
+   * Metal3 adds its finalizer only.
+   */
+  readonly repairsRecordOwners: boolean;
+
+  /** The Cluster the pool belongs to, if it names one (pause, labels, owner references). */
+  clusterName(pool: P): string | undefined;
+  /**
+   * The metadata patch the pool needs, or undefined: the `pool` finalizer once `unpaused`, and whatever else the kind
+   * keeps on its pools (Metal3: the Cluster's labels and a non-controller owner reference to it, even while paused).
+   */
+  poolMetadata(pool: P, cluster: Cluster | undefined, unpaused: boolean): Partial<ObjectMeta> | undefined;
+  /**
+   * The allocator of one pass, from the pool's spec. Asynchronous so that a kind whose addresses come from an engine
+   * outside Kubernetes can ask it first (its answers then reserve what it handed out); in-memory kinds resolve at once.
+   * The pass reserves every record of the pool in it before deciding.
+   */
+  openAllocator(pool: P, ctx: KindContext): Promise<PoolAllocator>;
+  /**
+   * Reserves what other pools' records stand in the way of (Metal3: addresses whose record name another pool's
+   * IPAddress bears) and returns a message per collision. Optional.
+   */
+  reserveForeign?(pool: P, allocator: PoolAllocator, ctx: KindContext): string[];
+  /** The name of the record made for claim `claimName` with `address` (`<namePrefix>-<address>`, or the claim's name). */
+  recordName(pool: P, claimName: string, address: string): string;
+  /** Why the record name `name` for `address` cannot be used: another pool's object `otherPool` bears it. */
+  describeNameCollision(pool: P, name: string, address: string, otherPool: string): string;
+  /**
+   * Whether claims of this kind's pools may ask for an address: the `ipAddress` annotation and `preAllocations` are
+   * Metal3's; other kinds hand out the next free address only.
+   */
+  readonly honoursRequests: boolean;
+  /** Whether `claimName` has an address set aside in the spec (served even while the pool is being deleted). */
+  preallocated(pool: P, claimName: string): boolean;
+  /** Why the pool hands out nothing right now beyond deletion, pause and a missing Cluster (none: undefined). */
+  allocationBlocked?(pool: P): { reason: Reason; message: string } | undefined;
+  /** The status the pool should have given its records, or undefined when the current one stands. */
+  desiredStatus(pool: P, input: StatusInput): StatusDecision | undefined;
+  /** The pool is gone: forget what was kept about it (metrics series). */
+  forget?(ref: PoolRef, metrics: ControllerMetrics): void;
+}
+
+/** The {@link PoolRef} of a pool object of `kind`. */
+export function refOf(kind: PoolKind, pool: PoolObject): PoolRef {
+  return {
+    group: kind.descriptor.group,
+    kind: kind.descriptor.kind,
+    namespace: kind.descriptor.namespaced ? (pool.metadata.namespace ?? "") : "",
+    name: pool.metadata.name ?? "",
+  };
+}
+
+/** The pool key of a pool object of `kind`. */
+export const keyOfPool = (kind: PoolKind, pool: PoolObject): string => poolKeyOf(refOf(kind, pool));

@@ -1,0 +1,101 @@
+/**
+ * What one pass over one pool shares with the claim lifecycles it drives: the pool and its kind, the allocator, the
+ * store, and how a write reports back (requeue, deferred status, confirmation of new records). The lifecycles of the
+ * two claim APIs (ippool/api.ts for IPClaims, capi/api.ts for IPAddressClaims) implement {@link ClaimApi}.
+ */
+import type { ObjectMeta, Reason } from "../../../api/v1alpha1/types.js";
+import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
+import type { KubeObject } from "../../kube/resource.js";
+import type { Logger } from "../../runtime/logger.js";
+import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
+import type { EventSink } from "../events.js";
+import type { Store } from "../store.js";
+import type { PoolRef } from "./indexes.js";
+import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
+
+/** What the pass reads of a claim API's records cache (an Informer of the record type satisfies it). */
+export interface RecordCache {
+  byIndex(index: string, key: string): PoolRecord[];
+  /** The newest resourceVersion the watch has delivered. */
+  readonly observedResourceVersion: string;
+  /** Resolves true once the watch has delivered `resourceVersion`, false after `timeoutMs`. */
+  waitObserved(resourceVersion: string, timeoutMs: number): Promise<boolean>;
+}
+
+/** The two kinds of address records: ipam.metal3.io IPAddress, Cluster API IPAddress. */
+export type RecordKind = "IPAddress" | "CapiIPAddress";
+
+/** What the writes of one pass share. */
+export interface ApplyContext {
+  store: Store;
+  events: EventSink;
+  log: Logger;
+  allocator: PoolAllocator | undefined;
+  now: Date;
+  /** Set when a write lost a race; the pool is reconciled again soon. */
+  requeue: boolean;
+  /** Set when the pool's status write was held back: the pass to run once it is due. */
+  statusDueInMs?: number;
+  /**
+   * Set when the records' caches were not known fresh before allocating (spec §3.4): resolves whether a record just
+   * created holds its address alone. A claim is bound only to a confirmed record; an unconfirmed one is released.
+   */
+  confirm?: (kind: RecordKind, created: { metadata: ObjectMeta; spec: { address: string } }) => Promise<boolean>;
+  metrics: ControllerMetrics;
+}
+
+/** One pass over one pool, as the claim lifecycles see it. */
+export interface Pass {
+  ctx: ApplyContext;
+  kind: PoolKind;
+  ref: PoolRef;
+  key: string;
+  /** Undefined when the pool does not exist (its claims fail, its orphans are released). */
+  pool: PoolObject | undefined;
+  /** Set when the pool may not hand out new addresses (deleting); preallocated claims are still served. */
+  allocationBlocked?: { reason: Reason; message: string };
+  /** Called for an address skipped because another pool's record bears its name. */
+  onCollision: (message: string) => void;
+  /** Whether another record of the pool (of either API) holds the address `record` holds. */
+  heldByAnother: (record: PoolRecord) => boolean;
+}
+
+/** One claim's decision, taken in pass order; the write it returns runs later, a few at a time. */
+export interface ClaimWork {
+  claim: KubeObject;
+  decide: () => () => Promise<void>;
+}
+
+/**
+ * One claim API's lifecycle, as the pool pass drives it: which claims and records of a pool it has, how its records
+ * hold addresses, how a claim is decided and applied, and how records of vanished claims are released.
+ */
+export interface ClaimApi {
+  readonly claimKind: ClaimKind;
+  readonly recordKind: RecordKind;
+  /** The records' informer; undefined while the API is not served (Cluster API's, before discovery). */
+  records(): RecordCache | undefined;
+  /** Whether pools of `kind` take claims of this API. */
+  serves(kind: PoolKind): boolean;
+  /** The claims of pool `key` (unsorted). */
+  claimsOf(key: string): KubeObject[];
+  /** The records of pool `key`. */
+  recordsOf(key: string): PoolRecord[];
+  /** A live claim with no record yet: the pass will allocate for it. */
+  needsAllocation(claim: KubeObject): boolean;
+  /**
+   * Whether `claim` carries the finalizer this API puts on before creating a record: a pending claim that has it is
+   * the trace of an allocation whose create answer may have been lost (the barrier then reads at quorum).
+   */
+  interrupted(claim: KubeObject, kind: PoolKind): boolean;
+  /** Who holds `record`'s address, for the allocator. */
+  holderOf(record: PoolRecord, pass: Pick<Pass, "kind">): Holder;
+  /** Lists the pool's records at `notOlderThan` (undefined: a quorum read) into the cache. */
+  listRecords(pass: Pick<Pass, "kind" | "ref">, notOlderThan: string | undefined): Promise<void>;
+  /** The decision for `claim`, taken when the pass reaches it in claim order. */
+  work(pass: Pass, claim: KubeObject): ClaimWork;
+  /** Releases records this API made for claims that no longer exist. */
+  cleanupOrphans(pass: Pass): Promise<void>;
+  /** Live claims of the pool that no record of this API names yet. */
+  pending(key: string): number;
+}
