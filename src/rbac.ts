@@ -9,6 +9,7 @@ import { EVENT_RULES } from "./controllers/events.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
 import { CA_BUNDLE_RULES } from "./certs/rbac.js";
+import { LOOKUP_RULES } from "./webhooks/lookup.js";
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -23,6 +24,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...EVENT_RULES,
   ...BRIDGE_RULES,
   ...CA_BUNDLE_RULES,
+  ...LOOKUP_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES];

@@ -48,6 +48,7 @@ function req(kind: string, operation: Operation, object: unknown, oldObject?: un
 const failingLookup: ClusterLookup = {
   poolsInNamespace: () => Promise.reject(new Error("apiserver down")),
   addressesOfPool: () => Promise.reject(new Error("apiserver down")),
+  inClusterPoolAddresses: () => Promise.reject(new Error("apiserver down")),
 };
 
 function ctx(lookup: ClusterLookup = staticLookup([])): HandlerContext {

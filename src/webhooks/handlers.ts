@@ -1,8 +1,9 @@
 /**
- * One admission handler per webhook (spec §6), all built on the shared validation module `src/ipam/validation.ts`.
- * Handlers answer every request they are given: DELETE and CONNECT are allowed (deleting is never blocked by a
- * webhook), a request for the wrong kind or with an unreadable object is denied with 400. They may reject (a failed
- * lookup); the HTTP layer turns that into a 500 denial.
+ * One admission handler per webhook (spec §6), all built on the shared validation module `src/ipam/validation.ts`
+ * (the in-cluster provider's pools: incluster.ts, on `src/ipam/incluster-validation.ts`). Handlers answer every
+ * request they are given: for Metal3's kinds DELETE and CONNECT are allowed (deleting is never blocked by a webhook),
+ * a request for the wrong kind or with an unreadable object is denied with 400. They may reject (a failed lookup);
+ * the HTTP layer turns that into a 500 denial.
  */
 import isEqual from "lodash/isEqual.js";
 import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND } from "../../api/v1alpha1/types.js";
@@ -22,6 +23,7 @@ import type { Logger } from "../runtime/logger.js";
 import { allow, deny, failure, invalid, isRecord, pointerSegment } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
 import type { ClusterLookup } from "./lookup.js";
+import { validateGlobalInClusterIPPoolRoute, validateInClusterIPPoolRoute } from "./incluster.js";
 
 /** What handlers may use besides the request. */
 export interface HandlerContext {
@@ -41,6 +43,9 @@ export const WEBHOOK_PATHS = {
   validateIPPool: "/validate-ipam-metal3-io-v1alpha1-ippool",
   validateIPClaim: "/validate-ipam-metal3-io-v1alpha1-ipclaim",
   validateIPAddress: "/validate-ipam-metal3-io-v1alpha1-ipaddress",
+  /** The in-cluster provider's own paths, so its configurations' paths keep working here (incluster.ts). */
+  validateInClusterIPPool: "/validate-ipam-cluster-x-k8s-io-v1alpha2-inclusterippool",
+  validateGlobalInClusterIPPool: "/validate-ipam-cluster-x-k8s-io-v1alpha2-globalinclusterippool",
 } as const;
 
 /** The API server truncates long warning lists; beyond this many we summarise. */
@@ -227,4 +232,6 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   [WEBHOOK_PATHS.validateIPPool, validateIPPoolRoute],
   [WEBHOOK_PATHS.validateIPClaim, validateIPClaimRoute],
   [WEBHOOK_PATHS.validateIPAddress, validateIPAddressRoute],
+  [WEBHOOK_PATHS.validateInClusterIPPool, validateInClusterIPPoolRoute],
+  [WEBHOOK_PATHS.validateGlobalInClusterIPPool, validateGlobalInClusterIPPoolRoute],
 ]);

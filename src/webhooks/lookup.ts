@@ -1,11 +1,13 @@
 /**
- * What the webhooks read from the cluster: the pools of a namespace (for the warnings of spec §6) and the addresses
- * in use in a pool (to refuse ranges that would drop them). An interface, so handler tests inject plain data.
+ * What the webhooks read from the cluster: the pools of a namespace (for the warnings of spec §6), the addresses in
+ * use in a pool (to refuse ranges that would drop them), and the addresses of the Cluster API IPAddresses of an
+ * in-cluster provider's pool (its update and delete rules). An interface, so handler tests inject plain data.
  */
 import type { Kube } from "../kube/access.js";
 import { CAPI_IPADDRESS, IPADDRESS, IPPOOL, resourceType } from "../../api/registry.js";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
-import type { CapiIPAddress } from "../../api/capi/types.js";
+import type { CapiIPAddress, PoolRef } from "../../api/capi/types.js";
+import { INCLUSTER_GROUP } from "../../api/incluster/types.js";
 import { isNotFound } from "../kube/errors.js";
 import { ResourceClient } from "../kube/resource.js";
 
@@ -18,28 +20,55 @@ export interface ClusterLookup {
    * it, and of every Cluster API IPAddress whose `poolRef` names it (the only record of a Cluster API claim).
    */
   addressesOfPool(namespace: string, poolName: string): Promise<string[]>;
+  /**
+   * `spec.address` of every Cluster API IPAddress whose `spec.poolRef` names the in-cluster provider's pool of `kind`
+   * and `name` (apiGroup `ipam.cluster.x-k8s.io`, or none, which the provider reads as that group): those of
+   * `namespace` for an `InClusterIPPool`, of every namespace when `namespace` is undefined (`GlobalInClusterIPPool`).
+   * None when Cluster API's IPAddress is not served.
+   */
+  inClusterPoolAddresses(kind: string, name: string, namespace: string | undefined): Promise<string[]>;
+}
+
+/** RBAC of the lookups, cluster-wide: lists of pools and of both kinds of IPAddress (global pools span namespaces). */
+export const LOOKUP_RULES = [
+  { apiGroups: [IPPOOL.group], resources: [IPPOOL.plural, IPADDRESS.plural], verbs: ["list"] },
+  { apiGroups: [CAPI_IPADDRESS.group], resources: [CAPI_IPADDRESS.plural], verbs: ["list"] },
+];
+
+/** Whether `ref` names the in-cluster pool `kind`/`name`, an absent apiGroup read as the provider reads it. */
+function namesInClusterPool(ref: PoolRef | undefined, kind: string, name: string): boolean {
+  return (ref?.apiGroup || INCLUSTER_GROUP) === INCLUSTER_GROUP && ref?.kind === kind && ref.name === name;
 }
 
 /**
- * `spec.address` of the Cluster API IPAddresses of `namespace` on our pool `poolName`, through the newest served
- * version; none when Cluster API's IPAM is not installed.
+ * The Cluster API IPAddresses of `namespace` (every namespace when "") whose `poolRef.name` is `poolName`, through the
+ * newest served version (a version the server does not serve answers 404 and the next is tried); none when Cluster
+ * API's IPAM is not installed.
  */
-async function capiAddressesOfPool(
+async function capiAddressesNamed(
   clients: readonly ResourceClient<CapiIPAddress>[],
   namespace: string,
   poolName: string,
-): Promise<string[]> {
+): Promise<CapiIPAddress[]> {
   for (const client of clients) {
     try {
-      const items = await client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name);
-      return items
-        .filter((a) => a.spec.poolRef.apiGroup === IPPOOL.group && a.spec.poolRef.kind === IPPOOL.kind)
-        .map((a) => a.spec.address);
+      return await client.listWhere(namespace, "spec.poolRef.name", poolName, (a) => a.spec?.poolRef?.name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
   }
   return [];
+}
+
+/** `spec.address` of the Cluster API IPAddresses of `namespace` on our pool `poolName`. */
+async function capiAddressesOfPool(
+  clients: readonly ResourceClient<CapiIPAddress>[],
+  namespace: string,
+  poolName: string,
+): Promise<string[]> {
+  return (await capiAddressesNamed(clients, namespace, poolName))
+    .filter((a) => a.spec.poolRef.apiGroup === IPPOOL.group && a.spec.poolRef.kind === IPPOOL.kind)
+    .map((a) => a.spec.address);
 }
 
 /**
@@ -67,17 +96,32 @@ export function kubeLookup(kubeConfig: Kube): ClusterLookup {
       ]);
       return [...metal3, ...capi];
     },
+    inClusterPoolAddresses: async (kind, name, namespace) =>
+      (await capiAddressesNamed(capiAddresses, namespace ?? "", name))
+        .filter((a) => namesInClusterPool(a.spec?.poolRef, kind, name))
+        .map((a) => a.spec.address),
   };
 }
 
-/** A lookup over fixed data, for tests and tools. */
-export function staticLookup(pools: readonly IPPool[], addresses: readonly IPAddress[] = []): ClusterLookup {
+/** A lookup over fixed data, for tests and tools: Metal3 pools and IPAddresses, Cluster API IPAddresses. */
+export function staticLookup(
+  pools: readonly IPPool[],
+  addresses: readonly IPAddress[] = [],
+  capiAddresses: readonly CapiIPAddress[] = [],
+): ClusterLookup {
   return {
     poolsInNamespace: (namespace) => Promise.resolve(pools.filter((p) => p.metadata.namespace === namespace)),
     addressesOfPool: (namespace, poolName) =>
       Promise.resolve(
         addresses
           .filter((a) => a.metadata.namespace === namespace && a.spec.pool.name === poolName)
+          .map((a) => a.spec.address),
+      ),
+    inClusterPoolAddresses: (kind, name, namespace) =>
+      Promise.resolve(
+        capiAddresses
+          .filter((a) => namespace === undefined || a.metadata.namespace === namespace)
+          .filter((a) => namesInClusterPool(a.spec.poolRef, kind, name))
           .map((a) => a.spec.address),
       ),
   };

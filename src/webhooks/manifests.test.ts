@@ -16,7 +16,13 @@ interface Webhook {
   matchPolicy: string;
   sideEffects: string;
   timeoutSeconds: number;
-  rules: Array<{ apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }>;
+  rules: Array<{
+    apiGroups: string[];
+    apiVersions: string[];
+    operations: string[];
+    resources: string[];
+    scope?: string;
+  }>;
 }
 
 interface Doc {
@@ -34,6 +40,9 @@ describe("config/webhook and config/certmanager", () => {
   const manifests = docs("config/webhook/manifests.yaml");
   const webhooks = manifests.flatMap((d) => (d.webhooks ?? []).map((w) => ({ kind: d.kind, ...w })));
 
+  const metal3 = webhooks.filter((w) => w.rules.some((r) => r.apiGroups.includes("ipam.metal3.io")));
+  const inCluster = webhooks.filter((w) => !metal3.includes(w));
+
   it("has one webhook per served path, mutating only for the IPPool defaulter", () => {
     const byPath = new Map(webhooks.map((w) => [w.clientConfig.service.path, w.kind]));
     expect(byPath).to.deep.equal(
@@ -42,12 +51,15 @@ describe("config/webhook and config/certmanager", () => {
         [WEBHOOK_PATHS.validateIPPool, "ValidatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateIPClaim, "ValidatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateIPAddress, "ValidatingWebhookConfiguration"],
+        [WEBHOOK_PATHS.validateInClusterIPPool, "ValidatingWebhookConfiguration"],
+        [WEBHOOK_PATHS.validateGlobalInClusterIPPool, "ValidatingWebhookConfiguration"],
       ]),
     );
   });
 
-  it("routes CREATE and UPDATE of the main resources only: never DELETE, never a status subresource", () => {
-    for (const w of webhooks) {
+  it("routes CREATE and UPDATE of Metal3's main resources only: never DELETE, never a status subresource", () => {
+    expect(metal3).to.have.length(4);
+    for (const w of metal3) {
       expect(w.rules, w.name).to.have.length(1);
       const [rule] = w.rules;
       expect(rule?.operations, w.name).to.deep.equal(["CREATE", "UPDATE"]);
@@ -56,6 +68,34 @@ describe("config/webhook and config/certmanager", () => {
       expect(rule?.resources, w.name).to.have.length(1);
       expect(rule?.resources[0], w.name).to.match(/^(ippools|ipclaims|ipaddresses)$/);
       expect(w.clientConfig.service.path, w.name).to.contain(rule?.resources[0]?.replace(/es$|s$/, ""));
+    }
+  });
+
+  it("routes CREATE, UPDATE and DELETE of the in-cluster provider's pools, each in its scope, under its names", () => {
+    const expected = [
+      { name: "validation.inclusterippool.ipam.cluster.x-k8s.io", resource: "inclusterippools", scope: "Namespaced" },
+      {
+        name: "validation.globalinclusterippool.ipam.cluster.x-k8s.io",
+        resource: "globalinclusterippools",
+        scope: "Cluster",
+      },
+    ];
+    expect(inCluster.map((w) => w.name)).to.deep.equal(expected.map((e) => e.name));
+    for (const { name, resource, scope } of expected) {
+      const w = inCluster.find((x) => x.name === name);
+      expect(w?.kind, name).to.equal("ValidatingWebhookConfiguration");
+      expect(w?.rules, name).to.deep.equal([
+        {
+          apiGroups: ["ipam.cluster.x-k8s.io"],
+          apiVersions: ["v1alpha2"],
+          operations: ["CREATE", "UPDATE", "DELETE"],
+          resources: [resource],
+          scope,
+        },
+      ]);
+      expect(w?.clientConfig.service.path, name).to.equal(
+        `/validate-ipam-cluster-x-k8s-io-v1alpha2-${resource.replace(/s$/, "")}`,
+      );
     }
   });
 
