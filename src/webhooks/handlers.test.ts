@@ -3,7 +3,7 @@ import type { IPAddress, IPClaim, IPPool, IPPoolSpec } from "../../api/v1alpha1/
 import { silentLogger } from "../runtime/logger.js";
 import type { AdmissionRequest, AdmissionResponse, Operation } from "./admission.js";
 import { mutateIPPool, validateIPAddressRoute, validateIPClaimRoute, validateIPPoolRoute } from "./handlers.js";
-import type { HandlerContext, Route } from "./handlers.js";
+import type { HandlerContext, Route } from "./route.js";
 import { staticLookup } from "./lookup.js";
 import type { ClusterLookup } from "./lookup.js";
 

@@ -19,23 +19,10 @@ import {
   validateIPClaim,
   validateIPPool,
 } from "../ipam/validation.js";
-import type { Logger } from "../runtime/logger.js";
 import { allow, deny, failure, invalid, isRecord, pointerSegment } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
-import type { ClusterLookup } from "./lookup.js";
 import { validateGlobalInClusterIPPoolRoute, validateInClusterIPPoolRoute } from "./incluster.js";
-
-/** What handlers may use besides the request. */
-export interface HandlerContext {
-  lookup: ClusterLookup;
-  logger: Logger;
-}
-
-/** One webhook: the kind it accepts and how it answers. */
-export interface Route {
-  kind: string;
-  handle(request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse>;
-}
+import type { HandlerContext, Route } from "./route.js";
 
 /** URL paths of the webhooks (kubebuilder naming); config/webhook/manifests.yaml uses the same. */
 export const WEBHOOK_PATHS = {

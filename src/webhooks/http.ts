@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { deny, failure, parseAdmissionReview, review } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, Status } from "./admission.js";
-import type { HandlerContext, Route } from "./handlers.js";
+import type { HandlerContext, Route } from "./route.js";
 import type { WebhookResult } from "../runtime/metrics.js";
 
 /**

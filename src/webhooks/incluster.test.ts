@@ -9,7 +9,7 @@ import type { CapiIPAddress } from "../../api/capi/types.js";
 import type { InClusterIPPool, InClusterIPPoolSpec } from "../../api/incluster/types.js";
 import { silentLogger } from "../runtime/logger.js";
 import type { AdmissionRequest, AdmissionResponse, Operation } from "./admission.js";
-import type { Route } from "./handlers.js";
+import type { Route } from "./route.js";
 import { validateGlobalInClusterIPPoolRoute, validateInClusterIPPoolRoute } from "./incluster.js";
 import { staticLookup } from "./lookup.js";
 import type { ClusterLookup } from "./lookup.js";

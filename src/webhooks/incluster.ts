@@ -18,7 +18,7 @@ import type { InClusterIPPool } from "../../api/incluster/types.js";
 import { deleteRefusal, droppedInUse, validateInClusterPool } from "../ipam/incluster-validation.js";
 import { allow, deny, failure, invalid, isRecord } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse } from "./admission.js";
-import type { HandlerContext, Route } from "./handlers.js";
+import type { HandlerContext, Route } from "./route.js";
 
 /** A pool whose object (and old object) has a usable shape: records where metadata and spec are expected. */
 function usable(value: unknown): value is InClusterIPPool {

@@ -1,0 +1,16 @@
+/** What every webhook route is and gets: the contract between the server (http.ts) and the handlers. */
+import type { Logger } from "../runtime/logger.js";
+import type { AdmissionRequest, AdmissionResponse } from "./admission.js";
+import type { ClusterLookup } from "./lookup.js";
+
+/** What handlers may use besides the request. */
+export interface HandlerContext {
+  lookup: ClusterLookup;
+  logger: Logger;
+}
+
+/** One webhook: the kind it accepts and how it answers. */
+export interface Route {
+  kind: string;
+  handle(request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse>;
+}
