@@ -9,6 +9,10 @@
  *   caller calls `reserve(address, { kind: "claim", claimName })` before the next decision. Without that `reserve`
  *   the next decision may hand out the same address again (sequential always does).
  * - `release` when an IPAddress object is gone. A preallocated address stays reserved for its claim.
+ *
+ * Two ways to build one: `new PoolAllocator(spec)` compiles a Metal3 IPPoolSpec (strategy and preallocations
+ * included); `PoolAllocator.fromSpace(space)` takes entries already compiled from another kind of pool (the in-cluster
+ * provider's, src/ipam/incluster.ts) and allocates from them sequentially, with no preallocations.
  */
 import type { IPPoolSpec } from "../../api/v1alpha1/types.js";
 import { addressKey, canonicalAddress, formatAddress, parseAddress, sameAddress } from "./address.js";
@@ -62,6 +66,26 @@ export interface Capacity {
   /** `total - used`. */
   free: bigint;
 }
+
+/**
+ * Entries compiled from something other than a Metal3 IPPoolSpec, for {@link PoolAllocator.fromSpace}.
+ * Each entry must be well formed (`size` is `last - first + 1`, or `0n` with `last < first`); entries may overlap.
+ */
+export interface AddressSpace {
+  /**
+   * Tried in this order by the sequential strategy: the first entry with a free address gives its lowest free one.
+   * An entry's `index` is what results report as `entryIndex`; its `prefix` and `gateway` go into the result.
+   */
+  readonly entries: readonly CompiledEntry[];
+  /** Problems of the pool the entries come from, formatted for people; they become the allocator's `specErrors`. */
+  readonly specErrors: readonly string[];
+}
+
+/**
+ * Spaces handed to the constructor by {@link PoolAllocator.fromSpace}, keyed by a placeholder spec made for that one
+ * call: this keeps the public constructor's signature exactly `(spec, options)` without a cast.
+ */
+const pendingSpaces = new WeakMap<IPPoolSpec, AddressSpace>();
 
 /** Options of {@link PoolAllocator}. */
 export interface PoolAllocatorOptions {
@@ -126,9 +150,10 @@ export class PoolAllocator {
   private readonly total: bigint;
 
   constructor(spec: IPPoolSpec, options: PoolAllocatorOptions = {}) {
-    const compiled = compileEntries(spec);
-    this.entries = compiled.entries;
-    this.specErrors = validateIPPoolSpec(spec).map(formatFieldError);
+    const space = pendingSpaces.get(spec);
+    pendingSpaces.delete(spec);
+    this.entries = space ? [...space.entries] : compileEntries(spec).entries;
+    this.specErrors = space ? [...space.specErrors] : validateIPPoolSpec(spec).map(formatFieldError);
     this.random = spec.allocationStrategy === "random";
     this.rng = options.rng ?? Math.random;
     this.union = entryUnion(this.entries);
@@ -136,6 +161,19 @@ export class PoolAllocator {
     for (const family of [4, 6] as const) for (const [lo, hi] of this.union[family]) total += hi - lo + 1n;
     this.total = total;
     for (const [claimName, text] of Object.entries(spec.preAllocations ?? {})) this.addPreallocation(claimName, text);
+  }
+
+  /**
+   * An allocator over entries compiled elsewhere (see {@link AddressSpace}): sequential strategy, no preallocations,
+   * `specErrors` as given. Everything else (reserve, release, requests, capacity, holders) works as for a Metal3 pool;
+   * each decision costs O(log n) per entry tried, as there. The entries are copied: later changes to the array do not
+   * reach the allocator.
+   */
+  static fromSpace(space: AddressSpace): PoolAllocator {
+    // A fresh placeholder (no strategy, no preallocations) the constructor swaps for `space`.
+    const placeholder: IPPoolSpec = { namePrefix: "" };
+    pendingSpaces.set(placeholder, space);
+    return new PoolAllocator(placeholder);
   }
 
   /** Tree nodes visited by the free-space structures so far; for cost assertions (O(log n) per decision). */
