@@ -9,6 +9,11 @@ export interface FieldError {
   type: FieldErrorType;
   /** The offending value, shown quoted for Invalid and Duplicate. */
   value?: string;
+  /**
+   * The offending value already written out, shown as is (unquoted) in place of `value`: for values that are not
+   * strings, written as Kubernetes' Go code prints them (`[]string{"10.0.0.1"}`, `-1`).
+   */
+  rendered?: string;
   detail: string;
 }
 
@@ -21,11 +26,14 @@ const TYPE_TEXT: Record<FieldErrorType, string> = {
 
 /**
  * Renders like Kubernetes' `field.Error`: `spec.pools[1].end: Invalid value: "10.0.0.1": end is before start`.
- * Required and Forbidden never show the value; Invalid and Duplicate show it JSON-quoted when present.
+ * Required and Forbidden never show the value; Invalid and Duplicate show `rendered` as is, else `value` JSON-quoted.
  */
 export function formatFieldError(e: FieldError): string {
   let body = TYPE_TEXT[e.type];
-  if ((e.type === "Invalid" || e.type === "Duplicate") && e.value !== undefined) body += `: ${JSON.stringify(e.value)}`;
+  if (e.type === "Invalid" || e.type === "Duplicate") {
+    if (e.rendered !== undefined) body += `: ${e.rendered}`;
+    else if (e.value !== undefined) body += `: ${JSON.stringify(e.value)}`;
+  }
   if (e.detail) body += `: ${e.detail}`;
   return `${e.field}: ${body}`;
 }

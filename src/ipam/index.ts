@@ -7,6 +7,10 @@ export * from "./freeset.js";
 export * from "./random.js";
 export * from "./int64.js";
 export * from "./allocator.js";
+export * from "./ipset.js";
+export * from "./incluster-set.js";
+export * from "./incluster.js";
+export * from "./incluster-validation.js";
 export {
   validateIPPool,
   validateIPPoolSpec,
