@@ -1,11 +1,14 @@
 import { expect } from "chai";
 import { CRDS } from "./v1alpha1/schema.js";
+import { INCLUSTER_CRDS } from "./incluster/schema.js";
 import {
   apiVersionOf,
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
   CLUSTER,
   CLUSTER_API_VERSIONS,
+  GLOBAL_INCLUSTER_IPPOOL,
+  INCLUSTER_IPPOOL,
   IPADDRESS,
   IPCLAIM,
   IPPOOL,
@@ -23,6 +26,8 @@ const ALL: readonly ResourceDescriptor[] = [
   CAPI_IPADDRESS,
   CLUSTER,
   MACHINE,
+  INCLUSTER_IPPOOL,
+  GLOBAL_INCLUSTER_IPPOOL,
 ];
 
 describe("api/registry.ts", () => {
@@ -39,6 +44,14 @@ describe("api/registry.ts", () => {
     for (const d of [IPPOOL, IPCLAIM, IPADDRESS]) {
       const crd = CRDS.find((c) => c.kind === d.kind);
       expect([crd?.group, crd?.plural, [crd?.version]], d.kind).to.deep.equal([d.group, d.plural, d.versions]);
+    }
+  });
+
+  it("agrees with the in-cluster provider's pool CRDs we ship", () => {
+    for (const d of [INCLUSTER_IPPOOL, GLOBAL_INCLUSTER_IPPOOL]) {
+      const crd = INCLUSTER_CRDS.find((c) => c.kind === d.kind);
+      const actual = [crd?.group, crd?.plural, [crd?.version], (crd?.scope ?? "Namespaced") === "Namespaced"];
+      expect(actual, d.kind).to.deep.equal([d.group, d.plural, d.versions, d.namespaced]);
     }
   });
 

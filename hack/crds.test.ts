@@ -5,7 +5,17 @@ import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { CRD_BASES_DIR, renderCrds } from "./crds.js";
+import {
+  CRD_BASES_DIR,
+  CRD_KUSTOMIZATION,
+  INCLUSTER_COMPONENT,
+  INCLUSTER_CRD_DIR,
+  INCLUSTER_CRD_LABELS,
+  renderCrds,
+} from "./crds.js";
+import { GLOBAL_INCLUSTER_IPPOOL_CRD, INCLUSTER_CRDS, INCLUSTER_IPPOOL_CRD } from "../api/incluster/schema.js";
+import { INCLUSTER_GROUP, INCLUSTER_VERSION } from "../api/incluster/types.js";
+import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../api/registry.js";
 import type { CrdDefinition, JSONSchemaProps } from "../api/v1alpha1/schema.js";
 import {
   CRDS,
@@ -570,5 +580,128 @@ describe("api/v1alpha1 CRDs", () => {
       expect(claims).to.include("node-prealloc");
       expect(claims.filter((c) => c.startsWith("small-"))).to.have.length(4);
     });
+  });
+});
+
+describe("the in-cluster provider's pool CRDs (optional component)", () => {
+  const manifest = (def: CrdDefinition): Record<string, unknown> =>
+    yaml.load(renderCrds().get(`${INCLUSTER_CRD_DIR}/${INCLUSTER_GROUP}_${def.plural}.yaml`) ?? "") as Record<
+      string,
+      unknown
+    >;
+
+  it("leave no stale manifests of the in-cluster group in their folder", async () => {
+    const rendered = renderCrds();
+    for (const n of (await readdir(join(repoRoot, INCLUSTER_CRD_DIR))).filter((f) => f.startsWith(INCLUSTER_GROUP))) {
+      expect(rendered.has(`${INCLUSTER_CRD_DIR}/${n}`), `${n} is not generated: run \`npm run generate\``).to.equal(
+        true,
+      );
+    }
+  });
+
+  it("ship as a component of their own, outside config/crd's kustomization and off by default", async () => {
+    const rendered = renderCrds();
+    const crdKustomization = yaml.load(rendered.get(CRD_KUSTOMIZATION) ?? "") as { resources: string[] };
+    expect(crdKustomization.resources.filter((r) => r.includes(INCLUSTER_GROUP))).to.deep.equal([]);
+    const own = yaml.load(rendered.get(`${INCLUSTER_CRD_DIR}/kustomization.yaml`) ?? "") as { resources: string[] };
+    expect(own.resources).to.deep.equal(INCLUSTER_CRDS.map((d) => `${INCLUSTER_GROUP}_${d.plural}.yaml`));
+    const component = yaml.load(rendered.get(INCLUSTER_COMPONENT) ?? "") as { kind: string; resources: string[] };
+    expect(component).to.deep.include({ kind: "Component", resources: ["../../crd/incluster"] });
+    const defaults = yaml.load(await readFile(join(repoRoot, "config/default/kustomization.yaml"), "utf8")) as {
+      components?: unknown;
+    };
+    expect(defaults.components, "config/default enables the in-cluster CRDs").to.equal(undefined);
+  });
+
+  it("carry the clusterctl labels the provider's CRDs carry, and no provider or contract label", () => {
+    expect(INCLUSTER_CRD_LABELS).to.deep.equal({
+      "clusterctl.cluster.x-k8s.io": "",
+      "clusterctl.cluster.x-k8s.io/move-hierarchy": "",
+    });
+    for (const def of INCLUSTER_CRDS) {
+      const crd = manifest(def) as { metadata: { name: string; labels: Record<string, string> } };
+      expect(crd.metadata).to.deep.equal({ name: `${def.plural}.${INCLUSTER_GROUP}`, labels: INCLUSTER_CRD_LABELS });
+    }
+  });
+
+  it("match the registry, the provider's names, scopes, category, columns and status subresource", () => {
+    for (const [def, descriptor] of [
+      [INCLUSTER_IPPOOL_CRD, INCLUSTER_IPPOOL],
+      [GLOBAL_INCLUSTER_IPPOOL_CRD, GLOBAL_INCLUSTER_IPPOOL],
+    ] as const) {
+      const crd = manifest(def) as {
+        spec: { names: Record<string, unknown>; scope: string; versions: Record<string, unknown>[] };
+      };
+      expect(crd.spec.names).to.deep.equal({
+        categories: ["cluster-api"],
+        kind: descriptor.kind,
+        listKind: `${descriptor.kind}List`,
+        plural: descriptor.plural,
+        singular: descriptor.kind.toLowerCase(),
+      });
+      expect(crd.spec.scope).to.equal(descriptor.namespaced ? "Namespaced" : "Cluster");
+      const [version] = crd.spec.versions;
+      expect(crd.spec.versions).to.have.length(1);
+      expect(version).to.deep.include({ name: INCLUSTER_VERSION, served: true, storage: true });
+      expect(version?.subresources).to.deep.equal({ status: {} });
+      const columns = version?.additionalPrinterColumns as { name: string; jsonPath: string }[];
+      expect(columns.map((c) => [c.name, c.jsonPath])).to.deep.equal([
+        ["Addresses", ".spec.addresses"],
+        ["Total", ".status.ipAddresses.total"],
+        ["Free", ".status.ipAddresses.free"],
+        ["Used", ".status.ipAddresses.used"],
+      ]);
+    }
+    expect([INCLUSTER_IPPOOL.namespaced, GLOBAL_INCLUSTER_IPPOOL.namespaced]).to.deep.equal([true, false]);
+  });
+
+  it("have structural schemas with the provider's fields, bounds and defaults", () => {
+    for (const def of INCLUSTER_CRDS) {
+      walk(def.schema, def.kind, (node, path) => expect(node.type, `${path} has no type`).to.be.a("string"));
+      const spec = def.schema.properties?.spec;
+      expect(Object.keys(spec?.properties ?? {})).to.have.members([
+        "addressReuseGracePeriodSeconds",
+        "addresses",
+        "allocateReservedIPAddresses",
+        "excludedAddresses",
+        "gateway",
+        "prefix",
+      ]);
+      expect(spec?.required).to.deep.equal(["addresses", "prefix"]);
+      expect(spec?.properties?.prefix).to.deep.include({ type: "integer", minimum: 0, maximum: 128 });
+      expect(spec?.properties?.addressReuseGracePeriodSeconds).to.deep.include({ format: "int32", minimum: 0 });
+      expect(spec?.properties?.allocateReservedIPAddresses).to.deep.include({ type: "boolean", default: false });
+      const counts = def.schema.properties?.status?.properties?.ipAddresses;
+      expect(counts?.required).to.have.members(["free", "outOfRange", "total", "used"]);
+    }
+  });
+
+  it("accept the provider's pools and refuse what its schema refuses (addresses are left to the webhook)", () => {
+    const check = (spec: object): string[] => validate({ spec }, INCLUSTER_IPPOOL_CRD.schema, "InClusterIPPool");
+    const pool = {
+      apiVersion: `${INCLUSTER_GROUP}/${INCLUSTER_VERSION}`,
+      kind: "GlobalInClusterIPPool",
+      metadata: { name: "p" },
+      spec: {
+        addresses: ["10.0.0.10-10.0.0.20", "10.0.0.64/28", "10.0.0.5"],
+        prefix: 24,
+        gateway: "10.0.0.1",
+        allocateReservedIPAddresses: false,
+        excludedAddresses: ["10.0.0.12"],
+        addressReuseGracePeriodSeconds: 60,
+      },
+      status: { ipAddresses: { total: 27, used: 1, free: 26, outOfRange: 0 } },
+    };
+    expect(validate(pool, GLOBAL_INCLUSTER_IPPOOL_CRD.schema, "GlobalInClusterIPPool")).to.deep.equal([]);
+    expect(check({ addresses: ["garbage"], prefix: 0 })).to.deep.equal([]);
+    expect(check({})).to.have.members([
+      "InClusterIPPool.spec.addresses: required",
+      "InClusterIPPool.spec.prefix: required",
+    ]);
+    expect(check({ addresses: [], prefix: 129 })).to.deep.equal(["InClusterIPPool.spec.prefix: above maximum"]);
+    expect(check({ addresses: [], prefix: -1 })).to.deep.equal(["InClusterIPPool.spec.prefix: below minimum"]);
+    expect(check({ addresses: [], prefix: 24, addressReuseGracePeriodSeconds: -1 })).to.deep.equal([
+      "InClusterIPPool.spec.addressReuseGracePeriodSeconds: below minimum",
+    ]);
   });
 });

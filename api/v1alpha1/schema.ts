@@ -25,7 +25,7 @@ export interface JSONSchemaProps {
   format?: "int32" | "int64" | "date-time";
   pattern?: string;
   enum?: string[];
-  default?: string;
+  default?: string | boolean;
   minimum?: number;
   maximum?: number;
   minLength?: number;
@@ -50,11 +50,13 @@ export interface PrinterColumn {
   priority?: number;
 }
 
-/** Everything needed to render one single-version CRD of our group. */
+/** Everything needed to render one single-version CRD (ours, or one we ship for another provider's kinds). */
 export interface CrdDefinition {
   group: string;
   version: string;
   kind: string;
+  /** `Namespaced` when absent. */
+  scope?: "Namespaced" | "Cluster";
   listKind: string;
   plural: string;
   singular: string;

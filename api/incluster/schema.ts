@@ -1,0 +1,148 @@
+/**
+ * CustomResourceDefinitions for the Cluster API in-cluster IPAM provider's pool kinds, `InClusterIPPool` (namespaced)
+ * and `GlobalInClusterIPPool` (cluster-scoped), `ipam.cluster.x-k8s.io/v1alpha2` (docs/incluster.md in the shared
+ * references). `hack/generate-crds.ts` renders them into `config/crd/incluster/`, an OPTIONAL kustomize component
+ * (`config/components/incluster`), never part of `config/crd`: clusters that run that provider keep its CRDs.
+ *
+ * Compatibility rule: an object the provider's v1alpha2 CRDs accept is accepted here with the same meaning, and the
+ * reverse, so either set of CRDs can serve the same objects. The schemas therefore mirror the provider's field for
+ * field, without address patterns (the admission rules in src/ipam/incluster-validation.ts check addresses, as the
+ * provider's webhook does). One addition: `allocateReservedIPAddresses` has the schema default `false`, which is the
+ * meaning an absent field already has for the provider (a Go bool's zero value); stored objects then show it.
+ * What is not served: the provider's deprecated v1alpha1 (and its conversion webhook), and its prefix pools.
+ * Plain data, no runtime dependencies.
+ */
+
+import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../registry.js";
+import type { CrdDefinition, JSONSchemaProps, PrinterColumn } from "../v1alpha1/schema.js";
+import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_GROUP, INCLUSTER_POOL_KIND, INCLUSTER_VERSION } from "./types.js";
+
+function str(description: string): JSONSchemaProps {
+  return { type: "string", description };
+}
+
+function count(description: string): JSONSchemaProps {
+  return { type: "integer", description };
+}
+
+function addressList(description: string): JSONSchemaProps {
+  return { type: "array", description, items: { type: "string" } };
+}
+
+function spec(): JSONSchemaProps {
+  return {
+    type: "object",
+    description: "The addresses of the pool and the network settings handed out with them.",
+    properties: {
+      addressReuseGracePeriodSeconds: {
+        type: "integer",
+        format: "int32",
+        minimum: 0,
+        description:
+          "Seconds a released address stays held before it is handed out again (against ARP caches that still " +
+          "point at the previous holder). Absent or 0: reused at once.",
+      },
+      addresses: addressList(
+        "Addresses to hand out, each a single IP, an inclusive range first-last, or a CIDR (all of its addresses); " +
+          "one address family; they need not be contiguous.",
+      ),
+      allocateReservedIPAddresses: {
+        type: "boolean",
+        default: false,
+        description:
+          "Also hand out the reserved addresses of the subnet (lowest address of addresses)/prefix: its first address " +
+          "(IPv4 network, IPv6 subnet-router anycast) and, on IPv4, its last (broadcast).",
+      },
+      excludedAddresses: addressList("Addresses never handed out, in the forms addresses takes."),
+      gateway: str("Gateway handed out with every address; never handed out itself."),
+      prefix: {
+        type: "integer",
+        minimum: 0,
+        maximum: 128,
+        description: "Prefix length handed out with every address; with the lowest address it defines the subnet.",
+      },
+    },
+    required: ["addresses", "prefix"],
+  };
+}
+
+function status(): JSONSchemaProps {
+  return {
+    type: "object",
+    description: "What the pool holds, as counted from the IPAddresses that refer to it.",
+    properties: {
+      ipAddresses: {
+        type: "object",
+        description: "Address counts; counts beyond the int64 range are capped near 2^63.",
+        properties: {
+          free: count("total - used; negative when addresses outside the pool are in use."),
+          outOfRange: count("Addresses in use that the pool no longer hands out."),
+          total: count("Addresses the pool hands out."),
+          used: count("IPAddresses referring to the pool, out-of-range ones included."),
+        },
+        required: ["free", "outOfRange", "total", "used"],
+      },
+    },
+  };
+}
+
+function poolSchema(description: string): JSONSchemaProps {
+  return {
+    type: "object",
+    description,
+    properties: {
+      apiVersion: str("Versioned schema of this representation of an object."),
+      kind: str("REST resource this object represents, in CamelCase."),
+      metadata: { type: "object" },
+      spec: spec(),
+      status: status(),
+    },
+  };
+}
+
+/** The provider's columns (it declares no Age column, so `kubectl get` shows none either; we match it). */
+function printerColumns(): PrinterColumn[] {
+  return [
+    { name: "Addresses", type: "string", jsonPath: ".spec.addresses", description: "Addresses to hand out" },
+    { name: "Total", type: "integer", jsonPath: ".status.ipAddresses.total", description: "Addresses in the pool" },
+    { name: "Free", type: "integer", jsonPath: ".status.ipAddresses.free", description: "Addresses not in use" },
+    { name: "Used", type: "integer", jsonPath: ".status.ipAddresses.used", description: "Addresses in use" },
+  ];
+}
+
+/** `InClusterIPPool`: claims of its own namespace allocate from it. */
+export const INCLUSTER_IPPOOL_CRD: CrdDefinition = {
+  group: INCLUSTER_GROUP,
+  version: INCLUSTER_VERSION,
+  kind: INCLUSTER_POOL_KIND,
+  listKind: `${INCLUSTER_POOL_KIND}List`,
+  plural: INCLUSTER_IPPOOL.plural,
+  singular: "inclusterippool",
+  scope: "Namespaced",
+  shortNames: [],
+  categories: ["cluster-api"],
+  statusSubresource: true,
+  printerColumns: printerColumns(),
+  schema: poolSchema("InClusterIPPool is a pool of addresses for the IPAddressClaims of its namespace."),
+};
+
+/** `GlobalInClusterIPPool`: cluster-scoped, claims of every namespace allocate from it. */
+export const GLOBAL_INCLUSTER_IPPOOL_CRD: CrdDefinition = {
+  group: INCLUSTER_GROUP,
+  version: INCLUSTER_VERSION,
+  kind: GLOBAL_INCLUSTER_POOL_KIND,
+  listKind: `${GLOBAL_INCLUSTER_POOL_KIND}List`,
+  plural: GLOBAL_INCLUSTER_IPPOOL.plural,
+  singular: "globalinclusterippool",
+  scope: "Cluster",
+  shortNames: [],
+  categories: ["cluster-api"],
+  statusSubresource: true,
+  printerColumns: printerColumns(),
+  schema: poolSchema(
+    "GlobalInClusterIPPool is a cluster-scoped pool of addresses for IPAddressClaims of any namespace.",
+  ),
+};
+
+/** Both, in the order they are installed and listed. */
+export const INCLUSTER_CRDS: readonly CrdDefinition[] = [INCLUSTER_IPPOOL_CRD, GLOBAL_INCLUSTER_IPPOOL_CRD];
