@@ -25,6 +25,7 @@ const kubeconfigCopy = join(stateDir, "kubeconfig");
 const logFile = join(stateDir, "daemon.log");
 export const DEFAULT_CRD_DIRS = [
   join(repoRoot, "config", "crd", "bases"),
+  join(repoRoot, "config", "crd", "incluster"),
   join(repoRoot, ".cache", "crds", "cluster-api"),
 ];
 

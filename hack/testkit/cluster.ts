@@ -1,7 +1,8 @@
 /**
- * The cluster a test suite talks to: by default one local plane shared by every suite of the run (with our CRDs and
- * Cluster API's), or an existing cluster when `USE_EXISTING_CLUSTER=true` (the envtest convention; `KUBECONFIG`
- * names it). Suites isolate themselves with their own namespaces.
+ * The cluster a test suite talks to: by default one local plane shared by every suite of the run (with our CRDs, the
+ * in-cluster provider's pool CRDs we ship as an optional component, and Cluster API's), or an existing cluster when
+ * `USE_EXISTING_CLUSTER=true` (the envtest convention; `KUBECONFIG` names it). Suites isolate themselves with their
+ * own namespaces.
  */
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +12,8 @@ import { LocalPlane } from "./plane.js";
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const OUR_CRDS = join(repoRoot, "config", "crd", "bases");
 export const CAPI_CRDS = join(repoRoot, ".cache", "crds", "cluster-api");
+/** The in-cluster provider's pool CRDs (InClusterIPPool, GlobalInClusterIPPool) from config/components/incluster. */
+export const INCLUSTER_POOL_CRDS = join(repoRoot, "config", "crd", "incluster");
 
 export interface TestCluster {
   kubeConfig: KubeConfig;
@@ -33,7 +36,7 @@ export async function sharedCluster(): Promise<TestCluster> {
       kubeConfig.loadFromDefault();
       return { kubeConfig, kubeconfigPath: process.env.KUBECONFIG ?? join(process.env.HOME ?? "", ".kube", "config") };
     }
-    const plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, CAPI_CRDS] });
+    const plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, INCLUSTER_POOL_CRDS, CAPI_CRDS] });
     return { kubeConfig: plane.kubeConfig, kubeconfigPath: plane.kubeconfigPath, plane };
   })();
   return await shared;

@@ -84,6 +84,49 @@ describe("local control plane", function () {
       .and.match(/spec\.colour/);
   });
 
+  it("serves the in-cluster provider's pool kinds from the optional CRDs, with their schema", async function () {
+    if (usingExistingCluster()) this.skip(); // an existing cluster may run that provider with its own CRDs, or none
+    const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const namespace = await freshNamespace(cluster.kubeConfig, "incluster");
+    const group = "ipam.cluster.x-k8s.io";
+    const version = "v1alpha2";
+    const spec = { addresses: ["10.0.0.10-10.0.0.20"], prefix: 24, gateway: "10.0.0.1" };
+    const pool = (await api.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: "inclusterippools",
+      body: { apiVersion: `${group}/${version}`, kind: "InClusterIPPool", metadata: { name: "p" }, spec },
+    })) as { spec: Record<string, unknown> };
+    expect(pool.spec).to.deep.equal({ ...spec, allocateReservedIPAddresses: false });
+    const name = `global-${namespace}`;
+    await api.createClusterCustomObject({
+      group,
+      version,
+      plural: "globalinclusterippools",
+      body: { apiVersion: `${group}/${version}`, kind: "GlobalInClusterIPPool", metadata: { name }, spec },
+    });
+    await api.deleteClusterCustomObject({ group, version, plural: "globalinclusterippools", name });
+    let rejected: unknown;
+    try {
+      await api.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: "inclusterippools",
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: "InClusterIPPool",
+          metadata: { name: "bad" },
+          spec: { addresses: [], prefix: 129 },
+        },
+      });
+    } catch (err) {
+      rejected = err;
+    }
+    expect(statusCodeOf(rejected)).to.equal(422);
+  });
+
   it("garbage-collects dependents when their owner is deleted", async function () {
     if (!usingExistingCluster() && !cluster.plane?.hasControllerManager) this.skip();
     const kc = cluster.kubeConfig;
