@@ -1,7 +1,10 @@
 import { expect } from "chai";
 import yaml from "js-yaml";
 import { isIPv4, isIPv6 } from "node:net";
+import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -611,6 +614,35 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
       components?: unknown;
     };
     expect(defaults.components, "config/default enables the in-cluster CRDs").to.equal(undefined);
+  });
+
+  it("once the [INCLUSTER] lines of config/default are enabled, add both CRDs, unprefixed, with our provider label", function () {
+    if (spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status !== 0) this.skip();
+    type Obj = { kind: string; metadata: { name: string; labels?: Record<string, string> } };
+    const crdsOf = (dir: string): Obj[] =>
+      (yaml.loadAll(execFileSync("kubectl", ["kustomize", dir], { encoding: "utf8" })) as Obj[]).filter(
+        (o) => o.kind === "CustomResourceDefinition",
+      );
+    const defaults = readFileSync(join(repoRoot, "config", "default", "kustomization.yaml"), "utf8");
+    expect(crdsOf(join(repoRoot, "config", "default")).map((o) => o.metadata.name)).to.have.length(CRDS.length);
+    const work = mkdtempSync(join(tmpdir(), "config-"));
+    try {
+      cpSync(join(repoRoot, "config"), work, { recursive: true });
+      const enabled = defaults
+        .replace(/^#(components:)$/m, "$1")
+        .replace(/^#(\s+- \.\.\/components\/incluster)$/m, "$1");
+      expect(enabled).to.not.equal(defaults);
+      writeFileSync(join(work, "default", "kustomization.yaml"), enabled);
+      const theirs = crdsOf(join(work, "default")).filter((o) => o.metadata.name.endsWith(`.${INCLUSTER_GROUP}`));
+      expect(theirs.map((o) => o.metadata.name)).to.have.members(
+        INCLUSTER_CRDS.map((d) => `${d.plural}.${INCLUSTER_GROUP}`),
+      );
+      for (const o of theirs) {
+        expect(o.metadata.labels).to.deep.equal({ ...INCLUSTER_CRD_LABELS, [PROVIDER_LABEL]: PROVIDER_NAME });
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it("carry the clusterctl labels the provider's CRDs carry, and no provider or contract label", () => {
