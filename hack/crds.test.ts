@@ -687,7 +687,7 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
     expect([INCLUSTER_IPPOOL.namespaced, GLOBAL_INCLUSTER_IPPOOL.namespaced]).to.deep.equal([true, false]);
   });
 
-  it("have structural schemas with the provider's fields, bounds and defaults", () => {
+  it("have structural schemas with the provider's fields and bounds, and no defaults", () => {
     for (const def of INCLUSTER_CRDS) {
       walk(def.schema, def.kind, (node, path) => expect(node.type, `${path} has no type`).to.be.a("string"));
       const spec = def.schema.properties?.spec;
@@ -702,7 +702,9 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
       expect(spec?.required).to.deep.equal(["addresses", "prefix"]);
       expect(spec?.properties?.prefix).to.deep.include({ type: "integer", minimum: 0, maximum: 128 });
       expect(spec?.properties?.addressReuseGracePeriodSeconds).to.deep.include({ format: "int32", minimum: 0 });
-      expect(spec?.properties?.allocateReservedIPAddresses).to.deep.include({ type: "boolean", default: false });
+      expect(spec?.properties?.allocateReservedIPAddresses?.type).to.equal("boolean");
+      // No schema default anywhere, as in the provider's CRDs: objects read back are what was applied.
+      walk(def.schema, def.kind, (node, path) => expect(node.default, path).to.equal(undefined));
       const counts = def.schema.properties?.status?.properties?.ipAddresses;
       expect(counts?.required).to.have.members(["free", "outOfRange", "total", "used"]);
     }

@@ -7,8 +7,9 @@
  * Compatibility rule: an object the provider's v1alpha2 CRDs accept is accepted here with the same meaning, and the
  * reverse, so either set of CRDs can serve the same objects. The schemas therefore mirror the provider's field for
  * field, without address patterns (the admission rules in src/ipam/incluster-validation.ts check addresses, as the
- * provider's webhook does). One addition: `allocateReservedIPAddresses` has the schema default `false`, which is the
- * meaning an absent field already has for the provider (a Go bool's zero value); stored objects then show it.
+ * provider's webhook does). No schema defaults either, as in the provider's: an absent `allocateReservedIPAddresses`
+ * means false (a Go bool's zero value) without being written into stored objects, so objects read back are what was
+ * applied, whichever CRDs serve them.
  * What is not served: the provider's deprecated v1alpha1 (and its conversion webhook), and its prefix pools.
  * Plain data, no runtime dependencies.
  */
@@ -48,9 +49,8 @@ function spec(): JSONSchemaProps {
       ),
       allocateReservedIPAddresses: {
         type: "boolean",
-        default: false,
         description:
-          "Also hand out the reserved addresses of the subnet (lowest address of addresses)/prefix: its first address " +
+          "Also hand out (default false) the reserved addresses of the subnet (lowest address of addresses)/prefix: its first address " +
           "(IPv4 network, IPv6 subnet-router anycast) and, on IPv4, its last (broadcast).",
       },
       excludedAddresses: addressList("Addresses never handed out, in the forms addresses takes."),

@@ -25,7 +25,7 @@ export interface JSONSchemaProps {
   format?: "int32" | "int64" | "date-time";
   pattern?: string;
   enum?: string[];
-  default?: string | boolean;
+  default?: string;
   minimum?: number;
   maximum?: number;
   minLength?: number;
