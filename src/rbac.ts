@@ -6,6 +6,7 @@
 import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
 import { CLUSTER_RULES } from "./controllers/clusters.js";
 import { EVENT_RULES } from "./controllers/events.js";
+import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
 import { CA_BUNDLE_RULES } from "./certs/rbac.js";
@@ -23,6 +24,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...CLUSTER_RULES,
   ...EVENT_RULES,
   ...BRIDGE_RULES,
+  ...INCLUSTER_RULES,
   ...CA_BUNDLE_RULES,
   ...LOOKUP_RULES,
 ];

@@ -14,6 +14,7 @@ import { EventRecorder, type EventSink } from "./events.js";
 import { addressToPool, claimToPool, poolKey } from "./ippool/indexes.js";
 import { IPClaimApi } from "./ippool/api.js";
 import { METAL3_POOL_KIND } from "./ippool/kind.js";
+import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "./incluster/kind.js";
 import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
 import { IPAddressClaimApi } from "./capi/api.js";
@@ -28,7 +29,7 @@ import { PoolKinds } from "./pools/registry.js";
  * Every pool kind this controller serves. Metal3's IPPool is always served (its CRD ships with us); the others are
  * optional and served once their CRDs are (pools/discovery.ts). A new kind is one adapter and one line here.
  */
-const POOL_KINDS = new PoolKinds([METAL3_POOL_KIND]);
+const POOL_KINDS = new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND]);
 /** The kinds served only where their CRDs are installed. */
 const OPTIONAL_POOL_KINDS = POOL_KINDS.all.filter((kind) => kind !== METAL3_POOL_KIND);
 
