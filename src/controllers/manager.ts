@@ -22,6 +22,7 @@ import { CapiBridge } from "./capi/bridge.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
 import { BY_CLUSTER } from "./pools/indexes.js";
+import type { PoolKind } from "./pools/kind.js";
 import { PoolReconciler } from "./pools/reconciler.js";
 import { PoolKinds } from "./pools/registry.js";
 
@@ -103,7 +104,7 @@ export class Manager {
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
     });
     await this.bridge.start();
-    this.discovery = new PoolKindDiscovery(store, OPTIONAL_POOL_KINDS, {
+    this.discovery = new PoolKindDiscovery(store, this.optionalKinds(), {
       logger: log,
       enqueuePool: add,
       retryMs: this.options.capiDiscoveryRetryMs,
@@ -111,6 +112,22 @@ export class Manager {
     await this.discovery.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
+  }
+
+  /**
+   * The optional kinds this manager may serve. A manager limited to one namespace sees only that namespace's claims
+   * and records, so it cannot serve a cluster-scoped pool, whose claims come from every namespace: deciding without
+   * the records of the other namespaces could hand out an address twice. It leaves such pools alone and says so.
+   */
+  private optionalKinds(): PoolKind[] {
+    if (!this.options.namespace) return OPTIONAL_POOL_KINDS;
+    const scoped = OPTIONAL_POOL_KINDS.filter((kind) => !kind.descriptor.namespaced);
+    for (const kind of scoped)
+      this.options.logger.warn("Cluster-scoped pools are not served by a controller limited to one namespace", {
+        kind: kind.descriptor.kind,
+        namespace: this.options.namespace,
+      });
+    return OPTIONAL_POOL_KINDS.filter((kind) => kind.descriptor.namespaced);
   }
 
   /** Pools affected by a Cluster: those naming it, and the pools of claims (both kinds) that name it themselves. */
