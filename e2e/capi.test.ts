@@ -154,7 +154,8 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
           "theirs",
           "p",
           {},
-          { poolRef: { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" } },
+          // Not a kind we serve (the in-cluster provider's InClusterIPPool is one since issue 24).
+          { poolRef: { apiGroup: "ipam.example.com", kind: "ExampleIPPool", name: "p" } },
         ),
       );
       await capi.claims.create(ns, capiClaim(ns, "ours", "p"));

@@ -77,7 +77,7 @@ export class Manager {
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
     const metrics = this.options.metrics ?? noMetrics;
     store.servePools(METAL3_POOL_KIND, store.pools);
-    const apis = [new IPClaimApi(store), new IPAddressClaimApi(store)];
+    const apis = [new IPClaimApi(store), new IPAddressClaimApi(store, POOL_KINDS)];
     const reconciler = new PoolReconciler(store, POOL_KINDS, apis, events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
@@ -95,7 +95,13 @@ export class Manager {
     store.pools.on((_kind, p: IPPool) => add(poolKey(p)));
     store.claims.on((_kind, c: IPClaim) => add(claimToPool(c)));
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
-    store.clusters.on((_kind, c: Cluster) => this.clusterToPools(keyOf(c)).forEach(add));
+    // A Cluster's change (pause, deletion, creation) can change decisions of claims that did not change themselves.
+    store.clusters.on((_kind, c: Cluster) =>
+      this.clusterToPools(keyOf(c)).forEach((key) => {
+        reconciler.markFull(key);
+        add(key);
+      }),
+    );
     await store.start();
     this.bridge = new CapiBridge(store, {
       logger: log,

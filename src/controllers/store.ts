@@ -106,8 +106,11 @@ export class Store {
     this.clusters = make<Cluster>(resourceType(CLUSTER, options.clusterVersion));
     this.pools.addIndex(BY_CLUSTER, poolToCluster);
     this.claims.addIndex(BY_POOL, (c) => [claimToPool(c)]);
+    // The pool pass reads what changed in its pool instead of every claim and record of it (pools/state.ts).
+    this.claims.journal(BY_POOL);
     this.claims.addIndex(BY_CLUSTER, claimToCluster);
     this.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
+    this.addresses.journal(BY_POOL);
     this.addresses.addIndex(BY_CLAIM, addressToClaim);
     this.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
     this.addresses.addIndex(BY_POOL_ADDRESS, addressToPoolAddress);

@@ -20,6 +20,7 @@
 import type { Kube } from "./access.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
 import type { KubeObject, ListResult, ResourceClient } from "./resource.js";
+import { IndexJournal, type BucketChange } from "./journal.js";
 import { StringPool } from "./strings.js";
 import { streamWatch, type WatchEvent } from "./watch.js";
 
@@ -131,6 +132,8 @@ export class Informer<T extends KubeObject> {
   private readonly store = new Map<string, T>();
   private readonly indexers = new Map<string, (obj: T) => string[]>();
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  /** Change logs of the indexes a reader asked to follow (see {@link journal}). */
+  private readonly journals = new Map<string, IndexJournal<T>>();
   private readonly handlers: Handler<T>[] = [];
   /** Recently deleted keys → the resourceVersion at or below which a version of them is stale, and when. */
   private readonly tombstones = new Map<string, { rv: number; at: number }>();
@@ -171,6 +174,24 @@ export class Informer<T extends KubeObject> {
   addIndex(name: string, fn: (obj: T) => string[]): void {
     this.indexers.set(name, fn);
     this.indexes.set(name, new Map());
+  }
+
+  /**
+   * Keeps a change log per bucket of index `name` (registered with addIndex), for one reader that calls
+   * {@link changesIn}. Enable before start(), so the log holds every change after the first list.
+   */
+  journal(name: string): void {
+    const fn = this.indexers.get(name);
+    if (!fn) throw new Error(`journal(${name}): no such index`);
+    this.journals.set(name, new IndexJournal(fn));
+  }
+
+  /**
+   * What changed in bucket `key` of journaled index `name` since the last call, oldest first (and forgotten now);
+   * undefined when the log overflowed or the index is not journaled: the reader must read the whole bucket.
+   */
+  changesIn(name: string, key: string): BucketChange<T>[] | undefined {
+    return this.journals.get(name)?.drain(key);
   }
 
   on(handler: Handler<T>): void {
@@ -316,6 +337,7 @@ export class Informer<T extends KubeObject> {
     if (old) this.unindex(key, old);
     this.store.set(key, obj);
     this.index(key, obj);
+    for (const journal of this.journals.values()) journal.record(key, old, obj);
     this.emit(old ? "update" : "add", obj, old);
   }
 
@@ -330,6 +352,7 @@ export class Informer<T extends KubeObject> {
     this.bury(key, Math.max(rvOf(old), deletedAt));
     this.unindex(key, old);
     this.store.delete(key);
+    for (const journal of this.journals.values()) journal.record(key, old, undefined);
     this.emit("delete", old);
   }
 

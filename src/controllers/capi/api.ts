@@ -8,13 +8,15 @@ import { keyOf } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { pauseState } from "../clusters.js";
 import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
-import { BY_CLAIM, BY_POOL } from "../pools/indexes.js";
+import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
+import type { BucketChange } from "../../kube/journal.js";
+import type { PoolKinds } from "../pools/registry.js";
 import type { PoolKind, PoolRecord } from "../pools/kind.js";
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
 import { planCapiClaim } from "./plan.js";
-import { capiClaimClusterName } from "./translate.js";
+import { capiAddressToPool, capiClaimClusterName, capiClaimToPool } from "./translate.js";
 
 /** The selectable field naming the pool of a Cluster API IPAddress (not selectable in Cluster API's CRDs: read here). */
 const CAPI_ADDRESS_POOL_FIELD = {
@@ -26,7 +28,10 @@ export class IPAddressClaimApi implements ClaimApi {
   readonly claimKind = IPADDRESSCLAIM_KIND;
   readonly recordKind = "CapiIPAddress";
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly kinds: PoolKinds,
+  ) {}
 
   private get capi(): CapiInformers | undefined {
     return this.store.capi;
@@ -46,6 +51,30 @@ export class IPAddressClaimApi implements ClaimApi {
 
   recordsOf(key: string): CapiIPAddress[] {
     return this.capi?.addresses.byIndex(BY_POOL, key) ?? [];
+  }
+
+  claimInPool(cacheKey: string, key: string): KubeObject | undefined {
+    const [namespace, name] = splitCacheKey(cacheKey);
+    const claim = this.capi?.claims.get(namespace, name);
+    return claim && capiClaimToPool(this.kinds, claim).includes(key) ? claim : undefined;
+  }
+
+  claimKeyOf(record: PoolRecord): string | undefined {
+    const name = (record as CapiIPAddress).spec?.claimRef?.name;
+    return name ? `${record.metadata.namespace ?? ""}/${name}` : undefined;
+  }
+
+  recordsOfClaim(cacheKey: string, key: string): CapiIPAddress[] {
+    const records = this.capi?.addresses.byIndex(BY_CLAIM, cacheKey) ?? [];
+    return records.filter((a) => capiAddressToPool(this.kinds, a).includes(key));
+  }
+
+  claimChanges(key: string): BucketChange<KubeObject>[] | undefined {
+    return this.capi ? this.capi.claims.changesIn(BY_POOL, key) : [];
+  }
+
+  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined {
+    return this.capi ? this.capi.addresses.changesIn(BY_POOL, key) : [];
   }
 
   needsAllocation(claim: KubeObject): boolean {
@@ -94,7 +123,7 @@ export class IPAddressClaimApi implements ClaimApi {
           addressApiVersion: capi.addresses.client.apiVersion(),
           heldByAnother: pass.heldByAnother,
         });
-        return () => applyCapiClaimAction(pass, capi, action);
+        return { write: () => applyCapiClaimAction(pass, capi, action), settled: action.kind === "bind" };
       },
     };
   }
@@ -104,10 +133,10 @@ export class IPAddressClaimApi implements ClaimApi {
    * the claim's finalizer was removed by someone else, so its release never ran. Released like IPAddress orphans;
    * those of a claim that left with `clusterctl move` are in use on the other side and stay.
    */
-  async cleanupOrphans(pass: Pass): Promise<void> {
+  async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
     const capi = this.capi;
     if (!capi) return;
-    for (const address of this.recordsOf(pass.key)) {
+    for (const address of (candidates ?? this.recordsOf(pass.key)) as CapiIPAddress[]) {
       if (!hasFinalizer(address.metadata, pass.kind.finalizers.record)) continue;
       const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPADDRESSCLAIM_KIND);
       if (!owner || this.store.movedAway.has(owner.uid) || isDeletedForMove(address.metadata)) continue;

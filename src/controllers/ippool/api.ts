@@ -19,8 +19,10 @@ import type { PoolKind, PoolRecord } from "../pools/kind.js";
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { Store } from "../store.js";
 import { applyClaimAction, holderOf, releaseAddress } from "./claims.js";
-import { BY_CLAIM, BY_POOL } from "../pools/indexes.js";
+import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
+import type { BucketChange } from "../../kube/journal.js";
 import { planClaim } from "./plan.js";
+import { addressToPool, claimToPool } from "./indexes.js";
 
 /** The selectable field naming the pool of an IPAddress (field selector, and how to read it where unsupported). */
 const ADDRESS_POOL_FIELD = { path: "spec.pool.name", read: (a: IPAddress): string | undefined => a.spec?.pool?.name };
@@ -50,6 +52,29 @@ export class IPClaimApi implements ClaimApi {
 
   recordsOf(key: string): IPAddress[] {
     return this.store.addresses.byIndex(BY_POOL, key);
+  }
+
+  claimInPool(cacheKey: string, key: string): KubeObject | undefined {
+    const [namespace, name] = splitCacheKey(cacheKey);
+    const claim = this.store.claims.get(namespace, name);
+    return claim && claimToPool(claim) === key ? claim : undefined;
+  }
+
+  claimKeyOf(record: PoolRecord): string | undefined {
+    const name = (record as IPAddress).spec?.claim?.name;
+    return name ? `${record.metadata.namespace ?? ""}/${name}` : undefined;
+  }
+
+  recordsOfClaim(cacheKey: string, key: string): IPAddress[] {
+    return this.store.addresses.byIndex(BY_CLAIM, cacheKey).filter((a) => addressToPool(a) === key);
+  }
+
+  claimChanges(key: string): BucketChange<KubeObject>[] | undefined {
+    return this.store.claims.changesIn(BY_POOL, key);
+  }
+
+  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined {
+    return this.store.addresses.changesIn(BY_POOL, key);
   }
 
   needsAllocation(claim: KubeObject): boolean {
@@ -87,7 +112,7 @@ export class IPClaimApi implements ClaimApi {
           onCollision: pass.onCollision,
           heldByAnother: pass.heldByAnother,
         });
-        return () => applyClaimAction(ctx, action);
+        return { write: () => applyClaimAction(ctx, action), settled: action.kind === "bind" };
       },
     };
   }
@@ -96,8 +121,8 @@ export class IPClaimApi implements ClaimApi {
    * IPAddresses made for a claim that no longer exists (Metal3 leaks them, its issue 694). Only addresses owned by an
    * IPClaim qualify, so person-made reservations stay; the claim's absence is confirmed with the API server.
    */
-  async cleanupOrphans(pass: Pass): Promise<void> {
-    for (const address of this.recordsOf(pass.key)) {
+  async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
+    for (const address of (candidates ?? this.recordsOf(pass.key)) as IPAddress[]) {
       const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPCLAIM_KIND);
       const claimName = address.spec?.claim?.name;
       if (!owner || !claimName) continue;

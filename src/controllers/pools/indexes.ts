@@ -45,3 +45,9 @@ export function parsePoolKey(key: string): PoolRef | undefined {
     name: key.slice(second + 1),
   };
 }
+
+/** `<namespace>/<name>` (an informer's cache key) → [namespace, name]. */
+export function splitCacheKey(cacheKey: string): [string, string] {
+  const i = cacheKey.indexOf("/");
+  return [cacheKey.slice(0, i), cacheKey.slice(i + 1)];
+}

@@ -5,6 +5,7 @@
  */
 import type { ObjectMeta, Reason } from "../../../api/v1alpha1/types.js";
 import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
+import type { BucketChange } from "../../kube/journal.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { Logger } from "../../runtime/logger.js";
 import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
@@ -54,6 +55,8 @@ export interface Pass {
   pool: PoolObject | undefined;
   /** Set when the pool may not hand out new addresses (deleting); preallocated claims are still served. */
   allocationBlocked?: { reason: Reason; message: string };
+  /** The pool's collisions: those found when its allocator was built, then those this pass finds. */
+  collisions: string[];
   /** Called for an address skipped because another pool's record bears its name. */
   onCollision: (message: string) => void;
   /** Whether another record of the pool (of either API) holds the address `record` holds. */
@@ -63,7 +66,8 @@ export interface Pass {
 /** One claim's decision, taken in pass order; the write it returns runs later, a few at a time. */
 export interface ClaimWork {
   claim: KubeObject;
-  decide: () => () => Promise<void>;
+  /** Decides; `settled` says the claim is bound and needs no further pass until it or its records change. */
+  decide: () => { write: () => Promise<void>; settled: boolean };
 }
 
 /**
@@ -79,6 +83,16 @@ export interface ClaimApi {
   serves(kind: PoolKind): boolean;
   /** The claims of pool `key` (unsorted). */
   claimsOf(key: string): KubeObject[];
+  /** The claim cached under `cacheKey` (`<namespace>/<name>`) if it belongs to pool `key`. */
+  claimInPool(cacheKey: string, key: string): KubeObject | undefined;
+  /** The cache key of the claim `record` was made for, if it names one. */
+  claimKeyOf(record: PoolRecord): string | undefined;
+  /** Records whose claim is the one cached under `cacheKey`, in pool `key`. */
+  recordsOfClaim(cacheKey: string, key: string): PoolRecord[];
+  /** What changed among the claims of pool `key` since the last call; undefined when the log overflowed. */
+  claimChanges(key: string): BucketChange<KubeObject>[] | undefined;
+  /** What changed among the records of pool `key` since the last call; undefined when the log overflowed. */
+  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined;
   /** The records of pool `key`. */
   recordsOf(key: string): PoolRecord[];
   /** A live claim with no record yet: the pass will allocate for it. */
@@ -94,8 +108,8 @@ export interface ClaimApi {
   listRecords(pass: Pick<Pass, "kind" | "ref">, notOlderThan: string | undefined): Promise<void>;
   /** The decision for `claim`, taken when the pass reaches it in claim order. */
   work(pass: Pass, claim: KubeObject): ClaimWork;
-  /** Releases records this API made for claims that no longer exist. */
-  cleanupOrphans(pass: Pass): Promise<void>;
+  /** Releases records this API made for claims that no longer exist: among `candidates`, or all of the pool's. */
+  cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void>;
   /** Live claims of the pool that no record of this API names yet. */
   pending(key: string): number;
 }

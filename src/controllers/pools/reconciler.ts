@@ -6,9 +6,8 @@
  * API does is its {@link ClaimApi}.
  */
 import { Reasons } from "../../../api/v1alpha1/types.js";
-import type { PoolAllocator } from "../../ipam/allocator.js";
 import { describeError } from "../../kube/errors.js";
-import type { Informer } from "../../kube/informer.js";
+import { keyOf, type Informer } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { Logger } from "../../runtime/logger.js";
 import { noMetrics, type ControllerMetrics } from "../../runtime/metrics.js";
@@ -18,6 +17,13 @@ import type { EventSink } from "../events.js";
 import { byCreationThenName, isDeleting } from "../meta.js";
 import type { Store } from "../store.js";
 import { freshnessBarrier, holdersOf } from "./barrier.js";
+import {
+  applyRecordChanges,
+  FULL_PASS_INTERVAL_MS,
+  poolFingerprint,
+  type ApiChanges,
+  type PoolState,
+} from "./state.js";
 import { parsePoolKey, type PoolRef } from "./indexes.js";
 import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
 import type { ApplyContext, ClaimApi, Pass } from "./pass.js";
@@ -42,6 +48,10 @@ export const STATUS_WRITE_INTERVAL_MS = 2_000;
 export class PoolReconciler {
   /** When each pool's status was last written (its key), for {@link STATUS_WRITE_INTERVAL_MS}. */
   private readonly statusWrittenAt = new Map<string, number>();
+  /** What each pool's passes keep between them (pools/state.ts), by pool key. */
+  private readonly states = new Map<string, PoolState>();
+  /** Pools whose next pass must be full. */
+  private readonly fullNext = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -82,8 +92,6 @@ export class PoolReconciler {
       return;
     }
     const apis = this.apis.filter((api) => api.serves(kind) && api.records() !== undefined);
-    // Unsorted: reconcileClaims puts the decisions in order.
-    const claims = new Map(apis.map((api) => [api, api.claimsOf(key)]));
     const metrics = this.options.metrics ?? noMetrics;
     const ctx: ApplyContext = {
       store: this.store,
@@ -96,19 +104,138 @@ export class PoolReconciler {
     };
     const collisions: string[] = [];
     const pass = this.passFor(ctx, kind, ref, key, pool, collisions);
+    try {
+      const result = await this.runPass(pass, apis, pools, pool);
+      if (ctx.requeue) this.fullNext.add(key);
+      return result;
+    } catch (err) {
+      // Changes taken from the logs may be half applied: the next pass starts over from the whole cache.
+      this.fullNext.add(key);
+      throw err;
+    }
+  }
+
+  /**
+   * One pass, full or incremental (pools/state.ts): which claims to plan, the barrier, the allocator, the decisions,
+   * orphans, then deletion or status.
+   */
+  private async runPass(
+    pass: Pass,
+    apis: readonly ClaimApi[],
+    pools: Informer<PoolObject>,
+    pool: PoolObject | undefined,
+  ): Promise<ReconcileResult> {
+    const { ctx, key } = pass;
+    const changes = new Map(apis.map((api): [ClaimApi, ApiChanges] => [api, this.takeChanges(api, key)]));
+    const kept = pool ? this.states.get(key) : undefined;
+    const full = !pool || !kept || this.needsFullPass(key, pool, kept, changes);
+    // Unsorted: reconcileClaims puts the decisions in order.
+    const claims = full ? allClaims(apis, key) : plannedClaims(apis, key, kept, changes);
     const confirm = await freshnessBarrier(pass, apis, claims);
     if (confirm) ctx.confirm = confirm;
-    ctx.allocator = pool ? await this.buildAllocator(pass, apis, pool, collisions) : undefined;
-    if (!pool) {
-      kind.forget?.(ref, metrics);
-      this.statusWrittenAt.delete(key);
-    }
-    await this.reconcileClaims(pass, claims);
-    for (const api of apis) await api.cleanupOrphans(pass);
+    const state = await this.stateFor(pass, apis, pool, full ? undefined : kept, changes);
+    await this.reconcileClaims(pass, claims, state);
+    for (const api of apis) await api.cleanupOrphans(pass, full ? undefined : orphanCandidates(api, key, changes));
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(pass, apis, pools, pool);
-    else if (pool && ctx.allocator) await this.writePoolStatus(pass, apis, pools, pool, ctx.allocator, collisions);
-    const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs].filter((ms) => ms !== undefined);
-    return after.length > 0 ? { requeueAfterMs: Math.min(...after) } : undefined;
+    else if (pool && state) await this.writePoolStatus(pass, apis, pools, pool, state, full);
+    return requeueOf(ctx);
+  }
+
+  /**
+   * The state this pass decides with: built anew (a full pass: `kept` undefined), advanced (incremental), or none
+   * (the pool is gone: what was kept about it is forgotten). The pass's collisions start with the state's.
+   */
+  private async stateFor(
+    pass: Pass,
+    apis: readonly ClaimApi[],
+    pool: PoolObject | undefined,
+    kept: PoolState | undefined,
+    changes: Map<ClaimApi, ApiChanges>,
+  ): Promise<PoolState | undefined> {
+    const { ctx, key } = pass;
+    if (!pool) {
+      this.states.delete(key);
+      pass.kind.forget?.(pass.ref, ctx.metrics);
+      this.statusWrittenAt.delete(key);
+      return undefined;
+    }
+    const state = kept ? this.advanceState(pass, apis, kept, changes) : await this.buildState(pass, apis, pool);
+    this.states.set(key, state);
+    state.statusStale ||= !kept || anyChange(changes);
+    ctx.allocator = state.allocator;
+    pass.collisions.push(...state.collisions);
+    return state;
+  }
+
+  /** Everything that changed in pool `key` for `api` since its last pass (taken out of the logs). */
+  private takeChanges(api: ClaimApi, key: string): ApiChanges {
+    return { claims: api.claimChanges(key), records: api.recordChanges(key) };
+  }
+
+  /** Whether this pass must start over from the whole cache (see pools/state.ts). */
+  private needsFullPass(
+    key: string,
+    pool: PoolObject,
+    kept: PoolState,
+    changes: ReadonlyMap<ClaimApi, ApiChanges>,
+  ): boolean {
+    const asked = this.fullNext.delete(key);
+    const overflowed = [...changes.values()].some((c) => c.claims === undefined || c.records === undefined);
+    return (
+      asked ||
+      overflowed ||
+      isDeleting(pool.metadata) ||
+      kept.fingerprint !== poolFingerprint(pool) ||
+      Date.now() - kept.builtAt > FULL_PASS_INTERVAL_MS
+    );
+  }
+
+  /** Asks for a full pass of pool `key` next time (a Cluster it depends on changed). */
+  markFull(key: string): void {
+    this.fullNext.add(key);
+  }
+
+  /**
+   * A full pass's state: the allocator built from the spec with every record of the pool reserved, then what other
+   * pools stand in the way of. The change logs are emptied in the same synchronous step: everything they held is in
+   * the cache the allocator was just built from.
+   */
+  private async buildState(pass: Pass, apis: readonly ClaimApi[], pool: PoolObject): Promise<PoolState> {
+    const kctx = { store: this.store, log: pass.ctx.log };
+    const allocator = await pass.kind.openAllocator(pool, kctx);
+    for (const api of apis) {
+      for (const record of api.recordsOf(pass.key)) allocator.reserve(record.spec.address, api.holderOf(record, pass));
+      api.recordChanges(pass.key);
+    }
+    const collisions = pass.kind.reserveForeign?.(pool, allocator, kctx) ?? [];
+    const unsettled = new Map(apis.map((api) => [api, new Set<string>()]));
+    return {
+      fingerprint: poolFingerprint(pool),
+      allocator,
+      collisions,
+      unsettled,
+      builtAt: Date.now(),
+      statusStale: true,
+    };
+  }
+
+  /**
+   * An incremental pass's state: the kept allocator brought up to date with the records that changed, those taken
+   * before the barrier and those the barrier itself brought in (taken now, in the synchronous step before deciding).
+   */
+  private advanceState(
+    pass: Pass,
+    apis: readonly ClaimApi[],
+    kept: PoolState,
+    changes: ReadonlyMap<ClaimApi, ApiChanges>,
+  ): PoolState {
+    for (const api of apis) {
+      applyRecordChanges(kept.allocator, api, pass, changes.get(api)?.records ?? []);
+      const late = api.recordChanges(pass.key) ?? [];
+      applyRecordChanges(kept.allocator, api, pass, late);
+      changes.get(api)?.records?.push(...late);
+    }
+    return kept;
   }
 
   private now(): Date {
@@ -134,6 +261,7 @@ export class PoolReconciler {
       key,
       pool,
       ...(blocked ? { allocationBlocked: blocked } : {}),
+      collisions,
       onCollision: (message) => void collisions.push(message),
       heldByAnother: (record) =>
         this.holdersOf(key, record.spec.address).some((r) => r.metadata.uid !== record.metadata.uid),
@@ -162,28 +290,25 @@ export class PoolReconciler {
   }
 
   /**
-   * Every record of the pool holds its address for its claim, whoever made it (person-made reservations, adopted
-   * records, Metal3's); then the kind reserves what other pools stand in the way of, reported as collisions.
+   * Decides claim by claim (every API, one deterministic order), then applies the writes a few at a time. A claim not
+   * bound by its decision is kept in `state.unsettled`, so incremental passes plan it again until it is.
    */
-  private async buildAllocator(
+  private async reconcileClaims(
     pass: Pass,
-    apis: readonly ClaimApi[],
-    pool: PoolObject,
-    collisions: string[],
-  ): Promise<PoolAllocator> {
-    const kctx = { store: this.store, log: pass.ctx.log };
-    const allocator = await pass.kind.openAllocator(pool, kctx);
-    for (const api of apis)
-      for (const record of api.recordsOf(pass.key)) allocator.reserve(record.spec.address, api.holderOf(record, pass));
-    collisions.push(...(pass.kind.reserveForeign?.(pool, allocator, kctx) ?? []));
-    return allocator;
-  }
-
-  /** Decides claim by claim (every API, one deterministic order), then applies the writes a few at a time. */
-  private async reconcileClaims(pass: Pass, claims: ReadonlyMap<ClaimApi, readonly KubeObject[]>): Promise<void> {
-    const work = [...claims].flatMap(([api, list]) => list.map((claim) => api.work(pass, claim)));
+    claims: ReadonlyMap<ClaimApi, readonly KubeObject[]>,
+    state: PoolState | undefined,
+  ): Promise<void> {
+    const work = [...claims].flatMap(([api, list]) => list.map((claim) => ({ api, ...api.work(pass, claim) })));
     // Decisions run in claim order (creation, then name) across the APIs, so no API starves another.
-    const writes = work.sort((a, b) => byCreationThenName(a.claim, b.claim)).map((w) => w.decide());
+    const writes = work
+      .sort((a, b) => byCreationThenName(a.claim, b.claim))
+      .map(({ api, claim, decide }) => {
+        const { write, settled } = decide();
+        const unsettled = state?.unsettled.get(api);
+        if (settled) unsettled?.delete(keyOf(claim));
+        else unsettled?.add(keyOf(claim));
+        return write;
+      });
     await runLimited(writes, this.options.writeConcurrency ?? 32, (write) => write());
   }
 
@@ -202,31 +327,41 @@ export class PoolReconciler {
     await this.store.removeFinalizer(pools, pool, pass.kind.finalizers.pool);
   }
 
+  /**
+   * Computes and writes the pool's status when something it shows may have changed. The status is a view rebuilt
+   * from every record (Metal3's `indexes` lists every claim), so an incremental pass does not compute it while a
+   * write would be held back anyway: it leaves it to the pass queued for when the write is due, which then computes
+   * it once for every change in between. A full pass, or a new collision (a condition), computes it at once.
+   */
   private async writePoolStatus(
     pass: Pass,
     apis: readonly ClaimApi[],
     pools: Informer<PoolObject>,
     pool: PoolObject,
-    allocator: PoolAllocator,
-    collisions: string[],
+    state: PoolState,
+    full: boolean,
   ): Promise<void> {
     const { ctx, key } = pass;
+    if (!state.statusStale) return;
+    const newCollision = pass.collisions.length > state.collisions.length;
+    const waitMs = full || newCollision ? 0 : this.statusDeferral(key);
+    if (waitMs > 0) {
+      ctx.statusDueInMs = waitMs;
+      return;
+    }
     const of = (claimKind: string): ClaimApi | undefined => apis.find((api) => api.claimKind === claimKind);
     const records = {
       addresses: of("IPClaim")?.recordsOf(key) ?? [],
       capiAddresses: of("IPAddressClaim")?.recordsOf(key) ?? [],
       pending: { IPClaim: of("IPClaim")?.pending(key) ?? 0, IPAddressClaim: of("IPAddressClaim")?.pending(key) ?? 0 },
     };
-    const decision = pass.kind.desiredStatus(pool, {
-      records,
-      allocator,
-      collisions,
-      now: ctx.now,
-      metrics: ctx.metrics,
-    });
+    const input = { records, allocator: state.allocator, collisions: pass.collisions, now: ctx.now };
+    const decision = pass.kind.desiredStatus(pool, { ...input, metrics: ctx.metrics });
+    state.statusStale = false;
     if (!decision) return;
     const deferMs = decision.viewOnly ? this.statusDeferral(key) : 0;
     if (deferMs > 0) {
+      state.statusStale = true;
       ctx.statusDueInMs = deferMs;
       return;
     }
@@ -243,6 +378,60 @@ export class PoolReconciler {
     const last = this.statusWrittenAt.get(key);
     return last === undefined ? 0 : Math.max(0, last + STATUS_WRITE_INTERVAL_MS - Date.now());
   }
+}
+
+/** When the pool should run again: soon after a lost race, or when a held-back status write is due. */
+function requeueOf(ctx: ApplyContext): ReconcileResult {
+  const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs].filter((ms) => ms !== undefined);
+  return after.length > 0 ? { requeueAfterMs: Math.min(...after) } : undefined;
+}
+
+/** Every claim of pool `key`, per API (a full pass). */
+function allClaims(apis: readonly ClaimApi[], key: string): Map<ClaimApi, KubeObject[]> {
+  return new Map(apis.map((api) => [api, api.claimsOf(key)]));
+}
+
+/**
+ * The claims an incremental pass plans, per API: those not settled yet, those that changed, and those whose records
+ * changed, as far as they still belong to the pool. Keys of claims gone from the pool leave the unsettled set.
+ */
+function plannedClaims(
+  apis: readonly ClaimApi[],
+  key: string,
+  state: PoolState,
+  changes: ReadonlyMap<ClaimApi, ApiChanges>,
+): Map<ClaimApi, KubeObject[]> {
+  const planned = new Map<ClaimApi, KubeObject[]>();
+  for (const api of apis) {
+    const unsettled = state.unsettled.get(api) ?? new Set<string>();
+    const keys = new Set(unsettled);
+    for (const change of changes.get(api)?.claims ?? []) keys.add(change.key);
+    for (const { before, after } of changes.get(api)?.records ?? []) {
+      const claimKey = api.claimKeyOf((after ?? before) as PoolRecord);
+      if (claimKey) keys.add(claimKey);
+    }
+    const claims: KubeObject[] = [];
+    for (const claimKey of keys) {
+      const claim = api.claimInPool(claimKey, key);
+      if (claim) claims.push(claim);
+      else unsettled.delete(claimKey);
+    }
+    planned.set(api, claims);
+  }
+  return planned;
+}
+
+/** The records an incremental pass checks for orphans: those that changed, and those of claims that left the pool. */
+function orphanCandidates(api: ClaimApi, key: string, changes: ReadonlyMap<ClaimApi, ApiChanges>): PoolRecord[] {
+  const c = changes.get(api);
+  const candidates = (c?.records ?? []).flatMap((change) => (change.after ? [change.after] : []));
+  for (const change of c?.claims ?? []) if (!change.after) candidates.push(...api.recordsOfClaim(change.key, key));
+  return [...new Set(candidates)];
+}
+
+/** Whether any claim or record of the pool changed. */
+function anyChange(changes: ReadonlyMap<ClaimApi, ApiChanges>): boolean {
+  return [...changes.values()].some((c) => (c.claims?.length ?? 0) > 0 || (c.records?.length ?? 0) > 0);
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; rejects with the first error after all have settled. */

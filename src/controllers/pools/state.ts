@@ -1,0 +1,76 @@
+/**
+ * What the passes of one pool keep between them, so that a pass costs in proportion to what changed, not to the pool
+ * (issue 27: a claim arriving in a pool of 10,000 must cost about what it costs in an empty one). A pass is either
+ * FULL (every claim planned, the allocator rebuilt from every record, every record checked for orphans: the way every
+ * pass used to run) or INCREMENTAL: it plans the claims that changed, the claims whose records changed and the claims
+ * not settled yet, and brings the kept allocator up to date from the records that changed (the informers' per-pool
+ * change logs, src/kube/journal.ts).
+ *
+ * A pass is full when nothing is kept yet, the pool changed (spec, generation or metadata: its fingerprint), a change
+ * log overflowed, the previous pass failed or lost a race (its changes may be half applied), a Cluster changed, or
+ * {@link FULL_PASS_INTERVAL_MS} passed since the last full one (a safety net: it re-derives everything from the cache).
+ */
+import type { PoolAllocator } from "../../ipam/allocator.js";
+import type { BucketChange } from "../../kube/journal.js";
+import type { KubeObject } from "../../kube/resource.js";
+import type { PoolObject, PoolRecord } from "./kind.js";
+import type { ClaimApi } from "./pass.js";
+
+/** The longest a pool goes without a full pass while it keeps getting passes. */
+export const FULL_PASS_INTERVAL_MS = 300_000;
+
+export interface PoolState {
+  /** {@link poolFingerprint} of the pool the allocator was built for. */
+  fingerprint: string;
+  /** Every record of the pool reserved, as the last pass left it. */
+  allocator: PoolAllocator;
+  /** Collisions found when the allocator was built (Metal3's shared namePrefix), for the status. */
+  collisions: readonly string[];
+  /** Claims planned again on every pass until bound (failed, waiting, paused, being created or released), by API. */
+  unsettled: Map<ClaimApi, Set<string>>;
+  /** When the last full pass built this state (Date.now()). */
+  builtAt: number;
+  /** Something the status shows may have changed since it was last computed. */
+  statusStale: boolean;
+}
+
+/** The changes one pass takes from an API's change logs; undefined after an overflow. */
+export interface ApiChanges {
+  claims: BucketChange<KubeObject>[] | undefined;
+  records: BucketChange<PoolRecord>[] | undefined;
+}
+
+/**
+ * What of a pool, when it changes, invalidates what passes keep: its spec (generation counts spec changes of kinds
+ * with a status subresource, as all ours have), deletion, and the metadata the pass acts on. Status writes (ours)
+ * leave it alone.
+ */
+export function poolFingerprint(pool: PoolObject): string {
+  const m = pool.metadata;
+  return JSON.stringify([
+    m.uid,
+    m.generation,
+    m.deletionTimestamp,
+    m.labels,
+    m.annotations,
+    m.finalizers,
+    m.ownerReferences?.length,
+  ]);
+}
+
+/**
+ * Brings `allocator` up to date with record changes, oldest first: a record that left the pool (or changed) gives
+ * back what it held, one that entered (or changed) holds its address. Both are idempotent, so a change the pass made
+ * itself (already reserved or released when it decided) is applied again harmlessly.
+ */
+export function applyRecordChanges(
+  allocator: PoolAllocator,
+  api: ClaimApi,
+  kind: Parameters<ClaimApi["holderOf"]>[1],
+  changes: readonly BucketChange<PoolRecord>[],
+): void {
+  for (const { before, after } of changes) {
+    if (before) allocator.release(before.spec.address, api.holderOf(before, kind));
+    if (after) allocator.reserve(after.spec.address, api.holderOf(after, kind));
+  }
+}
