@@ -3,7 +3,9 @@
  *
  *   1. burst: BENCH_CLAIMS claims of each kind (default 1000; 10,000 too with `--large`) created at once on one pool;
  *      time until all are bound, distinctness, controller CPU seconds and RSS, API requests per claim (from the API
- *      server's apiserver_request_total), and the ratio to a bare client doing the unavoidable writes in the same run
+ *      server's apiserver_request_total), and the ratio to a bare client doing the unavoidable writes in the same run.
+ *      Kinds: IPClaim and IPAddressClaim on an IPPool, IPAddressClaim on an InClusterIPPool and on a
+ *      GlobalInClusterIPPool (claims spread over 3 namespaces); see bench/kinds.ts
  *   2. latency: BENCH_LATENCY_CLAIMS claims (default 50) one at a time on a quiet pool; median and p90
  *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random
  *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
@@ -19,11 +21,11 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
-import { CAPI_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
+import { CAPI_CRDS, INCLUSTER_POOL_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
 import { readConfig, type BenchConfig } from "./bench/config.js";
 import { startBenchController, stopAllControllers } from "./bench/controller.js";
-import { CAPI_IPADDRESSCLAIM, METAL3_IPCLAIM } from "./bench/kinds.js";
+import { CAPI_IPADDRESSCLAIM, CLAIM_KINDS, METAL3_IPCLAIM, type ClaimKind } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
 import {
   bareClientCeiling,
@@ -34,12 +36,13 @@ import {
   type BenchContext,
 } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
-import { trickle } from "./bench/trickle.js";
+import { trickle, trickleProfileName } from "./bench/trickle.js";
 import { describeError } from "../src/kube/errors.js";
 import { LocalPlane } from "./testkit/plane.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
-const KINDS = [METAL3_IPCLAIM, CAPI_IPADDRESSCLAIM];
+/** "IPAddressClaims on InClusterIPPool", for the progress lines. */
+const plural = (kind: ClaimKind): string => `${kind.label}s on ${kind.pool.label}`;
 
 let plane: LocalPlane | undefined;
 
@@ -63,10 +66,10 @@ function runAllocator(config: BenchConfig, results: BenchResults): void {
 }
 
 async function runClusterScenarios(config: BenchConfig, results: BenchResults): Promise<void> {
-  progress("starting the local plane (etcd, kube-apiserver) with our CRDs and Cluster API's");
+  progress("starting the local plane (etcd, kube-apiserver) with our CRDs, the in-cluster pools' and Cluster API's");
   // No kube-controller-manager: its garbage collector checks owners with GETs of its own, which would be counted as
   // the controller's requests per claim (the bench never deletes, so nothing needs collecting).
-  plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, CAPI_CRDS], controllerManager: false });
+  plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, INCLUSTER_POOL_CRDS, CAPI_CRDS], controllerManager: false });
   const ctx: BenchContext = {
     kc: plane.kubeConfig,
     kubeconfigPath: plane.kubeconfigPath,
@@ -90,8 +93,8 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
 async function runTrickles(ctx: BenchContext, config: BenchConfig, results: BenchResults): Promise<void> {
   results.trickles = [];
   for (const held of config.trickleHeld)
-    for (const kind of KINDS) {
-      progress(`trickle: ${config.trickleClaims} ${kind.label}s one at a time into a pool holding ${held}`);
+    for (const kind of CLAIM_KINDS) {
+      progress(`trickle: ${config.trickleClaims} ${plural(kind)} one at a time, the pool holding ${held}`);
       const result = await trickle(ctx, kind, {
         held,
         claims: config.trickleClaims,
@@ -102,7 +105,7 @@ async function runTrickles(ctx: BenchContext, config: BenchConfig, results: Benc
       const dir = process.env.BENCH_CPU_PROF;
       if (dir)
         progress(
-          `  its profile over the window: npx tsx hack/bench/cpuprofile.ts ${join(dir, `trickle-${kind.label}-${held}.cpuprofile`)} ` +
+          `  its profile over the window: npx tsx hack/bench/cpuprofile.ts ${join(dir, trickleProfileName(kind, held))} ` +
             `25 --window=${result.monotonicWindowMs.map((ms) => ms.toFixed(0)).join(",")}`,
         );
     }
@@ -115,17 +118,17 @@ async function runBursts(ctx: BenchContext, config: BenchConfig, results: BenchR
   // first, the 1,000-claim bursts came after 40,000 more writes and deletes, and their ratio fell to 0.50-0.64.
   // A controller serves one size's bursts; the next size's starts on the claims the earlier bursts left.
   for (const [i, size] of config.sizes.entries()) {
-    for (const kind of KINDS) {
+    for (const kind of CLAIM_KINDS) {
       progress(
-        `ceiling: a bare client writes what ${size} ${kind.label}s need, ${config.concurrency} claims in flight`,
+        `ceiling: a bare client writes what ${size} ${plural(kind)} need, ${config.concurrency} claims in flight`,
       );
       results.ceilings.push(await bareClientCeiling(ctx, kind, size, config.concurrency));
     }
     progress(`starting the compiled controller (all namespaces) for the ${size}-claim bursts`);
     const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir);
     try {
-      for (const kind of KINDS) {
-        progress(`burst: ${size} ${kind.label}s, ${config.concurrency} in flight`);
+      for (const kind of CLAIM_KINDS) {
+        progress(`burst: ${size} ${plural(kind)}, ${config.concurrency} in flight`);
         results.bursts.push(
           await bindBurst(ctx, kind, {
             count: size,

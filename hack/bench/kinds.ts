@@ -1,37 +1,29 @@
 /**
- * The claim kinds a scenario can drive. A scenario only needs to create a claim, recognise a bound one in a watch
- * event, and read back which address each claim got; the Cluster API kind (IPAddressClaim on an IPPool) plugs in by
- * implementing {@link ClaimKind} the same way as {@link METAL3_IPCLAIM}.
+ * The claim kinds a scenario can drive, each on the pool kind it asks: Metal3's IPClaim on an IPPool, and Cluster
+ * API's IPAddressClaim on an IPPool, an InClusterIPPool or a GlobalInClusterIPPool (issue 24). A scenario only needs
+ * to create the claim's pool ({@link ClaimKind.pool}) and claims, recognise a bound claim in a watch event, and read
+ * back which address each claim got.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import {
-  CAPI_IPADDRESS_FINALIZER,
-  IPADDRESSCLAIM_FINALIZER,
-  type CapiIPAddress,
-  type IPAddressClaim,
-} from "../../api/capi/types.js";
-import {
-  GROUP,
-  IPPOOL_KIND,
-  IPADDRESS_FINALIZER,
-  IPCLAIM_FINALIZER,
-  READY_CONDITION,
-  type IPClaim,
-} from "../../api/v1alpha1/types.js";
+import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, READY_CONDITION, type IPClaim } from "../../api/v1alpha1/types.js";
 import { clients, claim } from "../testkit/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
-// Aliased: this module exports its own CAPI_IPADDRESSCLAIM (a ClaimKind).
+// Aliased: this module exports ClaimKinds of Cluster API's IPAddressClaim under names of their own.
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM as CAPI_CLAIM, IPCLAIM, resourceType } from "../../api/registry.js";
+import { BENCH_PREFIX, GLOBAL_INCLUSTER_POOL, INCLUSTER_POOL, METAL3_POOL, type BenchPool } from "./pools.js";
 
 /** What a scenario needs to know about one kind of claim. */
 export interface ClaimKind {
-  /** Short label for the report, e.g. "IPClaim". */
+  /** The claim's kind, for the report: "IPClaim" or "IPAddressClaim". */
   readonly label: string;
+  /** The pool the claims ask, which a scenario creates for them. */
+  readonly pool: BenchPool;
   /** The claim resource, for the watch that observes binding. */
   readonly claimType: ResourceType;
-  /** Creates claim `name` in `namespace` asking IPPool `poolName` (same namespace) for an address. */
+  /** Creates claim `name` in `namespace` asking pool `poolName` of {@link pool} (same namespace if namespaced). */
   create(kc: KubeConfig, namespace: string, name: string, poolName: string): Promise<void>;
   /** Whether a claim object, as a watch delivers it, is bound: address reference set and Ready=True. */
   isBound(obj: unknown): boolean;
@@ -104,6 +96,7 @@ function readyTrue(conditions: unknown): boolean {
 /** Metal3's IPClaim (`ipam.metal3.io/v1alpha1`): bound when `status.address.name` is set and Ready=True. */
 export const METAL3_IPCLAIM: ClaimKind = {
   label: "IPClaim",
+  pool: METAL3_POOL,
   claimType: resourceType(IPCLAIM),
   createRequest: `POST ${IPCLAIM.group}/${IPCLAIM.plural}`,
   async create(kc, namespace, name, poolName) {
@@ -117,7 +110,7 @@ export const METAL3_IPCLAIM: ClaimKind = {
     });
     const record = await c.addresses.create(namespace, {
       metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [IPADDRESS_FINALIZER] },
-      spec: { address, prefix: 16, pool: { name: poolName, namespace }, claim: { name, namespace } },
+      spec: { address, prefix: BENCH_PREFIX, pool: { name: poolName, namespace }, claim: { name, namespace } },
     });
     await c.claims.patchStatus(namespace, name, {
       status: { address: { name: record.metadata.name, namespace }, conditions: readyCondition(address) },
@@ -154,60 +147,77 @@ const capiAddresses = cached(
   (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
     new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
 );
-const capiClaim = (namespace: string, name: string, poolName: string): IPAddressClaim => ({
-  metadata: { name, namespace },
-  spec: { poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName } },
-});
 const CAPI_CLAIM_TYPE: ResourceType = resourceType(CAPI_CLAIM);
 
 /**
- * Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io/v1beta2`) on one of our pools: bound when `status.addressRef`
- * is set and Ready=True; the address is read from the Cluster API IPAddress it names. The claim is served by the same
- * pool pass as IPClaims (translated in memory, one Cluster API IPAddress as its record), so the two kinds should cost
- * about the same.
+ * Cluster API's IPAddressClaim (`ipam.cluster.x-k8s.io/v1beta2`) on a pool of `pool`'s kind: bound when
+ * `status.addressRef` is set and Ready=True; the address is read from the Cluster API IPAddress it names. Every pool
+ * kind serves it through the same pool pass (translated in memory, one Cluster API IPAddress as its record); what
+ * differs is the pool's allocatable set, its status, and the record's name and finalizers ({@link BenchPool.capiRecord}).
  */
-export const CAPI_IPADDRESSCLAIM: ClaimKind = {
-  label: "IPAddressClaim",
-  claimType: CAPI_CLAIM_TYPE,
-  createRequest: `POST ${CAPI_CLAIM.group}/${CAPI_CLAIM.plural}`,
-  async create(kc, namespace, name, poolName) {
-    await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
-  },
-  async bareWrites(kc, namespace, name, poolName, address) {
-    const created = await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
-    await capiClaims(kc).patch(namespace, name, {
-      metadata: { finalizers: [IPADDRESSCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion },
-    });
-    const record = await capiAddresses(kc).create(namespace, {
-      metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [CAPI_IPADDRESS_FINALIZER] },
-      spec: {
-        address,
-        prefix: 16,
-        poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: poolName },
-        claimRef: { name },
-      },
-    });
-    await capiClaims(kc).patchStatus(namespace, name, {
-      status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) },
-    });
-  },
-  async removeBare(kc, namespace, name, poolName, address) {
-    await forceDelete(capiAddresses(kc), namespace, ipAddressName(poolName, address));
-    await forceDelete(capiClaims(kc), namespace, name);
-  },
-  isBound(obj) {
-    const status = (obj as Partial<IPAddressClaim> | null)?.status;
-    return Boolean(status?.addressRef?.name) && readyTrue(status?.conditions);
-  },
-  async boundAddresses(kc, namespace) {
-    const [claims, addresses] = await Promise.all([capiClaims(kc).list(namespace), capiAddresses(kc).list(namespace)]);
-    const byName = new Map(addresses.items.map((a) => [a.metadata.name ?? "", a]));
-    const result = new Map<string, string>();
-    for (const cl of claims.items) {
-      const address = byName.get(cl.status?.addressRef?.name ?? "");
-      if (address && address.spec.claimRef.name === cl.metadata.name)
-        result.set(cl.metadata.name ?? "", address.spec.address);
-    }
-    return result;
-  },
-};
+function capiClaimKind(pool: BenchPool): ClaimKind {
+  const capiClaim = (namespace: string, name: string, poolName: string): IPAddressClaim => ({
+    metadata: { name, namespace },
+    spec: { poolRef: pool.ref(poolName) },
+  });
+  const { claimFinalizer, recordFinalizer, name: recordName } = pool.capiRecord;
+  return {
+    label: "IPAddressClaim",
+    pool,
+    claimType: CAPI_CLAIM_TYPE,
+    createRequest: `POST ${CAPI_CLAIM.group}/${CAPI_CLAIM.plural}`,
+    async create(kc, namespace, name, poolName) {
+      await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
+    },
+    async bareWrites(kc, namespace, name, poolName, address) {
+      const created = await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
+      await capiClaims(kc).patch(namespace, name, {
+        metadata: { finalizers: [claimFinalizer], resourceVersion: created.metadata.resourceVersion },
+      });
+      const record = await capiAddresses(kc).create(namespace, {
+        metadata: { name: recordName(poolName, name, address), namespace, finalizers: [recordFinalizer] },
+        spec: { address, prefix: BENCH_PREFIX, poolRef: pool.ref(poolName), claimRef: { name } },
+      });
+      await capiClaims(kc).patchStatus(namespace, name, {
+        status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) },
+      });
+    },
+    async removeBare(kc, namespace, name, poolName, address) {
+      await forceDelete(capiAddresses(kc), namespace, recordName(poolName, name, address));
+      await forceDelete(capiClaims(kc), namespace, name);
+    },
+    isBound(obj) {
+      const status = (obj as Partial<IPAddressClaim> | null)?.status;
+      return Boolean(status?.addressRef?.name) && readyTrue(status?.conditions);
+    },
+    async boundAddresses(kc, namespace) {
+      const [claims, addresses] = await Promise.all([
+        capiClaims(kc).list(namespace),
+        capiAddresses(kc).list(namespace),
+      ]);
+      const byName = new Map(addresses.items.map((a) => [a.metadata.name ?? "", a]));
+      const result = new Map<string, string>();
+      for (const cl of claims.items) {
+        const address = byName.get(cl.status?.addressRef?.name ?? "");
+        if (address && address.spec.claimRef.name === cl.metadata.name)
+          result.set(cl.metadata.name ?? "", address.spec.address);
+      }
+      return result;
+    },
+  };
+}
+
+/** IPAddressClaims on a Metal3 IPPool: served by the same pool pass as IPClaims, so both should cost about the same. */
+export const CAPI_IPADDRESSCLAIM: ClaimKind = capiClaimKind(METAL3_POOL);
+/** IPAddressClaims on an InClusterIPPool of their namespace. */
+export const CAPI_ON_INCLUSTER: ClaimKind = capiClaimKind(INCLUSTER_POOL);
+/** IPAddressClaims of several namespaces on one GlobalInClusterIPPool. */
+export const CAPI_ON_GLOBAL_INCLUSTER: ClaimKind = capiClaimKind(GLOBAL_INCLUSTER_POOL);
+
+/** Every claim kind a run drives, in the order it drives them; the first two are the Metal3 pool paths. */
+export const CLAIM_KINDS: readonly ClaimKind[] = [
+  METAL3_IPCLAIM,
+  CAPI_IPADDRESSCLAIM,
+  CAPI_ON_INCLUSTER,
+  CAPI_ON_GLOBAL_INCLUSTER,
+];

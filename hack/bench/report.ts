@@ -29,6 +29,41 @@ export interface BenchResults {
   error?: string;
 }
 
+/** The pool kind of a result; runs from before issue 24 put every claim on an IPPool. */
+const poolOf = (r: { pool?: string }): string => r.pool ?? "IPPool";
+
+/** "IPAddressClaim on InClusterIPPool": what a row is about, and the key rows are matched by. */
+export function kindName(r: { kind: string; pool?: string }): string {
+  return `${r.kind} on ${poolOf(r)}`;
+}
+
+/** The path the in-cluster pools' rows are compared with (issue 24): Cluster API claims on a Metal3 IPPool. */
+export const REFERENCE_KIND = "IPAddressClaim on IPPool";
+
+/** " (claims in 3 namespaces)" when a result's claims were spread over several namespaces, else "". */
+function spreadOver(r: { namespaces?: number }): string {
+  return (r.namespaces ?? 1) > 1 ? ` (claims in ${r.namespaces} namespaces)` : "";
+}
+
+/**
+ * The controller CPU per claim of `r` over that of the {@link REFERENCE_KIND} result matched by `same` (same size or
+ * same pool occupancy), or undefined when there is none or `r` is that result.
+ */
+export function cpuVersusReference<R extends { kind: string; pool?: string }>(
+  r: R,
+  results: readonly R[],
+  same: (a: R, b: R) => boolean,
+  cpuPerClaim: (x: R) => number,
+): number | undefined {
+  if (kindName(r) === REFERENCE_KIND) return undefined;
+  const ref = results.find((x) => kindName(x) === REFERENCE_KIND && same(x, r));
+  if (!ref) return undefined;
+  const [mine, theirs] = [cpuPerClaim(r), cpuPerClaim(ref)];
+  return theirs > 0 && Number.isFinite(mine) ? mine / theirs : undefined;
+}
+
+const burstCpuPerClaimMs = (b: BurstResult): number => (b.cpuSeconds * 1000) / b.count;
+
 function spread(s: Summary): string {
   return `p90 ${fmtMs(s.p90)}, p99 ${fmtMs(s.p99)}, max ${fmtMs(s.max)}`;
 }
@@ -42,7 +77,7 @@ function burstSection(b: BurstResult): Section {
         ? `FAIL: ${duplicates} duplicate(s)`
         : "INCOMPLETE";
   return {
-    title: `1. Burst: ${b.count} ${b.kind}s created at once on one pool (${b.concurrency} creates in flight; controller = child process)`,
+    title: `1. Burst: ${b.count} ${b.kind}s created at once on one ${poolOf(b)}${spreadOver(b)} (${b.concurrency} creates in flight; controller = child process)`,
     rows: [
       {
         metric: "time to bind all (first create → last Ready=True)",
@@ -193,20 +228,20 @@ function efficiencySection(r: BenchResults): Section | undefined {
   let held = 0;
   for (const b of r.bursts) {
     held += b.count;
-    const ceiling = r.ceilings.find((c) => c.kind === b.kind && c.count === b.count);
+    const ceiling = r.ceilings.find((c) => kindName(c) === kindName(b) && c.count === b.count);
     const ratio =
       ceiling && b.bindAllMs > 0
         ? `${fmt(ceiling.ms / b.bindAllMs)} of the ceiling (${fmtMs(ceiling.ms)})`
         : "no ceiling";
     rows.push({
-      metric: `${b.count} ${b.kind}s: bound in`,
+      metric: `${b.count} ${b.kind}s on ${poolOf(b)}${spreadOver(b)}: bound in`,
       value: fmtMs(b.bindAllMs),
       detail: `${fmt(b.claimsPerSecond)} claims/s; ${ratio}`,
     });
     rows.push({
       metric: "  controller CPU",
       value: `${fmt(b.cpuSeconds)} s`,
-      detail: `${fmt((b.cpuSeconds * 1000) / b.count)} s per 1,000 claims`,
+      detail: `${fmt(burstCpuPerClaimMs(b))} s per 1,000 claims`,
     });
     rows.push({
       metric: "  controller RSS after",
@@ -227,12 +262,10 @@ function efficiencySection(r: BenchResults): Section | undefined {
       detail: verbs.map(([k, v]) => `${k} ${fmt(v)}`).join(", "),
     });
   }
-  const pair = (count: number): [BurstResult | undefined, BurstResult | undefined] => [
-    r.bursts.find((b) => b.kind === "IPClaim" && b.count === count),
-    r.bursts.find((b) => b.kind === "IPAddressClaim" && b.count === count),
-  ];
+  const find = (name: string, count: number): BurstResult | undefined =>
+    r.bursts.find((b) => kindName(b) === name && b.count === count);
   for (const count of new Set(r.bursts.map((b) => b.count))) {
-    const [m3, capi] = pair(count);
+    const [m3, capi] = [find("IPClaim on IPPool", count), find(REFERENCE_KIND, count)];
     if (!m3 || !capi) continue;
     rows.push({
       metric: `IPAddressClaim / IPClaim at ${count}`,
@@ -240,9 +273,23 @@ function efficiencySection(r: BenchResults): Section | undefined {
       detail: `${fmt(capi.cpuSeconds / m3.cpuSeconds)}× controller CPU`,
     });
   }
+  for (const b of r.bursts) {
+    if (poolOf(b) === "IPPool") continue;
+    const ratio = cpuVersusReference(b, r.bursts, (x, y) => x.count === y.count, burstCpuPerClaimMs);
+    const ref = find(REFERENCE_KIND, b.count);
+    if (ratio === undefined || !ref) continue;
+    rows.push({
+      metric: `${b.pool} / IPPool at ${b.count}`,
+      value: `${fmt(ratio)}× CPU per claim`,
+      detail:
+        `${fmt(burstCpuPerClaimMs(b))} vs ${fmt(burstCpuPerClaimMs(ref))} ms per claim (IPAddressClaims); ` +
+        `${fmt(b.bindAllMs / ref.bindAllMs)}× time`,
+    });
+  }
   return {
     title:
-      "Efficiency: bursts on one pool, compiled controller, same run (ceiling = a bare client doing the unavoidable writes)",
+      "Efficiency: bursts on one pool, compiled controller, same run (ceiling = a bare client doing the unavoidable writes; " +
+      "X / IPPool = IPAddressClaims on pool kind X vs on an IPPool)",
     rows,
   };
 }
@@ -273,14 +320,27 @@ function trickleSection(results: readonly TrickleResult[] | undefined): Section 
   const first = results?.[0];
   if (!results || !first) return undefined;
   const kib = (bytes: number): string => fmt(bytes / 1024);
+  const versus = (t: TrickleResult): string => {
+    if (kindName(t) === REFERENCE_KIND) return "ref";
+    const ratio = cpuVersusReference(
+      t,
+      results,
+      (x, y) => x.held === y.held,
+      (x) => x.cpuMsPerClaim,
+    );
+    return ratio === undefined ? "-" : `${fmt(ratio)}×`;
+  };
   return {
     title:
       `5. Trickle: ${first.claims} claims one at a time (next create ${first.gapMs} ms after the last returned) into ` +
-      `a pool already holding N claims; per claim; KiB = request/answer/watch body bytes at the controller's API door`,
+      `a pool already holding N claims; per claim; CPU vs ref = CPU per claim over that of ${REFERENCE_KIND} ` +
+      `at the same N; controller = the namespaces it watches; KiB = request/answer/watch body bytes at its API door`,
     header: [
       "kind",
+      "controller",
       "held N",
       "CPU ms",
+      "CPU vs ref",
       "writes",
       "reads",
       "KiB sent",
@@ -291,9 +351,11 @@ function trickleSection(results: readonly TrickleResult[] | undefined): Section 
       "check",
     ],
     cells: results.map((t) => [
-      t.kind,
+      `${kindName(t)}${spreadOver(t)}`,
+      t.allNamespaces ? "all ns" : "1 ns",
       t.held.toLocaleString("en-US"),
       fmt(t.cpuMsPerClaim),
+      versus(t),
       fmt(t.requests.writes),
       fmt(t.requests.reads),
       kib(t.bytesPerClaim.sent),

@@ -1,17 +1,19 @@
 /**
  * The scenarios that need an API server: a burst of claims on one pool, one claim at a time on a quiet pool, and the
- * controller's memory with many IPAddress objects. Each scenario makes its own namespace and pool, so they can run in
- * any order and more than once (e.g. once per {@link ClaimKind}).
+ * controller's memory with many IPAddress objects. Each scenario makes its own namespaces and pool, so they can run in
+ * any order and more than once (e.g. once per {@link ClaimKind}): one namespace, or for a cluster-scoped pool
+ * {@link BenchPool.claimNamespaces} of them with the claims spread round robin.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
+import type { IPAddress } from "../../api/v1alpha1/types.js";
 import { freshNamespace } from "../testkit/cluster.js";
-import { clients, pool } from "../testkit/ipam.js";
+import { clients } from "../testkit/ipam.js";
 import { poll, sleep } from "../testkit/wait.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
-import { describeError, isNotFound } from "../../src/kube/errors.js";
+import { describeError } from "../../src/kube/errors.js";
 import { idleNodeMemory, startBenchController, type BenchController, type ProcMemory } from "./controller.js";
 import type { ClaimKind } from "./kinds.js";
+import { createPool, namespaceOf, readPool, type BenchPool } from "./pools.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
 import {
@@ -53,42 +55,35 @@ export async function runLimited<T>(
   if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error(describeError(firstError));
 }
 
-/** 10.0.0.0 with the longest prefix (at most /16) whose subnet yields at least `count` addresses (spec §2: network+1 … broadcast). */
-export function subnetFor(count: number): string {
-  const bits = Math.max(16, Math.ceil(Math.log2(count + 1)));
-  if (bits > 24) throw new Error(`${count} addresses do not fit in 10.0.0.0/8`);
-  return `10.0.0.0/${32 - bits}`;
+/** The namespaces of a scenario's claims on a pool of `pool`'s kind: {@link BenchPool.claimNamespaces} fresh ones. */
+export async function claimNamespaces(kc: KubeConfig, pool: BenchPool, prefix: string): Promise<string[]> {
+  return await Promise.all(Array.from({ length: pool.claimNamespaces }, () => freshNamespace(kc, prefix)));
 }
 
-export async function createPool(kc: KubeConfig, namespace: string, name: string, count: number): Promise<IPPool> {
-  return await clients(kc).pools.create(
-    namespace,
-    pool(namespace, name, { pools: [{ subnet: subnetFor(count) }], prefix: 16, gateway: "10.0.0.1" }),
-  );
+/** Claim name → address of every bound claim of `kind` in `namespaces` (names are unique across them). */
+export async function boundAddresses(
+  kc: KubeConfig,
+  kind: ClaimKind,
+  namespaces: readonly string[],
+): Promise<Map<string, string>> {
+  const maps = await Promise.all(namespaces.map((namespace) => kind.boundAddresses(kc, namespace)));
+  return new Map(maps.flatMap((m) => [...m]));
 }
 
-export async function readPool(kc: KubeConfig, namespace: string, name: string): Promise<IPPool | undefined> {
-  try {
-    return await clients(kc).pools.get(namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
-/** Waits until the controller wrote the pool's status (Ready condition present): it is synced and reconciling. */
+/** Waits until the controller wrote the status of `pool`'s pool `name`: it is synced and reconciling. */
 export async function waitPoolReconciled(
   ctx: BenchContext,
   controller: BenchController,
+  pool: BenchPool,
   namespace: string,
   name: string,
 ): Promise<void> {
   const ok = await controller.guard(
-    poll(async () => Boolean((await readPool(ctx.kc, namespace, name))?.status?.conditions?.length), ctx.timeoutMs, 50),
+    poll(async () => (await pool.used(ctx.kc, namespace, name)) !== undefined, ctx.timeoutMs, 50),
   );
   if (!ok)
     throw new Error(
-      `the controller did not reconcile IPPool ${namespace}/${name} within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,
+      `the controller did not reconcile ${pool.label} ${name} (namespace ${namespace}) within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,
     );
 }
 
@@ -105,7 +100,12 @@ export interface BurstOptions {
 
 /** Result of {@link bindBurst}. */
 export interface BurstResult {
+  /** The claim kind ({@link ClaimKind.label}). */
   kind: string;
+  /** The pool kind ({@link BenchPool.label}); absent in runs from before issue 24, all on IPPools. */
+  pool?: string;
+  /** Namespaces the claims were spread over; absent in runs from before issue 24 (one). */
+  namespaces?: number;
   count: number;
   concurrency: number;
   /** First create sent → last create answered. */
@@ -134,22 +134,27 @@ export interface BurstResult {
   requests: RequestsPerClaim;
 }
 
-/** Scenario 1: `count` claims created at once (`concurrency` in flight) on one fresh pool; time until all are bound. */
+/**
+ * Scenario 1: `count` claims created at once (`concurrency` in flight) on one fresh pool of the kind's pool kind (its
+ * claims spread over its namespaces); time until all are bound.
+ */
 export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: BurstOptions): Promise<BurstResult> {
   const { count, concurrency, controller } = options;
-  const namespace = await freshNamespace(ctx.kc, "bench-burst");
-  await createPool(ctx.kc, namespace, "burst", count);
-  await waitPoolReconciled(ctx, controller, namespace, "burst");
-  const watch = await ClaimWatch.start(ctx.kc, kind, namespace);
+  const namespaces = await claimNamespaces(ctx.kc, kind.pool, "bench-burst");
+  const [namespace] = namespaces as [string];
+  const poolName = kind.pool.poolName(namespace, "burst");
+  await kind.pool.create(ctx.kc, namespace, poolName, count);
+  await waitPoolReconciled(ctx, controller, kind.pool, namespace, poolName);
+  const watch = await ClaimWatch.start(ctx.kc, kind, namespaces);
   try {
     const names = Array.from({ length: count }, (_, i) => `burst-${String(i + 1).padStart(5, "0")}`);
     const sentAt = new Map<string, number>();
     const [cpuBefore, requestsBefore] = await Promise.all([cpuSeconds(controller.pid), readRequestCounts(ctx.kc)]);
     const start = nowMs();
     await controller.guard(
-      runLimited(names, concurrency, async (name) => {
+      runLimited(names, concurrency, async (name, i) => {
         sentAt.set(name, nowMs());
-        await kind.create(ctx.kc, namespace, name, "burst");
+        await kind.create(ctx.kc, namespaceOf(namespaces, i), name, poolName);
       }),
     );
     const createAllMs = nowMs() - start;
@@ -166,12 +171,14 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
       const sent = sentAt.get(n);
       return bound !== undefined && sent !== undefined ? [bound - sent] : [];
     });
-    const addresses = await kind.boundAddresses(ctx.kc, namespace);
+    const addresses = await boundAddresses(ctx.kc, kind, namespaces);
     const verified = names.map((n) => addresses.get(n)).filter((a): a is string => a !== undefined);
     await controller.guard(sleep(Math.max(0, options.settleMs - (nowMs() - start - bindAllMs))));
     const memorySettled = await controller.memory();
     return {
       kind: kind.label,
+      pool: kind.pool.label,
+      namespaces: namespaces.length,
       count,
       concurrency,
       createAllMs,
@@ -196,6 +203,9 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
 /** Result of {@link bareClientCeiling}. */
 export interface CeilingResult {
   kind: string;
+  /** As in {@link BurstResult}. */
+  pool?: string;
+  namespaces?: number;
   count: number;
   concurrency: number;
   /** First write sent → last write answered. */
@@ -204,8 +214,9 @@ export interface CeilingResult {
 
 /**
  * The ceiling of a burst: a bare client does, with no controller, the writes a controller cannot avoid for `count`
- * claims (see {@link ClaimKind.bareWrites}), `concurrency` claims at a time. Run it while no controller serves the
- * cluster, in the same run as the bursts, so both meet the same machine.
+ * claims (see {@link ClaimKind.bareWrites}), `concurrency` claims at a time, spread over as many namespaces as the
+ * burst's. Run it while no controller serves the cluster, in the same run as the bursts, so both meet the same
+ * machine.
  */
 export async function bareClientCeiling(
   ctx: BenchContext,
@@ -213,18 +224,19 @@ export async function bareClientCeiling(
   count: number,
   concurrency: number,
 ): Promise<CeilingResult> {
-  const namespace = await freshNamespace(ctx.kc, "bench-ceiling");
+  const namespaces = await claimNamespaces(ctx.kc, kind.pool, "bench-ceiling");
+  const poolName = kind.pool.poolName(namespaces[0] ?? "", "bare");
   const names = Array.from({ length: count }, (_, i) => `bare-${String(i + 1).padStart(5, "0")}`);
   const start = nowMs();
   await runLimited(names, concurrency, async (name, i) => {
-    await kind.bareWrites(ctx.kc, namespace, name, "bare", nthAddress(i + 1));
+    await kind.bareWrites(ctx.kc, namespaceOf(namespaces, i), name, poolName, nthAddress(i + 1));
   });
   const ms = nowMs() - start;
   // Gone before a controller starts: otherwise its first passes over them would be counted in the first burst.
   await runLimited(names, concurrency, async (name, i) => {
-    await kind.removeBare(ctx.kc, namespace, name, "bare", nthAddress(i + 1));
+    await kind.removeBare(ctx.kc, namespaceOf(namespaces, i), name, poolName, nthAddress(i + 1));
   });
-  return { kind: kind.label, count, concurrency, ms };
+  return { kind: kind.label, pool: kind.pool.label, namespaces: namespaces.length, count, concurrency, ms };
 }
 
 /** Options of {@link singleClaimLatency}. */
@@ -247,7 +259,7 @@ export interface LatencyResult {
   timedOut: number;
 }
 
-/** Scenario 2: `count` claims, one at a time, on a quiet pool; per-claim time from create to bound. */
+/** Scenario 2: `count` claims, one at a time, on a quiet pool (all in one namespace); per-claim time from create to bound. */
 export async function singleClaimLatency(
   ctx: BenchContext,
   kind: ClaimKind,
@@ -255,9 +267,10 @@ export async function singleClaimLatency(
 ): Promise<LatencyResult> {
   const { count, controller } = options;
   const namespace = await freshNamespace(ctx.kc, "bench-latency");
-  await createPool(ctx.kc, namespace, "quiet", count);
-  await waitPoolReconciled(ctx, controller, namespace, "quiet");
-  const watch = await ClaimWatch.start(ctx.kc, kind, namespace);
+  const poolName = kind.pool.poolName(namespace, "quiet");
+  await kind.pool.create(ctx.kc, namespace, poolName, count);
+  await waitPoolReconciled(ctx, controller, kind.pool, namespace, poolName);
+  const watch = await ClaimWatch.start(ctx.kc, kind, [namespace]);
   const bind: number[] = [];
   const create: number[] = [];
   let timedOut = 0;
@@ -266,7 +279,7 @@ export async function singleClaimLatency(
       const name = `single-${String(i).padStart(4, "0")}`;
       await sleep(options.pauseMs ?? 100);
       const sent = nowMs();
-      await controller.guard(kind.create(ctx.kc, namespace, name, "quiet"));
+      await controller.guard(kind.create(ctx.kc, namespace, name, poolName));
       create.push(nowMs() - sent);
       if (!(await controller.guard(watch.waitBound([name], ctx.timeoutMs)))) {
         timedOut++;

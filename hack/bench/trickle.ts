@@ -2,9 +2,14 @@
  * Scenario 5, the trickle (issue 27): claims created one at a time into a pool that already holds `held` addresses, as
  * machines are provisioned one after another. What one claim costs the controller when a pool pass cannot serve many
  * claims at once: CPU, API requests, body bytes at its API door (watch streams included), create → bound.
+ *
+ * The controllers of a trickle watch its namespace only, as a controller limited to one namespace does, except for a
+ * cluster-scoped pool (GlobalInClusterIPPool), whose claims come from several namespaces: a controller limited to one
+ * namespace does not serve it, so those trickles run a controller of all namespaces, which also holds what the earlier
+ * scenarios left in the cluster. Its start-up passes over those are over before the window opens (see
+ * {@link waitIdle}); what it holds beyond the trickle's pool still weighs on its garbage collector.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { freshNamespace } from "../testkit/cluster.js";
 import { poll, sleep } from "../testkit/wait.js";
 import { startBenchController, type BenchController } from "./controller.js";
 import {
@@ -17,7 +22,8 @@ import {
   type RequestsPerClaim,
 } from "./efficiency.js";
 import type { ClaimKind } from "./kinds.js";
-import { createPool, readPool, runLimited, waitPoolReconciled, type BenchContext } from "./scenarios.js";
+import { namespaceOf, type BenchPool } from "./pools.js";
+import { boundAddresses, claimNamespaces, runLimited, waitPoolReconciled, type BenchContext } from "./scenarios.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
 
@@ -35,7 +41,14 @@ export interface TrickleOptions {
 
 /** Result of {@link trickle}. */
 export interface TrickleResult {
+  /** The claim kind ({@link ClaimKind.label}). */
   kind: string;
+  /** The pool kind ({@link BenchPool.label}); absent in runs from before issue 24, all on IPPools. */
+  pool?: string;
+  /** Namespaces the claims (held and trickled) were spread over; absent before issue 24 (one). */
+  namespaces?: number;
+  /** Whether the controllers watched all namespaces (a cluster-scoped pool) rather than the trickle's one. */
+  allNamespaces?: boolean;
   held: number;
   claims: number;
   gapMs: number;
@@ -63,10 +76,21 @@ export interface TrickleResult {
   distinct: number;
 }
 
-const POOL = "trickle";
 /** Idle time before and after the measured window, so start-up work and trailing events fall outside and inside it. */
 const QUIET_MS = 2_000;
 const TRAIL_MS = 1_000;
+/** The controller counts as idle once it used at most IDLE_CPU_S of CPU over IDLE_SAMPLE_MS. */
+const IDLE_SAMPLE_MS = 1_000;
+const IDLE_CPU_S = 0.02;
+
+/** Where a trickle's claims go: its pool (name and kind) and the namespaces its claims are spread over. */
+interface Place {
+  pool: BenchPool;
+  poolName: string;
+  namespaces: string[];
+  /** The namespace its controllers watch; undefined for all (a cluster-scoped pool). */
+  scope: string | undefined;
+}
 
 const names = (prefix: string, count: number): string[] =>
   Array.from({ length: count }, (_, i) => `${prefix}-${String(i + 1).padStart(5, "0")}`);
@@ -77,18 +101,26 @@ const names = (prefix: string, count: number): string[] =>
  * watch events and its records are as large as they are in use. The measured controller then starts on a pool in
  * that state, as after a restart, and its CPU profile holds its start-up and the trickle, not the loading.
  */
-async function preload(ctx: BenchContext, kind: ClaimKind, namespace: string, options: TrickleOptions): Promise<void> {
-  const loader = await startBenchController(ctx.kubeconfigPath, ctx.logDir, { namespace, profile: false });
+async function preload(ctx: BenchContext, kind: ClaimKind, place: Place, options: TrickleOptions): Promise<void> {
+  const loader = await startBenchController(ctx.kubeconfigPath, ctx.logDir, {
+    ...(place.scope ? { namespace: place.scope } : {}),
+    profile: false,
+  });
+  const [namespace] = place.namespaces as [string];
   try {
-    await waitPoolReconciled(ctx, loader, namespace, POOL);
+    await waitPoolReconciled(ctx, loader, place.pool, namespace, place.poolName);
     if (options.held === 0) return;
-    const watch = await ClaimWatch.start(ctx.kc, kind, namespace);
+    const watch = await ClaimWatch.start(ctx.kc, kind, place.namespaces);
     try {
       const held = names("held", options.held);
-      await loader.guard(runLimited(held, options.concurrency, (n) => kind.create(ctx.kc, namespace, n, POOL)));
+      await loader.guard(
+        runLimited(held, options.concurrency, (n, i) =>
+          kind.create(ctx.kc, namespaceOf(place.namespaces, i), n, place.poolName),
+        ),
+      );
       if (!(await loader.guard(watch.waitBound(held, ctx.timeoutMs))))
         throw new Error(`${options.held} held ${kind.label}s were not bound within ${ctx.timeoutMs / 1000} s`);
-      await waitPoolUsed(ctx, loader, namespace, options.held);
+      await waitPoolUsed(ctx, loader, place, options.held);
     } finally {
       watch.stop();
     }
@@ -101,23 +133,40 @@ async function preload(ctx: BenchContext, kind: ClaimKind, namespace: string, op
 async function waitPoolUsed(
   ctx: BenchContext,
   controller: BenchController,
-  namespace: string,
+  place: Place,
   used: number,
 ): Promise<number> {
   let gets = 0;
+  const [namespace] = place.namespaces as [string];
   const ok = await controller.guard(
     poll(
       async () => {
         gets++;
-        return ((await readPool(ctx.kc, namespace, POOL))?.status?.used ?? -1) >= used;
+        return ((await place.pool.used(ctx.kc, namespace, place.poolName)) ?? -1) >= used;
       },
       ctx.timeoutMs,
       50,
     ),
   );
   if (!ok)
-    throw new Error(`IPPool ${namespace}/${POOL} did not count ${used} addresses within ${ctx.timeoutMs / 1000} s`);
+    throw new Error(
+      `${place.pool.label} ${place.poolName} (namespace ${namespace}) did not count ${used} addresses within ${ctx.timeoutMs / 1000} s`,
+    );
   return gets;
+}
+
+/**
+ * Resolves once the controller used at most {@link IDLE_CPU_S} of CPU over {@link IDLE_SAMPLE_MS}: its start-up
+ * passes are over (a controller of all namespaces passes over every pool the cluster holds when it starts).
+ */
+async function waitIdle(ctx: BenchContext, controller: BenchController): Promise<void> {
+  const deadline = nowMs() + ctx.timeoutMs;
+  while (nowMs() < deadline) {
+    const before = await cpuSeconds(controller.pid);
+    await controller.guard(sleep(IDLE_SAMPLE_MS));
+    if ((await cpuSeconds(controller.pid)) - before <= IDLE_CPU_S) return;
+  }
+  throw new Error(`the controller did not go idle within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`);
 }
 
 /** Resolves once the controller's /readyz answers 200 (caches synced). */
@@ -152,37 +201,46 @@ async function readings(kc: KubeConfig, controller: BenchController): Promise<Re
 
 /**
  * Scenario 5: `claims` claims of `kind`, each created once the previous create has returned (plus `gapMs`), not once
- * it is bound, into a fresh pool holding `held` addresses. The window ends when every claim is bound and the pool's
- * status counts them all (a status written late is in it), plus {@link TRAIL_MS}.
+ * it is bound, into a fresh pool holding `held` addresses (claims spread round robin over the pool's namespaces, the
+ * held ones and the trickled ones alike). The window ends when every claim is bound and the pool's status counts them
+ * all (a status written late is in it), plus {@link TRAIL_MS}.
  */
 export async function trickle(ctx: BenchContext, kind: ClaimKind, options: TrickleOptions): Promise<TrickleResult> {
-  const namespace = await freshNamespace(ctx.kc, "bench-trickle");
-  await createPool(ctx.kc, namespace, POOL, options.held + options.claims);
+  const namespaces = await claimNamespaces(ctx.kc, kind.pool, "bench-trickle");
+  const [namespace] = namespaces as [string];
+  const place: Place = {
+    pool: kind.pool,
+    poolName: kind.pool.poolName(namespace, "trickle"),
+    namespaces,
+    scope: kind.pool.descriptor.namespaced ? namespace : undefined,
+  };
+  await kind.pool.create(ctx.kc, namespace, place.poolName, options.held + options.claims);
   const preloadStart = nowMs();
-  await preload(ctx, kind, namespace, options);
+  await preload(ctx, kind, place, options);
   const preloadMs = nowMs() - preloadStart;
 
   const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir, {
-    namespace,
+    ...(place.scope ? { namespace: place.scope } : {}),
     ports: true,
-    profileName: `trickle-${kind.label}-${options.held}.cpuprofile`,
+    profileName: trickleProfileName(kind, options.held),
   });
   try {
     await waitReady(ctx, controller);
-    const watch = await ClaimWatch.start(ctx.kc, kind, namespace);
+    const watch = await ClaimWatch.start(ctx.kc, kind, namespaces);
     try {
       await controller.guard(sleep(QUIET_MS));
+      await waitIdle(ctx, controller);
       const trickled = names("claim", options.claims);
       const sentAt = new Map<string, number>();
       const before = await readings(ctx.kc, controller);
       const start = nowMs();
-      for (const name of trickled) {
+      for (const [i, name] of trickled.entries()) {
         sentAt.set(name, nowMs());
-        await controller.guard(kind.create(ctx.kc, namespace, name, POOL));
+        await controller.guard(kind.create(ctx.kc, namespaceOf(namespaces, i), name, place.poolName));
         if (options.gapMs > 0) await sleep(options.gapMs);
       }
       const allBound = await controller.guard(watch.waitBound(trickled, ctx.timeoutMs));
-      const gets = allBound ? await waitPoolUsed(ctx, controller, namespace, options.held + options.claims) : 0;
+      const gets = allBound ? await waitPoolUsed(ctx, controller, place, options.held + options.claims) : 0;
       await controller.guard(sleep(TRAIL_MS));
       const after = await readings(ctx.kc, controller);
       const end = nowMs();
@@ -190,11 +248,14 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
         const [bound, sent] = [watch.boundAt.get(n), sentAt.get(n)];
         return bound !== undefined && sent !== undefined ? [bound - sent] : [];
       });
-      const addresses = await kind.boundAddresses(ctx.kc, namespace);
+      const addresses = await boundAddresses(ctx.kc, kind, namespaces);
       const verified = trickled.map((n) => addresses.get(n)).filter((a): a is string => a !== undefined);
       const per = (x: number): number => x / options.claims;
       return {
         kind: kind.label,
+        pool: kind.pool.label,
+        namespaces: namespaces.length,
+        allNamespaces: place.scope === undefined,
         held: options.held,
         claims: options.claims,
         gapMs: options.gapMs,
@@ -204,7 +265,7 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
         cpuMsPerClaim: per((after.cpu - before.cpu) * 1000),
         requests: requestsPerClaim(requestDelta(before.requests, after.requests), options.claims, {
           [kind.createRequest]: options.claims,
-          [`GET ipam.metal3.io/ippools`]: gets,
+          [kind.pool.getRequest]: gets,
         }),
         bytesPerClaim: {
           sent: per(after.bytes.sent - before.bytes.sent),
@@ -222,4 +283,9 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
   } finally {
     await controller.stop();
   }
+}
+
+/** The file name of the measured controller's CPU profile (BENCH_CPU_PROF): `trickle-<claim>-<pool>-<held>.cpuprofile`. */
+export function trickleProfileName(kind: ClaimKind, held: number): string {
+  return `trickle-${kind.label}-${kind.pool.label}-${held}.cpuprofile`;
 }

@@ -1,5 +1,6 @@
 /**
- * Observes claims of one namespace through a list+watch and notes, per claim, the first moment it was seen bound.
+ * Observes claims of some namespaces through a list+watch each and notes, per claim, the first moment it was seen
+ * bound (claims are told apart by name: a scenario names its claims uniquely across its namespaces).
  * Timestamps are taken when the watch event reaches this process (see stats.nowMs), so they include the API
  * server's watch delivery, as any consumer of the claim would experience it.
  */
@@ -10,30 +11,35 @@ import { silentLogger } from "../../src/runtime/logger.js";
 import type { ClaimKind } from "./kinds.js";
 import { nowMs } from "./stats.js";
 
-/** First-seen-bound times of the claims of one namespace. */
+/** First-seen-bound times of the claims of a scenario's namespaces. */
 export class ClaimWatch {
   /** Claim name → nowMs() when the watch first showed it bound. */
   readonly boundAt = new Map<string, number>();
   private readonly listeners = new Set<(name: string) => void>();
 
-  private constructor(private readonly informer: Informer<KubeObject>) {}
+  private constructor(private readonly informers: readonly Informer<KubeObject>[]) {}
 
-  /** Starts watching `namespace` for claims of `kind`; resolves once the initial list is in. */
-  static async start(kc: KubeConfig, kind: ClaimKind, namespace: string): Promise<ClaimWatch> {
-    const informer = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, kind.claimType), {
-      namespace,
-      resyncMs: 0,
-      logger: silentLogger(),
-    });
-    const watch = new ClaimWatch(informer);
-    informer.on((event, obj) => {
-      if (event === "delete" || !kind.isBound(obj)) return;
-      const name = obj.metadata.name ?? "";
-      if (watch.boundAt.has(name)) return;
-      watch.boundAt.set(name, nowMs());
-      for (const listener of watch.listeners) listener(name);
-    });
-    await informer.start();
+  /** Starts watching `namespaces` for claims of `kind`; resolves once the initial lists are in. */
+  static async start(kc: KubeConfig, kind: ClaimKind, namespaces: readonly string[]): Promise<ClaimWatch> {
+    const client = new ResourceClient<KubeObject>(kc, kind.claimType);
+    const informers = namespaces.map(
+      (namespace) => new Informer<KubeObject>(kc, client, { namespace, resyncMs: 0, logger: silentLogger() }),
+    );
+    const watch = new ClaimWatch(informers);
+    for (const informer of informers)
+      informer.on((event, obj) => {
+        if (event === "delete" || !kind.isBound(obj)) return;
+        const name = obj.metadata.name ?? "";
+        if (watch.boundAt.has(name)) return;
+        watch.boundAt.set(name, nowMs());
+        for (const listener of watch.listeners) listener(name);
+      });
+    try {
+      await Promise.all(informers.map((informer) => informer.start()));
+    } catch (err) {
+      watch.stop();
+      throw err;
+    }
     return watch;
   }
 
@@ -59,8 +65,8 @@ export class ClaimWatch {
     });
   }
 
-  /** Stops the watch. */
+  /** Stops the watches. */
   stop(): void {
-    this.informer.stop();
+    for (const informer of this.informers) informer.stop();
   }
 }

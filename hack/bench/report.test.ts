@@ -1,0 +1,165 @@
+import { expect } from "chai";
+import type { BenchConfig } from "./config.js";
+import { cpuVersusReference, kindName, sectionsOf, type BenchResults } from "./report.js";
+import type { BurstResult } from "./scenarios.js";
+import { summarize } from "./stats.js";
+import type { Row, Section } from "./table.js";
+import type { TrickleResult } from "./trickle.js";
+
+const MEMORY = { rss: 100e6, peakRss: 120e6, rssAnon: 80e6 };
+const REQUESTS = { writes: 2, reads: 0, byVerb: {} };
+
+function burst(
+  kind: string,
+  pool: string | undefined,
+  cpuSeconds: number,
+  extra: Partial<BurstResult> = {},
+): BurstResult {
+  return {
+    kind,
+    ...(pool ? { pool } : {}),
+    count: 1_000,
+    concurrency: 50,
+    createAllMs: 1_000,
+    bindAllMs: 2_000,
+    claimsPerSecond: 500,
+    perClaimMs: summarize([10, 20]),
+    timedOut: false,
+    boundSeen: 1_000,
+    boundVerified: 1_000,
+    distinctAddresses: 1_000,
+    cpuSeconds,
+    memoryAfter: MEMORY,
+    memorySettled: MEMORY,
+    settleMs: 20_000,
+    requests: REQUESTS,
+    ...extra,
+  };
+}
+
+function trickle(kind: string, pool: string | undefined, held: number, cpuMsPerClaim: number): TrickleResult {
+  return {
+    kind,
+    ...(pool ? { pool } : {}),
+    ...(pool === "GlobalInClusterIPPool" ? { namespaces: 3, allNamespaces: true } : {}),
+    held,
+    claims: 100,
+    gapMs: 100,
+    preloadMs: 0,
+    windowMs: 12_000,
+    monotonicWindowMs: [0, 12_000],
+    cpuMsPerClaim,
+    requests: REQUESTS,
+    bytesPerClaim: { sent: 1024, received: 2048, watchReceived: 4096 },
+    bindMs: summarize([15, 25]),
+    timedOut: 0,
+    verified: 100,
+    distinct: 100,
+  };
+}
+
+function results(bursts: BurstResult[], trickles?: TrickleResult[]): BenchResults {
+  return {
+    startedAt: "2026-01-01T00:00:00Z",
+    host: { node: "v24", platform: "linux/x64", cpus: 2, loadAverageAtStart: [0, 0, 0] },
+    config: { latencyClaims: 50 } as BenchConfig,
+    allocator: [],
+    ceilings: [],
+    bursts,
+    ...(trickles ? { trickles } : {}),
+  };
+}
+
+const rowsOf = (sections: Section[], title: string): Row[] => {
+  const section = sections.find((s) => s.title.startsWith(title));
+  return section && "rows" in section ? section.rows : [];
+};
+
+describe("bench report: the in-cluster pools against the Metal3 pool path", () => {
+  it("names a row by claim kind and pool kind; results from before the pools were kinds are on IPPools", () => {
+    expect(kindName({ kind: "IPAddressClaim", pool: "InClusterIPPool" })).to.equal("IPAddressClaim on InClusterIPPool");
+    expect(kindName({ kind: "IPClaim" })).to.equal("IPClaim on IPPool");
+  });
+
+  it("CPU per claim over that of IPAddressClaims on an IPPool matched by `same`; none for the reference itself", () => {
+    const all = [trickle("IPAddressClaim", "IPPool", 0, 8), trickle("IPAddressClaim", "IPPool", 2_000, 50)];
+    const global = trickle("IPAddressClaim", "GlobalInClusterIPPool", 2_000, 60);
+    const ratio = (t: TrickleResult): number | undefined =>
+      cpuVersusReference(
+        t,
+        [...all, global],
+        (a, b) => a.held === b.held,
+        (x) => x.cpuMsPerClaim,
+      );
+    expect(ratio(global)).to.equal(1.2);
+    expect(ratio(trickle("IPClaim", undefined, 0, 4))).to.equal(0.5);
+    expect(ratio(all[0]!)).to.equal(undefined);
+    expect(ratio(trickle("IPAddressClaim", "InClusterIPPool", 10_000, 60))).to.equal(undefined);
+  });
+
+  it("the burst table has a row per pool kind and their CPU per claim against IPAddressClaims on an IPPool", () => {
+    const sections = sectionsOf(
+      results([
+        burst("IPClaim", "IPPool", 2),
+        burst("IPAddressClaim", "IPPool", 2.5),
+        burst("IPAddressClaim", "InClusterIPPool", 2.75, { bindAllMs: 3_000 }),
+        burst("IPAddressClaim", "GlobalInClusterIPPool", 3.5, { namespaces: 3 }),
+      ]),
+    );
+    const rows = rowsOf(sections, "Efficiency");
+    const metrics = rows.map((r) => r.metric);
+    expect(metrics).to.include.members([
+      "1000 IPClaims on IPPool: bound in",
+      "1000 IPAddressClaims on InClusterIPPool: bound in",
+      "1000 IPAddressClaims on GlobalInClusterIPPool (claims in 3 namespaces): bound in",
+    ]);
+    expect(rows.find((r) => r.metric === "IPAddressClaim / IPClaim at 1000")?.detail).to.equal("1.25× controller CPU");
+    expect(rows.find((r) => r.metric === "InClusterIPPool / IPPool at 1000")).to.deep.equal({
+      metric: "InClusterIPPool / IPPool at 1000",
+      value: "1.10× CPU per claim",
+      detail: "2.75 vs 2.50 ms per claim (IPAddressClaims); 1.50× time",
+    });
+    expect(rows.find((r) => r.metric === "GlobalInClusterIPPool / IPPool at 1000")?.value).to.equal(
+      "1.40× CPU per claim",
+    );
+    expect(
+      sections.some((s) =>
+        s.title.startsWith(
+          "1. Burst: 1000 IPAddressClaims created at once on one GlobalInClusterIPPool (claims in 3 namespaces)",
+        ),
+      ),
+    ).to.equal(true);
+  });
+
+  it("a run from before issue 24 keeps its rows and its IPAddressClaim / IPClaim comparison", () => {
+    const rows = rowsOf(
+      sectionsOf(results([burst("IPClaim", undefined, 2), burst("IPAddressClaim", undefined, 3)])),
+      "Efficiency",
+    );
+    expect(rows.map((r) => r.metric)).to.include("IPAddressClaim / IPClaim at 1000");
+    expect(rows.some((r) => r.metric.includes("/ IPPool"))).to.equal(false);
+  });
+
+  it("the trickle grid says which namespaces the controller watched and the CPU against the same pool size", () => {
+    const sections = sectionsOf(
+      results(
+        [],
+        [
+          trickle("IPAddressClaim", "IPPool", 0, 8),
+          trickle("IPAddressClaim", "InClusterIPPool", 0, 9),
+          trickle("IPAddressClaim", "GlobalInClusterIPPool", 0, 10),
+        ],
+      ),
+    );
+    const grid = sections.find((s) => s.title.startsWith("5. Trickle"));
+    if (!grid || !("cells" in grid)) throw new Error("no trickle grid");
+    const column = (name: string): string[] => grid.cells.map((line) => line[grid.header.indexOf(name)] ?? "");
+    expect(column("kind")).to.deep.equal([
+      "IPAddressClaim on IPPool",
+      "IPAddressClaim on InClusterIPPool",
+      "IPAddressClaim on GlobalInClusterIPPool (claims in 3 namespaces)",
+    ]);
+    expect(column("controller")).to.deep.equal(["1 ns", "1 ns", "all ns"]);
+    expect(column("CPU vs ref")).to.deep.equal(["ref", "1.13×", "1.25×"]);
+  });
+});
