@@ -13,7 +13,8 @@
  *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`); per claim: controller CPU, API requests,
  *      body bytes at the controller's API door, create → bound (median, p99)
  *
- * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle).
+ * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle); BENCH_POOLS=IPPool (say)
+ * only the claim kinds on the named pool kinds (IPPool, InClusterIPPool, GlobalInClusterIPPool).
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
  * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
@@ -89,11 +90,16 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   }
 }
 
+/** The claim kinds this run drives: those whose pool kind BENCH_POOLS names. */
+function kindsOf(config: BenchConfig): ClaimKind[] {
+  return CLAIM_KINDS.filter((kind) => config.pools.some((label) => label === kind.pool.label));
+}
+
 /** Scenario 5: each pool size, each kind; a namespace, a pool and controllers of its own each (see trickle.ts). */
 async function runTrickles(ctx: BenchContext, config: BenchConfig, results: BenchResults): Promise<void> {
   results.trickles = [];
   for (const held of config.trickleHeld)
-    for (const kind of CLAIM_KINDS) {
+    for (const kind of kindsOf(config)) {
       progress(`trickle: ${config.trickleClaims} ${plural(kind)} one at a time, the pool holding ${held}`);
       const result = await trickle(ctx, kind, {
         held,
@@ -118,7 +124,7 @@ async function runBursts(ctx: BenchContext, config: BenchConfig, results: BenchR
   // first, the 1,000-claim bursts came after 40,000 more writes and deletes, and their ratio fell to 0.50-0.64.
   // A controller serves one size's bursts; the next size's starts on the claims the earlier bursts left.
   for (const [i, size] of config.sizes.entries()) {
-    for (const kind of CLAIM_KINDS) {
+    for (const kind of kindsOf(config)) {
       progress(
         `ceiling: a bare client writes what ${size} ${plural(kind)} need, ${config.concurrency} claims in flight`,
       );
@@ -127,7 +133,7 @@ async function runBursts(ctx: BenchContext, config: BenchConfig, results: BenchR
     progress(`starting the compiled controller (all namespaces) for the ${size}-claim bursts`);
     const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir);
     try {
-      for (const kind of CLAIM_KINDS) {
+      for (const kind of kindsOf(config)) {
         progress(`burst: ${size} ${plural(kind)}, ${config.concurrency} in flight`);
         results.bursts.push(
           await bindBurst(ctx, kind, {

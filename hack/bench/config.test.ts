@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { readConfig, SCENARIOS } from "./config.js";
+import { POOL_LABELS, readConfig, SCENARIOS } from "./config.js";
 
 describe("bench configuration (trickle knobs)", () => {
   it("defaults: 100 trickle claims into pools holding 0 and 2,000, 100 ms apart, every scenario", () => {
@@ -22,5 +22,14 @@ describe("bench configuration (trickle knobs)", () => {
     expect(() => readConfig({ BENCH_TRICKLE_HELD: "-1" }, "o")).to.throw("BENCH_TRICKLE_HELD");
     expect(() => readConfig({ BENCH_TRICKLE_GAP_MS: "1.5" }, "o")).to.throw("BENCH_TRICKLE_GAP_MS");
     expect(() => readConfig({ BENCH_SCENARIOS: "trickle,bursts" }, "o")).to.throw('unknown scenario "bursts"');
+    expect(() => readConfig({ BENCH_POOLS: "IPPool,Pool" }, "o")).to.throw('unknown pool kind "Pool"');
+  });
+
+  it("runs every pool kind by default; BENCH_POOLS picks some", () => {
+    expect(readConfig({}, "o").pools).to.deep.equal([...POOL_LABELS]);
+    expect(readConfig({ BENCH_POOLS: "IPPool, InClusterIPPool" }, "o").pools).to.deep.equal([
+      "IPPool",
+      "InClusterIPPool",
+    ]);
   });
 });

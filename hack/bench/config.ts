@@ -42,6 +42,11 @@ export interface BenchConfig {
   trickleGapMs: number;
   /** Scenarios to run: BENCH_SCENARIOS, comma-separated among {@link SCENARIOS}; default all. */
   scenarios: Scenario[];
+  /**
+   * Pool kinds whose claim kinds run (bursts, ceilings, trickles): BENCH_POOLS, comma-separated among
+   * {@link POOL_LABELS}; default all. The IPAddressClaim-on-IPPool kind is the reference of the ratios: keep IPPool.
+   */
+  pools: PoolLabel[];
   /** Where the JSON results go. BENCH_OUT, default .cache/bench/last.json under the repository. */
   outFile: string;
   /** Also print the JSON on stdout after the table. BENCH_JSON=1. */
@@ -51,6 +56,16 @@ export interface BenchConfig {
 /** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5). */
 export const SCENARIOS = ["allocator", "burst", "memory", "trickle"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
+
+/** The pools the claim kinds ask (hack/bench/pools.ts labels). */
+export const POOL_LABELS = ["IPPool", "InClusterIPPool", "GlobalInClusterIPPool"] as const;
+export type PoolLabel = (typeof POOL_LABELS)[number];
+
+function poolOf(item: string): PoolLabel {
+  const found = POOL_LABELS.find((p) => p === item);
+  if (!found) throw new Error(`BENCH_POOLS: unknown pool kind "${item}" (known: ${POOL_LABELS.join(", ")})`);
+  return found;
+}
 
 function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const text = env[name];
@@ -104,6 +119,7 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
     trickleHeld: trickleHeld(env, large),
     trickleGapMs: nonNegativeInt(env, "BENCH_TRICKLE_GAP_MS", 100),
     scenarios: list(env, "BENCH_SCENARIOS", [...SCENARIOS], scenarioOf),
+    pools: list(env, "BENCH_POOLS", [...POOL_LABELS], poolOf),
     outFile: env.BENCH_OUT || defaultOutFile,
     printJson: env.BENCH_JSON === "1" || env.BENCH_JSON === "true",
   };
