@@ -136,7 +136,10 @@ export class IPAddressClaimApi implements ClaimApi {
   async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
     const capi = this.capi;
     if (!capi) return;
-    for (const address of (candidates ?? this.recordsOf(pass.key)) as CapiIPAddress[]) {
+    for (const candidate of (candidates ?? this.recordsOf(pass.key)) as CapiIPAddress[]) {
+      // Candidates may be snapshots from a change log: act on the cached record, if it is still there.
+      const address = capi.addresses.get(candidate.metadata.namespace ?? "", candidate.metadata.name ?? "");
+      if (!address || address.metadata.uid !== candidate.metadata.uid) continue;
       if (!hasFinalizer(address.metadata, pass.kind.finalizers.record)) continue;
       const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPADDRESSCLAIM_KIND);
       if (!owner || this.store.movedAway.has(owner.uid) || isDeletedForMove(address.metadata)) continue;

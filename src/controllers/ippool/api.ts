@@ -122,7 +122,10 @@ export class IPClaimApi implements ClaimApi {
    * IPClaim qualify, so person-made reservations stay; the claim's absence is confirmed with the API server.
    */
   async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
-    for (const address of (candidates ?? this.recordsOf(pass.key)) as IPAddress[]) {
+    for (const candidate of (candidates ?? this.recordsOf(pass.key)) as IPAddress[]) {
+      // Candidates may be snapshots from a change log: act on the cached record, if it is still there.
+      const address = this.store.addresses.get(candidate.metadata.namespace ?? "", candidate.metadata.name ?? "");
+      if (!address || address.metadata.uid !== candidate.metadata.uid) continue;
       const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPCLAIM_KIND);
       const claimName = address.spec?.claim?.name;
       if (!owner || !claimName) continue;
