@@ -83,7 +83,7 @@ export class PoolReconciler {
     pools: Informer<PoolObject>,
   ): Promise<ReconcileResult> {
     const log = this.logger.child({ controller: "ippool", kind: ref.kind, namespace: ref.namespace, name: ref.name });
-    let pool = pools.get(ref.namespace, ref.name);
+    let pool = pools.get(ref.namespace, ref.name) ?? (await this.confirmMissing(key, ref, kind, pools));
     const pause = pool ? pauseState(pool.metadata, kind.clusterName(pool), this.store.lookupCluster) : undefined;
     if (pool && !isDeleting(pool.metadata))
       pool = await this.ensurePoolMetadata(kind, pools, pool, pause?.paused === false);
@@ -165,6 +165,21 @@ export class PoolReconciler {
     ctx.allocator = state.allocator;
     pass.collisions.push(...state.collisions);
     return state;
+  }
+
+  /**
+   * A pool missing from the cache while claims name it may only be late: pools come on a watch of their own, and a
+   * claim created right after its pool can arrive first. Failing the claims then ("not found", an Event) would be
+   * wrong, so the pool is read from the API server before its claims are failed. Without claims nothing is read.
+   */
+  private async confirmMissing(
+    key: string,
+    ref: PoolRef,
+    kind: PoolKind,
+    pools: Informer<PoolObject>,
+  ): Promise<PoolObject | undefined> {
+    const claimed = this.apis.some((api) => api.serves(kind) && api.claimsOf(key).length > 0);
+    return claimed ? await this.store.fetch(pools, ref.namespace, ref.name) : undefined;
   }
 
   /** Everything that changed in pool `key` for `api` since its last pass (taken out of the logs). */
