@@ -176,6 +176,11 @@ export class PoolAllocator {
     return new PoolAllocator(placeholder);
   }
 
+  /** How many distinct addresses are held (by `reserve`): about the pool's number of records. O(1). */
+  get heldCount(): number {
+    return this.holders.size;
+  }
+
   /** Tree nodes visited by the free-space structures so far; for cost assertions (O(log n) per decision). */
   get work(): number {
     return this.inUse[4].work + this.inUse[6].work + this.held[4].work + this.held[6].work;

@@ -37,13 +37,25 @@ export interface PoolReconcilerOptions {
 }
 
 /**
- * Minimum time between two status writes of one pool whose conditions did not change. Each write carries the pool's
- * whole view (Metal3: `indexes`, one entry per claim) back to us and to every watcher, so in a trickle of claims a
- * write per claim made each claim cost in proportion to the pool. The status is a view rebuilt from records: nobody
- * decides from it (Metal3's controller, after a rollback, rebuilds it from IPAddresses; `kubectl ipam` reads records;
- * our metrics come from this pass), so it may trail the records by this much.
+ * Minimum time between two status writes of one pool whose conditions did not change, for pools of up to
+ * {@link STATUS_INTERVAL_RECORDS} records. Each write carries the pool's whole view (Metal3: `indexes`, one entry per
+ * claim) back to us and to every watcher, and computing it walks every record, so in a trickle of claims a write per
+ * claim made each claim cost in proportion to the pool. The status is a view rebuilt from records: nobody decides from
+ * it (Metal3's controller, after a rollback, rebuilds it from IPAddresses; `kubectl ipam` reads records; our metrics
+ * come from the same computation), so it may trail the records by this much.
  */
 export const STATUS_WRITE_INTERVAL_MS = 2_000;
+/**
+ * In pools of more than 2,000 records the interval grows with the pool, a millisecond per record (10,000 records: one
+ * write per 10 s at most; at most {@link MAX_STATUS_WRITE_INTERVAL_MS}), so a status write, whose cost is in
+ * proportion to the pool, costs each claim of a trickle about the same whatever the pool's size.
+ */
+export const MAX_STATUS_WRITE_INTERVAL_MS = 30_000;
+
+/** The status write interval of a pool holding `records` records. */
+export function statusWriteInterval(records: number): number {
+  return Math.min(MAX_STATUS_WRITE_INTERVAL_MS, Math.max(STATUS_WRITE_INTERVAL_MS, records));
+}
 
 export class PoolReconciler {
   /** When each pool's status was last written (its key), for {@link STATUS_WRITE_INTERVAL_MS}. */
@@ -359,7 +371,7 @@ export class PoolReconciler {
     const { ctx, key } = pass;
     if (!state.statusStale) return;
     const newCollision = pass.collisions.length > state.collisions.length;
-    const waitMs = full || newCollision ? 0 : this.statusDeferral(key);
+    const waitMs = full || newCollision ? 0 : this.statusDeferral(key, state);
     if (waitMs > 0) {
       ctx.statusDueInMs = waitMs;
       return;
@@ -374,7 +386,7 @@ export class PoolReconciler {
     const decision = pass.kind.desiredStatus(pool, { ...input, metrics: ctx.metrics });
     state.statusStale = false;
     if (!decision) return;
-    const deferMs = decision.viewOnly ? this.statusDeferral(key) : 0;
+    const deferMs = decision.viewOnly ? this.statusDeferral(key, state) : 0;
     if (deferMs > 0) {
       state.statusStale = true;
       ctx.statusDueInMs = deferMs;
@@ -388,10 +400,11 @@ export class PoolReconciler {
     }
   }
 
-  /** How long to hold back a view-only status write: until {@link STATUS_WRITE_INTERVAL_MS} after the last write. */
-  private statusDeferral(key: string): number {
+  /** How long to hold back a view-only status write: until {@link statusWriteInterval} after the last write. */
+  private statusDeferral(key: string, state: PoolState): number {
     const last = this.statusWrittenAt.get(key);
-    return last === undefined ? 0 : Math.max(0, last + STATUS_WRITE_INTERVAL_MS - Date.now());
+    const interval = statusWriteInterval(state.allocator.heldCount);
+    return last === undefined ? 0 : Math.max(0, last + interval - Date.now());
   }
 }
 
