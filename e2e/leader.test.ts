@@ -18,6 +18,7 @@ import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { startProbeServer } from "../src/runtime/probes.js";
 import { freshNamespace, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
+import { freshTarget, type TargetKind } from "../hack/testkit/pooltarget.js";
 import {
   CONTROLLER_NAMESPACE,
   serviceAccountKubeConfig,
@@ -109,12 +110,16 @@ describe("leader election and metrics (controller processes)", function () {
       .filter((a): a is string => a !== undefined);
   }
 
-  it("lets exactly one replica reconcile, and replaces a SIGKILLed leader within the lease duration without duplicates", async () => {
-    const ns = await freshNamespace(admin, "leader-kill");
-    await c.pools.create(ns, pool(ns, "p", { pools: [{ subnet: "10.50.0.0/22" }] }));
-    const lease = `lease-${ns}`;
-    const a = await startReplica("a", ns, lease, ["6s", "4s", "500ms"]);
-    const b = await startReplica("b", ns, lease, ["6s", "4s", "500ms"]);
+  /**
+   * Two replicas on one Lease; once the leader has bound some of 500 claims it is SIGKILLed while the rest are
+   * created, and the follower takes over within the lease duration and binds every claim once.
+   */
+  async function leaderKilled(kind: TargetKind): Promise<void> {
+    const t = await freshTarget(kind, admin, "leader-kill", "p");
+    await t.createPool({ subnet: "10.50.0.0/22" });
+    const lease = `lease-${t.namespaces[0] ?? ""}`;
+    const a = await startReplica("a", t.watchNamespace, lease, ["6s", "4s", "500ms"]);
+    const b = await startReplica("b", t.watchNamespace, lease, ["6s", "4s", "500ms"]);
     const leader = await eventually(
       "a leader",
       async () => {
@@ -125,12 +130,11 @@ describe("leader election and metrics (controller processes)", function () {
       250,
     );
     const follower = leader === a ? b : a;
-    const names = Array.from({ length: 500 }, (_, i) => `k-${String(i).padStart(3, "0")}`);
-    for (let i = 0; i < 100; i += 25)
-      await Promise.all(names.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
+    const refs = t.claimRefs(500, (i) => `k-${String(i).padStart(3, "0")}`);
+    for (let i = 0; i < 100; i += 25) await Promise.all(refs.slice(i, i + 25).map((r) => t.createClaim(r)));
     await eventually(
       "some claims bound by the leader",
-      async () => (await boundAddresses(ns)).length >= 50,
+      async () => (await t.boundAddresses()).length >= 50,
       60_000,
       200,
     );
@@ -138,10 +142,9 @@ describe("leader election and metrics (controller processes)", function () {
     expect(sample(followerMetrics, "metal3_ipam_allocations_total", { result: "allocated" }) ?? 0).to.equal(0);
     expect(sample(followerMetrics, "metal3_ipam_leader")).to.equal(0);
 
-    const rest = names.slice(100);
+    const rest = refs.slice(100);
     const creating = (async () => {
-      for (let i = 0; i < rest.length; i += 25)
-        await Promise.all(rest.slice(i, i + 25).map((n) => c.claims.create(ns, claim(ns, n, "p"))));
+      for (let i = 0; i < rest.length; i += 25) await Promise.all(rest.slice(i, i + 25).map((r) => t.createClaim(r)));
     })();
     leader.proc.signal("SIGKILL");
     const killedAt = Date.now();
@@ -154,15 +157,22 @@ describe("leader election and metrics (controller processes)", function () {
     const addresses = await eventually(
       "all 500 bound",
       async () => {
-        const got = await boundAddresses(ns);
+        const got = await t.boundAddresses();
         return got.length === 500 ? got : undefined;
       },
       180_000,
       500,
     );
     expect(new Set(addresses).size).to.equal(500);
-    expect((await c.addresses.list(ns)).items).to.have.length(500);
-  });
+    expect(await t.records()).to.equal(500);
+    t.expectSound(await t.audit(), 500);
+  }
+
+  it("lets exactly one replica reconcile, and replaces a SIGKILLed leader within the lease duration without duplicates", () =>
+    leaderKilled("IPPool"));
+
+  it("GlobalInClusterIPPool: replaces a SIGKILLed leader serving IPAddressClaims of 3 namespaces (replicas of all namespaces) without duplicates", () =>
+    leaderKilled("GlobalInClusterIPPool"));
 
   it("hands over at once on SIGTERM: the lease is released, not left to expire", async () => {
     const ns = await freshNamespace(admin, "leader-term");

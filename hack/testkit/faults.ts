@@ -9,10 +9,12 @@ import { Writable } from "node:stream";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Kube } from "../../src/kube/access.js";
 import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
+import type { Store } from "../../src/controllers/store.js";
 import { describeError, isAlreadyExists } from "../../src/kube/errors.js";
 import { createLogger, type Logger } from "../../src/runtime/logger.js";
-import type { IPAddress, IPClaim } from "../../api/v1alpha1/types.js";
-import { claim, type Clients } from "./ipam.js";
+import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../../api/capi/types.js";
+import type { IPAddress, IPClaim, ObjectMeta } from "../../api/v1alpha1/types.js";
+import { claim, type CapiClients, type Clients } from "./ipam.js";
 import { sleep } from "./wait.js";
 
 /** A JSON logger whose records are kept for assertions (and echoed to stderr when E2E_LOG is set). */
@@ -55,6 +57,19 @@ export async function startObservedController(
   const manager = new Manager(kc, { namespace, poolConcurrency: 4, logger: logs.logger, ...options });
   await manager.start();
   return { manager, logs, stop: () => manager.stop() };
+}
+
+/**
+ * Delays every event of one of a controller's watches by `ms`, keeping their order: a busy API server or a slow link,
+ * where the event of a claim arrives before the event of a record made just before it (the freshness barrier's case,
+ * spec §3.4). `pick` chooses the informer among the store's; this reaches into a controller in this process.
+ */
+export function lagWatch(manager: Manager, pick: (store: Store) => object | undefined, ms: number): void {
+  const store = (manager as unknown as { store?: Store }).store;
+  const informer = store && (pick(store) as { onEvent: (watch: unknown, event: unknown) => void } | undefined);
+  if (!informer) throw new Error("the controller has no such informer (not started, or its kind not served)");
+  const deliver = informer.onEvent.bind(informer);
+  informer.onEvent = (watch, event) => void setTimeout(() => deliver(watch, event), ms);
 }
 
 /**
@@ -156,15 +171,30 @@ export async function createClaimsRetrying(
   names: readonly string[],
   options: CreateClaimsOptions = {},
 ): Promise<void> {
+  const create = (name: string): Promise<unknown> => c.claims.create(namespace, claim(namespace, name, poolName));
+  await createAllRetrying(names, create, (name) => `claim ${name}`, options);
+}
+
+/**
+ * Creates one object per item of `items` with `create`, as {@link createClaimsRetrying} does (any kind of claim, in any
+ * namespace): failed creates are retried until the deadline; AlreadyExists after a retry means an earlier attempt got
+ * through. `describe` names an item in the error of one that could not be created.
+ */
+export async function createAllRetrying<T>(
+  items: readonly T[],
+  create: (item: T) => Promise<unknown>,
+  describe: (item: T) => string,
+  options: CreateClaimsOptions = {},
+): Promise<void> {
   const deadline = Date.now() + (options.deadlineMs ?? 180_000);
   const progress = options.progress ?? { created: 0 };
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < names.length) {
-      const name = names[next++] as string;
+    while (next < items.length) {
+      const item = items[next++] as T;
       for (;;) {
         try {
-          await c.claims.create(namespace, claim(namespace, name, poolName));
+          await create(item);
           progress.created++;
           break;
         } catch (err) {
@@ -172,7 +202,7 @@ export async function createClaimsRetrying(
             progress.created++;
             break;
           }
-          if (Date.now() > deadline) throw new Error(`could not create claim ${name}: ${describeError(err)}`);
+          if (Date.now() > deadline) throw new Error(`could not create ${describe(item)}: ${describeError(err)}`);
           await sleep(250);
         }
       }
@@ -191,7 +221,7 @@ export interface AllocationAudit {
   bound: number;
   /** Live claims without such a binding. */
   unbound: string[];
-  /** `pool/address` held by more than one IPAddress. */
+  /** `pool/address` held by more than one IPAddress (IPAddressClaims: with the holders, `<namespace>/<name>`). */
   duplicateAddresses: string[];
   /** Claims named by more than one IPAddress. */
   claimsWithSeveral: string[];
@@ -259,4 +289,114 @@ function auditAddresses(
     orphans,
     strayAddresses: addresses.map((a) => a.metadata.name ?? "").filter((name) => !named.has(name)),
   };
+}
+
+/** {@link AllocationAudit} of IPAddressClaims, plus the finalizers the pool's kind puts on claims and records. */
+export interface ClaimAllocationAudit extends AllocationAudit {
+  /** Records without the kind's record finalizer and bound claims without its claim finalizer (`<Kind> ns/name`). */
+  unfinalized: string[];
+}
+
+/**
+ * The audit of {@link auditAllocations} for the Cluster API IPAddressClaims of the pool `poolRef` names, whose claims
+ * and IPAddresses live in `namespaces` (a cluster-scoped pool serves several): claims and records are keyed
+ * `<namespace>/<name>`, so same-named claims of two namespaces are two claims, and addresses are compared across
+ * every namespace. A claim is bound when it says Ready and its `status.addressRef` names an IPAddress of its namespace
+ * whose `claimRef` names it back.
+ */
+export async function auditClaimAllocations(
+  capi: CapiClients,
+  namespaces: readonly string[],
+  poolRef: PoolRef,
+  finalizers: { claim: string; record: string },
+): Promise<ClaimAllocationAudit> {
+  const lists = await Promise.all(
+    namespaces.map(async (ns) => {
+      const [claims, records] = await Promise.all([capi.claims.list(ns), capi.addresses.list(ns)]);
+      return { claims: claims.items, records: records.items };
+    }),
+  );
+  const ofPool = (ref: PoolRef | undefined): boolean =>
+    ref?.name === poolRef.name && ref.kind === poolRef.kind && (ref.apiGroup ?? "") === (poolRef.apiGroup ?? "");
+  const claims = lists.flatMap((l) => l.claims).filter((cl) => ofPool(cl.spec?.poolRef));
+  const records = lists.flatMap((l) => l.records).filter((r) => ofPool(r.spec?.poolRef));
+  const { named, unfinalized, ...byClaims } = auditAddressClaims(claims, records, finalizers.claim);
+  const byRecords = auditCapiAddresses(records, claims, finalizers.record);
+  return {
+    ...byClaims,
+    ...byRecords,
+    duplicateAddresses: byRecords.duplicateAddresses.map(
+      (address) =>
+        `${poolRef.name}/${address} (${records
+          .filter((r) => r.spec.address === address)
+          .map((r) => keyIn(r.metadata))
+          .join(", ")})`,
+    ),
+    strayAddresses: records.map((r) => keyIn(r.metadata)).filter((key) => !named.has(key)),
+    unfinalized: [...unfinalized, ...byRecords.unfinalized],
+  };
+}
+
+/** The claims' side: which are bound (Ready, and named back by the IPAddress their status names), which not. */
+function auditAddressClaims(
+  claims: readonly IPAddressClaim[],
+  records: readonly CapiIPAddress[],
+  finalizer: string,
+): Pick<AllocationAudit, "claims" | "bound" | "unbound" | "deleting"> & { named: Set<string>; unfinalized: string[] } {
+  const recordByKey = new Map(records.map((r) => [keyIn(r.metadata), r]));
+  const unbound: string[] = [];
+  const deleting: string[] = [];
+  const unfinalized: string[] = [];
+  const named = new Set<string>();
+  for (const cl of claims) {
+    const key = keyIn(cl.metadata);
+    const ref = cl.status?.addressRef?.name;
+    const record = ref ? recordByKey.get(keyIn(cl.metadata, ref)) : undefined;
+    const ready = (cl.status?.conditions ?? []).find((c) => c.type === "Ready")?.status === "True";
+    if (cl.metadata.deletionTimestamp) deleting.push(key);
+    else if (!record || record.spec.claimRef?.name !== cl.metadata.name || !ready) unbound.push(key);
+    else {
+      named.add(keyIn(record.metadata));
+      if (!(cl.metadata.finalizers ?? []).includes(finalizer)) unfinalized.push(`IPAddressClaim ${key}`);
+    }
+  }
+  return { claims: claims.length - deleting.length, bound: named.size, unbound, deleting, named, unfinalized };
+}
+
+/** The records' side: addresses held twice (across namespaces), claims named twice, orphans, missing finalizers. */
+function auditCapiAddresses(
+  records: readonly CapiIPAddress[],
+  claims: readonly IPAddressClaim[],
+  finalizer: string,
+): Pick<AllocationAudit, "addresses" | "duplicateAddresses" | "claimsWithSeveral" | "orphans"> & {
+  unfinalized: string[];
+} {
+  const claimByKey = new Map(claims.map((cl) => [keyIn(cl.metadata), cl]));
+  const holders = new Map<string, number>();
+  const namedBy = new Map<string, number>();
+  const orphans: string[] = [];
+  const unfinalized: string[] = [];
+  for (const r of records) {
+    const key = keyIn(r.metadata);
+    holders.set(r.spec.address, (holders.get(r.spec.address) ?? 0) + 1);
+    if (!(r.metadata.finalizers ?? []).includes(finalizer)) unfinalized.push(`IPAddress ${key}`);
+    const claimKey = keyIn(r.metadata, r.spec.claimRef?.name);
+    namedBy.set(claimKey, (namedBy.get(claimKey) ?? 0) + 1);
+    const owner = (r.metadata.ownerReferences ?? []).find((o) => o.kind === "IPAddressClaim");
+    const live = claimByKey.get(claimKey);
+    if (owner && (!live || live.metadata.uid !== owner.uid)) orphans.push(key);
+  }
+  const several = (counts: Map<string, number>): string[] => [...counts].filter(([, n]) => n > 1).map(([key]) => key);
+  return {
+    addresses: records.length,
+    duplicateAddresses: several(holders),
+    claimsWithSeveral: several(namedBy),
+    orphans,
+    unfinalized,
+  };
+}
+
+/** `<namespace>/<name>` of an object, or of another name in its namespace. */
+function keyIn(meta: ObjectMeta, name = meta.name): string {
+  return `${meta.namespace ?? ""}/${name ?? ""}`;
 }

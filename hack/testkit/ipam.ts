@@ -3,7 +3,19 @@
  * (set E2E_EXTERNAL_CONTROLLER=true when a deployed controller serves the cluster, e.g. on kind).
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { apiVersionOf, CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, resourceType } from "../../api/registry.js";
+import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../../api/capi/types.js";
+import type { InClusterIPPool, InClusterIPPoolSpec } from "../../api/incluster/types.js";
+import {
+  apiVersionOf,
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  CLUSTER,
+  GLOBAL_INCLUSTER_IPPOOL,
+  IPADDRESS,
+  IPCLAIM,
+  IPPOOL,
+  resourceType,
+} from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Cluster } from "../../src/controllers/clusters.js";
 import { Manager } from "../../src/controllers/manager.js";
@@ -28,6 +40,21 @@ export function clients(kc: KubeConfig): Clients {
     addresses: new ResourceClient<IPAddress>(kc, resourceType(IPADDRESS)),
     clusters: new ResourceClient<Cluster>(kc, resourceType(CLUSTER)),
     core: kc.makeApiClient(CoreV1Api),
+  };
+}
+
+/** Cluster API's IPAM kinds (at their preferred version) and the in-cluster provider's cluster-scoped pools. */
+export interface CapiClients {
+  claims: ResourceClient<IPAddressClaim>;
+  addresses: ResourceClient<CapiIPAddress>;
+  globalPools: ResourceClient<InClusterIPPool>;
+}
+
+export function capiClients(kc: KubeConfig): CapiClients {
+  return {
+    claims: new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM)),
+    addresses: new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
+    globalPools: new ResourceClient<InClusterIPPool>(kc, resourceType(GLOBAL_INCLUSTER_IPPOOL)),
   };
 }
 
@@ -84,6 +111,31 @@ export function claim(
     kind: IPCLAIM.kind,
     metadata: { name, namespace, ...meta },
     spec: { pool: { name: poolName } },
+  };
+}
+
+/** A `GlobalInClusterIPPool` (cluster-scoped: no namespace). */
+export function globalPool(name: string, spec: InClusterIPPoolSpec): InClusterIPPool {
+  return {
+    apiVersion: apiVersionOf(GLOBAL_INCLUSTER_IPPOOL),
+    kind: GLOBAL_INCLUSTER_IPPOOL.kind,
+    metadata: { name },
+    spec,
+  };
+}
+
+/** The poolRef of an IPAddressClaim for the `GlobalInClusterIPPool` `name`. */
+export function globalPoolRef(name: string): PoolRef {
+  return { apiGroup: GLOBAL_INCLUSTER_IPPOOL.group, kind: GLOBAL_INCLUSTER_IPPOOL.kind, name };
+}
+
+/** A Cluster API IPAddressClaim for the pool `poolRef` names. */
+export function addressClaim(namespace: string, name: string, poolRef: PoolRef): IPAddressClaim {
+  return {
+    apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM),
+    kind: CAPI_IPADDRESSCLAIM.kind,
+    metadata: { name, namespace },
+    spec: { poolRef: { ...poolRef } },
   };
 }
 

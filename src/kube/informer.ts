@@ -222,6 +222,14 @@ export class Informer<T extends KubeObject> {
   }
 
   /**
+   * What names this cache in its log lines: the resource and its API group (Metal3's and Cluster API's IPAddresses
+   * share the plural `ipaddresses`).
+   */
+  private get logFields(): { resource: string; group: string } {
+    return { resource: this.client.type.plural, group: this.client.type.group };
+  }
+
+  /**
    * The resourceVersion up to which this cache has seen every change of its watch (the last list's, or the last
    * event's or bookmark's). Watch events arrive in resourceVersion order, so once this is at or past X, every object
    * written before X is in the cache. Our own writes (`upsert`) do not move it.
@@ -410,7 +418,7 @@ export class Informer<T extends KubeObject> {
       watch.abortedBecause = "silent";
       this.counters.watchdogAborts++;
       this.options.logger.warn("Watch silent for too long; reconnecting", {
-        resource: this.client.type.plural,
+        ...this.logFields,
         silentMs: now - this.lastActivity,
       });
       watch.abort.abort();
@@ -465,7 +473,7 @@ export class Informer<T extends KubeObject> {
     if (this.stopped || description === this.lastLoggedError) return;
     this.lastLoggedError = description;
     this.options.logger.warn("List or watch failed; retrying with backoff", {
-      resource: this.client.type.plural,
+      ...this.logFields,
       error: description,
       status: statusCodeOf(err),
       synced: this.inSync,
@@ -500,12 +508,12 @@ export class Informer<T extends KubeObject> {
     // After failures operators want to see the recovery; routine relists (410 Gone) stay at debug.
     if (this.recovering)
       this.options.logger.info("Cache resynced after failures", {
-        resource: this.client.type.plural,
+        ...this.logFields,
         items: result.items.length,
         failures: this.failures,
       });
     else if (this.counters.lists > 1)
-      this.options.logger.debug("Relisted", { resource: this.client.type.plural, items: result.items.length });
+      this.options.logger.debug("Relisted", { ...this.logFields, items: result.items.length });
     this.inSync = true;
     this.recovering = false;
     for (const w of this.readyWaiters.splice(0)) w();
@@ -573,7 +581,7 @@ export class Informer<T extends KubeObject> {
     if (gone) {
       this.counters.expired++;
       this.options.logger.info("Watch expired (410 Gone); relisting", {
-        resource: this.client.type.plural,
+        ...this.logFields,
         error: streamError?.message ?? describeError(err),
       });
       return "gone";
