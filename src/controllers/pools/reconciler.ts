@@ -208,9 +208,12 @@ export class PoolReconciler {
   ): boolean {
     const asked = this.fullNext.delete(key);
     const overflowed = [...changes.values()].some((c) => c.claims === undefined || c.records === undefined);
+    // A claim API served since the state was built (Cluster API's CRDs installed later) was never walked.
+    const newApi = [...changes.keys()].some((api) => !kept.unsettled.has(api));
     return (
       asked ||
       overflowed ||
+      newApi ||
       isDeleting(pool.metadata) ||
       kept.fingerprint !== poolFingerprint(pool) ||
       Date.now() - kept.builtAt > FULL_PASS_INTERVAL_MS

@@ -7,7 +7,7 @@
  * change logs, src/kube/journal.ts).
  *
  * A pass is full when nothing is kept yet, the pool changed (spec, generation or metadata: its fingerprint), a change
- * log overflowed, the previous pass failed or lost a race (its changes may be half applied), a Cluster changed, or
+ * log overflowed, a claim API is served that was not when the state was built, the previous pass failed or lost a race (its changes may be half applied), a Cluster changed, or
  * {@link FULL_PASS_INTERVAL_MS} passed since the last full one (a safety net: it re-derives everything from the cache).
  */
 import type { PoolAllocator } from "../../ipam/allocator.js";
