@@ -129,7 +129,7 @@ export class Manager {
     if (!this.options.namespace) return OPTIONAL_POOL_KINDS;
     const scoped = OPTIONAL_POOL_KINDS.filter((kind) => !kind.descriptor.namespaced);
     for (const kind of scoped)
-      this.options.logger.warn("Cluster-scoped pools are not served by a controller limited to one namespace", {
+      this.options.logger.info("Cluster-scoped pools are not served by a controller limited to one namespace", {
         kind: kind.descriptor.kind,
         namespace: this.options.namespace,
       });
