@@ -18,13 +18,12 @@ import {
   type ClusterApiVersion,
 } from "../api/registry.js";
 import type { Condition } from "../api/v1alpha1/types.js";
-import { isNotFound } from "../src/kube/errors.js";
 import { ResourceClient } from "../src/kube/resource.js";
 import { Manager } from "../src/controllers/manager.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { LocalPlane } from "../hack/testkit/plane.js";
 import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
-import { addressOf, claim, clients, cluster, pool, startController, type Clients } from "../hack/testkit/ipam.js";
+import { addressOf, claim, clients, cluster, gone, pool, startController, type Clients } from "../hack/testkit/ipam.js";
 import { withController as withControllerIn } from "../hack/testkit/ipam.js";
 import { consistently, eventually } from "../hack/testkit/wait.js";
 
@@ -65,19 +64,6 @@ async function capiAddressOf(
   const ref = c.status?.addressRef?.name;
   if (!ref || ready(c)?.status !== "True") return undefined;
   return (await capi.addresses.get(ns, ref)).spec.address;
-}
-
-async function gone(
-  client: ResourceClient<IPAddressClaim> | ResourceClient<CapiIPAddress>,
-  ns: string,
-  name: string,
-): Promise<boolean> {
-  try {
-    await client.get(ns, name);
-    return false;
-  } catch (err) {
-    return isNotFound(err);
-  }
 }
 
 describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {

@@ -12,7 +12,7 @@ import type { InClusterIPPool, InClusterIPPoolSpec } from "../api/incluster/type
 import { PROTECT_POOL_FINALIZER } from "../api/incluster/types.js";
 import { isNotFound } from "../src/kube/errors.js";
 import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
-import { startController } from "../hack/testkit/ipam.js";
+import { gone, startController } from "../hack/testkit/ipam.js";
 import { consistently, eventually, poll } from "../hack/testkit/wait.js";
 import {
   addressClaim,
@@ -20,7 +20,6 @@ import {
   expectBoundClaim,
   expectRecord,
   GLOBAL,
-  gone,
   IN,
   inClusterClients,
   inClusterPool,

@@ -24,8 +24,7 @@ import {
 } from "../api/registry.js";
 import { CLUSTER_NAME_LABEL, READY_CONDITION, type Condition, type OwnerReference } from "../api/v1alpha1/types.js";
 import type { Cluster } from "../src/controllers/clusters.js";
-import { isNotFound } from "../src/kube/errors.js";
-import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
+import { ResourceClient } from "../src/kube/resource.js";
 import { eventually } from "../hack/testkit/wait.js";
 
 export const IN = "InClusterIPPool";
@@ -129,21 +128,6 @@ export const unallocated = (claim: IPAddressClaim): boolean =>
 /** A claim nobody served: no finalizer and no status. */
 export const untouched = (claim: IPAddressClaim): boolean =>
   (claim.metadata.finalizers ?? []).length === 0 && claim.status === undefined;
-
-/** Whether the object is gone (NotFound). */
-export async function gone<T extends KubeObject>(
-  client: ResourceClient<T>,
-  ns: string,
-  name: string,
-): Promise<boolean> {
-  try {
-    await client.get(ns, name);
-    return false;
-  } catch (err) {
-    if (isNotFound(err)) return true;
-    throw err;
-  }
-}
 
 /** An owner reference with the two flags made explicit (absent = false), for exact comparison. */
 export function owner(o: Pick<OwnerReference, "apiVersion" | "kind" | "name" | "uid"> & Partial<OwnerReference>) {

@@ -13,14 +13,13 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { PROTECT_POOL_FINALIZER, RELEASE_ADDRESS_FINALIZER } from "../api/incluster/types.js";
 import { CLUSTER_NAME_LABEL, PAUSED_ANNOTATION } from "../api/v1alpha1/types.js";
 import { sharedCluster } from "../hack/testkit/cluster.js";
-import { cluster, withController } from "../hack/testkit/ipam.js";
+import { cluster, gone, withController } from "../hack/testkit/ipam.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 import {
   addressClaim,
   COUNT_ROWS,
   expectBoundClaim,
   expectRecord,
-  gone,
   IN,
   inClusterClients,
   inClusterPool,

@@ -167,6 +167,15 @@ export async function exists<T extends KubeObject>(
   }
 }
 
+/** Whether `name` does not exist (NotFound); other errors propagate. */
+export async function gone<T extends KubeObject>(
+  client: ResourceClient<T>,
+  namespace: string,
+  name: string,
+): Promise<boolean> {
+  return !(await exists(client, namespace, name));
+}
+
 /** Reasons of the Events recorded on object `name` in `namespace`. */
 export async function eventReasons(c: Clients, namespace: string, name: string): Promise<string[]> {
   const list = await c.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });

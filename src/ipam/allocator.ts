@@ -81,12 +81,6 @@ export interface AddressSpace {
   readonly specErrors: readonly string[];
 }
 
-/**
- * Spaces handed to the constructor by {@link PoolAllocator.fromSpace}, keyed by a placeholder spec made for that one
- * call: this keeps the public constructor's signature exactly `(spec, options)` without a cast.
- */
-const pendingSpaces = new WeakMap<IPPoolSpec, AddressSpace>();
-
 /** Options of {@link PoolAllocator}. */
 export interface PoolAllocatorOptions {
   /** Source of uniform numbers in [0, 1) for `random` pools; defaults to `Math.random`. */
@@ -149,18 +143,24 @@ export class PoolAllocator {
   private readonly union: Record<Family, Array<[bigint, bigint]>>;
   private readonly total: bigint;
 
-  constructor(spec: IPPoolSpec, options: PoolAllocatorOptions = {}) {
-    const space = pendingSpaces.get(spec);
-    pendingSpaces.delete(spec);
-    this.entries = space ? [...space.entries] : compileEntries(spec).entries;
-    this.specErrors = space ? [...space.specErrors] : validateIPPoolSpec(spec).map(formatFieldError);
-    this.random = spec.allocationStrategy === "random";
+  /** From a Metal3 pool spec, or from a space compiled elsewhere (see {@link PoolAllocator.fromSpace}). */
+  constructor(source: IPPoolSpec | AddressSpace, options: PoolAllocatorOptions = {}) {
+    const spec = "entries" in source ? undefined : source;
+    if (spec) {
+      this.entries = compileEntries(spec).entries;
+      this.specErrors = validateIPPoolSpec(spec).map(formatFieldError);
+    } else {
+      const space = source as AddressSpace;
+      this.entries = [...space.entries];
+      this.specErrors = [...space.specErrors];
+    }
+    this.random = spec?.allocationStrategy === "random";
     this.rng = options.rng ?? Math.random;
     this.union = entryUnion(this.entries);
     let total = 0n;
     for (const family of [4, 6] as const) for (const [lo, hi] of this.union[family]) total += hi - lo + 1n;
     this.total = total;
-    for (const [claimName, text] of Object.entries(spec.preAllocations ?? {})) this.addPreallocation(claimName, text);
+    for (const [claimName, text] of Object.entries(spec?.preAllocations ?? {})) this.addPreallocation(claimName, text);
   }
 
   /**
@@ -170,10 +170,7 @@ export class PoolAllocator {
    * reach the allocator.
    */
   static fromSpace(space: AddressSpace): PoolAllocator {
-    // A fresh placeholder (no strategy, no preallocations) the constructor swaps for `space`.
-    const placeholder: IPPoolSpec = { namePrefix: "" };
-    pendingSpaces.set(placeholder, space);
-    return new PoolAllocator(placeholder);
+    return new PoolAllocator(space);
   }
 
   /** How many distinct addresses are held (by `reserve`): about the pool's number of records. O(1). */

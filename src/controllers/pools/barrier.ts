@@ -46,9 +46,9 @@ export async function freshnessBarrier(
 }
 
 /**
- * confirmCreated for one pass: a record we just made holds its address alone once its API's watch has delivered its
- * own creation (everything written before it, so everything written before its claim, is then in the cache) and the
- * other APIs' caches are as fresh as the barrier; a record whose event does not come within {@link ECHO_TIMEOUT_MS}
+ * The confirmation (ApplyContext.confirm) of one pass: a record we just made holds its address alone once its API's
+ * watch has delivered its own creation (everything written before it, so everything written before its claim, is
+ * then in the cache) and the other APIs' caches are as fresh as the barrier; a record whose event does not come within {@link ECHO_TIMEOUT_MS}
  * is confirmed by a list instead. Each API is listed at most once per pass.
  */
 function confirmer(

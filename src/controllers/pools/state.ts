@@ -74,3 +74,51 @@ export function applyRecordChanges(
     if (after) allocator.reserve(after.spec.address, api.holderOf(after, kind));
   }
 }
+
+/** Every claim of pool `key`, per API (a full pass). */
+export function allClaims(apis: readonly ClaimApi[], key: string): Map<ClaimApi, KubeObject[]> {
+  return new Map(apis.map((api) => [api, api.claimsOf(key)]));
+}
+
+/**
+ * The claims an incremental pass plans, per API: those not settled yet, those that changed, and those whose records
+ * changed, as far as they still belong to the pool. Keys of claims gone from the pool leave the unsettled set.
+ */
+export function plannedClaims(
+  apis: readonly ClaimApi[],
+  key: string,
+  state: PoolState,
+  changes: ReadonlyMap<ClaimApi, ApiChanges>,
+): Map<ClaimApi, KubeObject[]> {
+  const planned = new Map<ClaimApi, KubeObject[]>();
+  for (const api of apis) {
+    const unsettled = state.unsettled.get(api) ?? new Set<string>();
+    const keys = new Set(unsettled);
+    for (const change of changes.get(api)?.claims ?? []) keys.add(change.key);
+    for (const { before, after } of changes.get(api)?.records ?? []) {
+      const claimKey = api.claimKeyOf((after ?? before) as PoolRecord);
+      if (claimKey) keys.add(claimKey);
+    }
+    const claims: KubeObject[] = [];
+    for (const claimKey of keys) {
+      const claim = api.claimInPool(claimKey, key);
+      if (claim) claims.push(claim);
+      else unsettled.delete(claimKey);
+    }
+    planned.set(api, claims);
+  }
+  return planned;
+}
+
+/** The records an incremental pass checks for orphans: those that changed, and those of claims that left the pool. */
+export function orphanCandidates(api: ClaimApi, key: string, changes: ReadonlyMap<ClaimApi, ApiChanges>): PoolRecord[] {
+  const c = changes.get(api);
+  const candidates = (c?.records ?? []).flatMap((change) => (change.after ? [change.after] : []));
+  for (const change of c?.claims ?? []) if (!change.after) candidates.push(...api.recordsOfClaim(change.key, key));
+  return [...new Set(candidates)];
+}
+
+/** Whether any claim or record of the pool changed. */
+export function anyChange(changes: ReadonlyMap<ClaimApi, ApiChanges>): boolean {
+  return [...changes.values()].some((c) => (c.claims?.length ?? 0) > 0 || (c.records?.length ?? 0) > 0);
+}
