@@ -129,8 +129,11 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
   });
+  // keepAliveTimeout outlives the API server's idle connections (Go's transport drops them after 90 s): with Node's
+  // default of 5 s the server closed idle connections the API server was just reusing, and that admission call
+  // failed with "broken pipe" (seen once in the node suite). The client now always closes first.
   const server = createServer(
-    { ...tlsOptions(source.current()), requestTimeout: 30_000, headersTimeout: 10_000 },
+    { ...tlsOptions(source.current()), requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 120_000 },
     listener,
   );
   server.on("tlsClientError", (err) => logger.debug("TLS handshake failed", { error: err }));
