@@ -1,15 +1,24 @@
 /**
  * The Cluster API in-cluster IPAM provider's pool kinds (`cluster-api-ipam-provider-in-cluster`, v1.1 line, contract
  * v1beta2): `InClusterIPPool` (namespaced) and `GlobalInClusterIPPool` (cluster-scoped) in `ipam.cluster.x-k8s.io`,
- * version `v1alpha2` (the storage version). Served through Cluster API's IPAddressClaim contract, as that provider
- * serves them (docs/incluster.md in the shared references). Types and constants only.
+ * version `v1alpha2` (the storage version, the only one the controller reads and writes), and the deprecated
+ * `v1alpha1` the API server converts through our conversion webhook (src/ipam/incluster-conversion.ts). Served
+ * through Cluster API's IPAddressClaim contract, as that provider serves them (docs/incluster.md in the shared
+ * references). Types and constants only.
  */
 import type { ObjectMeta } from "../v1alpha1/types.js";
 
 /** Same group as Cluster API's IPAM contract kinds. */
 export const INCLUSTER_GROUP = "ipam.cluster.x-k8s.io";
-/** The storage version; v1alpha1 (deprecated) and its conversion are not served yet. */
+/** The storage version, and the only one the controller speaks. */
 export const INCLUSTER_VERSION = "v1alpha2";
+/** The provider's deprecated first version: served by the CRDs, converted by our webhook, never spoken by us. */
+export const INCLUSTER_DEPRECATED_VERSION = "v1alpha1";
+/**
+ * Cluster API's conversion annotation (`util/conversion` DataAnnotation): JSON of the fields one version cannot hold,
+ * written by the conversion that would lose them and consumed by the conversion back.
+ */
+export const CONVERSION_DATA_ANNOTATION = "cluster.x-k8s.io/conversion-data";
 export const INCLUSTER_POOL_KIND = "InClusterIPPool";
 export const GLOBAL_INCLUSTER_POOL_KIND = "GlobalInClusterIPPool";
 
@@ -35,6 +44,20 @@ export interface InClusterIPPoolSpec {
   excludedAddresses?: string[];
   /** Schema only for now: how long a released address rests before it is handed out again. */
   addressReuseGracePeriodSeconds?: number;
+}
+
+/**
+ * `spec` of both in-cluster pool kinds at the deprecated v1alpha1: `addresses`, or a `subnet` whose second through
+ * second-to-last addresses (or `start`..`end`) are handed out, `prefix` defaulting to the subnet's. Every field is
+ * optional (a Go zero value is omitted).
+ */
+export interface InClusterIPPoolV1Alpha1Spec {
+  addresses?: string[];
+  subnet?: string;
+  start?: string;
+  end?: string;
+  prefix?: number;
+  gateway?: string;
 }
 
 /** `status` of both in-cluster pool kinds: counts only, rebuilt from the IPAddresses that refer to the pool. */
