@@ -1,6 +1,6 @@
 /**
  * The HTTP side of the webhooks: one request listener that reads a bounded JSON body, dispatches the AdmissionReview
- * to the route of its path and writes the answer. It never throws and never leaves a request unanswered:
+ * to the route of its path (or a review of another kind, the ConversionReview, to its handler) and writes the answer. It never throws and never leaves a request unanswered:
  * - unknown path → 404, method other than POST → 405, body larger than the limit → 413 (the connection is then
  *   closed, the rest of the body is not read), body that is not JSON or not an AdmissionReview v1 → 400; each with a
  *   `metav1.Status` JSON body;
@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { deny, failure, parseAdmissionReview, review } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, Status } from "./admission.js";
 import type { HandlerContext, Route } from "./route.js";
+import type { ReviewAnswer } from "./conversion.js";
 import type { WebhookResult } from "../runtime/metrics.js";
 
 /**
@@ -22,6 +23,11 @@ export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
 export interface ListenerOptions {
   routes: ReadonlyMap<string, Route>;
   context: HandlerContext;
+  /**
+   * Paths answering a review other than AdmissionReview (the CRD conversion webhook): the handler gets the parsed
+   * JSON body and returns the whole answer. It must not throw (a throw is still answered: 500).
+   */
+  reviews?: ReadonlyMap<string, (body: unknown) => ReviewAnswer>;
   /** Largest accepted body in bytes; default {@link DEFAULT_MAX_BODY_BYTES}. */
   maxBodyBytes?: number;
   /** Told how each request ended; `webhook` is the route's path, or "unknown" for a path no route serves. */
@@ -83,19 +89,24 @@ function resultOf(response: AdmissionResponse): WebhookResult {
   return (response.status?.code ?? 0) >= 500 ? "error" : "denied";
 }
 
-/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send. Never rejects. */
-async function dispatch(
-  route: Route,
-  raw: Buffer,
-  ctx: HandlerContext,
-): Promise<{ code: number; body: unknown; result: WebhookResult }> {
-  let parsed: unknown;
+/** How one path answers a read body. */
+type Answerer = (raw: Buffer) => Promise<ReviewAnswer>;
+
+/** The body as JSON, or the 400 answer for one that is not. */
+function parseJson(raw: Buffer): { parsed: unknown } | ReviewAnswer {
   try {
-    parsed = JSON.parse(raw.toString("utf8"));
+    return { parsed: JSON.parse(raw.toString("utf8")) as unknown };
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     return { code: 400, body: failure(400, "BadRequest", `the body is not JSON: ${why}`), result: "rejected" };
   }
+}
+
+/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send. Never rejects. */
+async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise<ReviewAnswer> {
+  const json = parseJson(raw);
+  if (!("parsed" in json)) return json;
+  const { parsed } = json;
   const envelope = parseAdmissionReview(parsed);
   if (!envelope.ok)
     return {
@@ -130,12 +141,11 @@ async function handleSafely(route: Route, request: AdmissionRequest, ctx: Handle
 async function serve(
   req: IncomingMessage,
   res: ServerResponse,
-  route: Route | undefined,
-  options: ListenerOptions,
+  answerer: Answerer | undefined,
   limit: number,
 ): Promise<WebhookResult> {
   const path = (req.url ?? "/").split("?")[0] ?? "/";
-  if (!route) {
+  if (!answerer) {
     sendStatus(res, failure(404, "NotFound", `no webhook is served at ${path}`));
     return "rejected";
   }
@@ -157,9 +167,20 @@ async function serve(
     sendStatus(res, tooLarge(limit), true);
     return "rejected";
   }
-  const { code, body, result } = await dispatch(route, raw, options.context);
+  const { code, body, result } = await answerer(raw);
   send(res, code, body);
   return result;
+}
+
+function answererOf(options: ListenerOptions, path: string): Answerer | undefined {
+  const route = options.routes.get(path);
+  if (route) return (raw) => dispatch(route, raw, options.context);
+  const review = options.reviews?.get(path);
+  if (!review) return undefined;
+  return (raw) => {
+    const json = parseJson(raw);
+    return Promise.resolve("parsed" in json ? review(json.parsed) : json);
+  };
 }
 
 /**
@@ -172,10 +193,10 @@ export function admissionListener(options: ListenerOptions): (req: IncomingMessa
   return (req, res) => {
     const started = performance.now();
     const path = (req.url ?? "/").split("?")[0] ?? "/";
-    const route = options.routes.get(path);
+    const answerer = answererOf(options, path);
     // Only known paths become label values: a scanner probing random URLs must not grow the metric without bound.
-    const webhook = route ? path : "unknown";
-    serve(req, res, route, options, limit).then(
+    const webhook = answerer ? path : "unknown";
+    serve(req, res, answerer, limit).then(
       (result) => report(webhook, result, (performance.now() - started) / 1000),
       (err: unknown) => {
         options.context.logger.error("Webhook request failed", { path: req.url, error: err });

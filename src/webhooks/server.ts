@@ -1,6 +1,7 @@
 /**
  * The public entry of the admission webhooks (spec §6): an HTTPS server (TLS 1.2 or newer) answering AdmissionReview
- * v1 requests at the paths of {@link WEBHOOK_PATHS}, with its certificate from a mounted folder (cert-manager) or
+ * v1 requests at the paths of {@link WEBHOOK_PATHS} and the in-cluster pools' ConversionReviews at
+ * {@link CONVERSION_PATH}, with its certificate from a mounted folder (cert-manager) or
  * made and published by itself (self-managed mode). See README.md in this folder.
  */
 import { X509Certificate } from "node:crypto";
@@ -14,12 +15,14 @@ import { CertDirSource } from "../certs/certdir.js";
 import type { CertificateSource } from "../certs/certdir.js";
 import { ROUTES } from "./handlers.js";
 import { admissionListener } from "./http.js";
+import { answerConversionReview, CONVERSION_PATH } from "./conversion.js";
 import { kubeLookup } from "./lookup.js";
 import type { ClusterLookup } from "./lookup.js";
 import type { CertificatePair } from "../certs/pki.js";
 import type { SelfManagedOptions } from "../certs/selfmanaged.js";
 
 export { WEBHOOK_PATHS } from "./handlers.js";
+export { CONVERSION_PATH } from "./conversion.js";
 export { DEFAULT_MAX_BODY_BYTES } from "./http.js";
 export type { ClusterLookup } from "./lookup.js";
 export type { SelfManagedOptions } from "../certs/selfmanaged.js";
@@ -125,6 +128,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION }) as const;
   const listener = admissionListener({
     routes: ROUTES,
+    reviews: new Map([[CONVERSION_PATH, answerConversionReview]]),
     context: { lookup, logger },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
