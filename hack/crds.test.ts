@@ -17,7 +17,8 @@ import {
   renderCrds,
 } from "./crds.js";
 import { GLOBAL_INCLUSTER_IPPOOL_CRD, INCLUSTER_CRDS, INCLUSTER_IPPOOL_CRD } from "../api/incluster/schema.js";
-import { INCLUSTER_GROUP, INCLUSTER_VERSION } from "../api/incluster/types.js";
+import { INCLUSTER_DEPRECATED_VERSION, INCLUSTER_GROUP, INCLUSTER_VERSION } from "../api/incluster/types.js";
+import { CONVERSION_PATH } from "../src/webhooks/conversion.js";
 import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../api/registry.js";
 import type { CrdDefinition, JSONSchemaProps } from "../api/v1alpha1/schema.js";
 import {
@@ -616,9 +617,13 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
     expect(defaults.components, "config/default enables the in-cluster CRDs").to.equal(undefined);
   });
 
-  it("once the [INCLUSTER] lines of config/default are enabled, add both CRDs, unprefixed, with our provider label", function () {
+  it("once the [INCLUSTER] lines of config/default are enabled, add both CRDs, unprefixed, with our provider label, conversion webhook and CA injection", function () {
     if (spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status !== 0) this.skip();
-    type Obj = { kind: string; metadata: { name: string; labels?: Record<string, string> } };
+    type Obj = {
+      kind: string;
+      metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec?: { conversion?: { webhook?: { clientConfig?: { service?: unknown } } } };
+    };
     const crdsOf = (dir: string): Obj[] =>
       (yaml.loadAll(execFileSync("kubectl", ["kustomize", dir], { encoding: "utf8" })) as Obj[]).filter(
         (o) => o.kind === "CustomResourceDefinition",
@@ -639,6 +644,16 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
       );
       for (const o of theirs) {
         expect(o.metadata.labels).to.deep.equal({ ...INCLUSTER_CRD_LABELS, [PROVIDER_LABEL]: PROVIDER_NAME });
+        // The conversion webhook follows config/webhook's Service through namePrefix and namespace, and its CA comes
+        // from cert-manager's serving certificate, as for the webhook configurations.
+        expect(o.spec?.conversion?.webhook?.clientConfig?.service).to.deep.equal({
+          name: "metal3-ipam-webhook-service",
+          namespace: "metal3-ipam-system",
+          path: CONVERSION_PATH,
+        });
+        expect(o.metadata.annotations).to.deep.equal({
+          "cert-manager.io/inject-ca-from": "metal3-ipam-system/metal3-ipam-serving-cert",
+        });
       }
     } finally {
       rmSync(work, { recursive: true, force: true });
@@ -672,9 +687,10 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
         singular: descriptor.kind.toLowerCase(),
       });
       expect(crd.spec.scope).to.equal(descriptor.namespaced ? "Namespaced" : "Cluster");
-      const [version] = crd.spec.versions;
-      expect(crd.spec.versions).to.have.length(1);
+      const version = crd.spec.versions.find((v) => v.name === INCLUSTER_VERSION);
+      expect(crd.spec.versions.map((v) => v.name)).to.deep.equal([INCLUSTER_DEPRECATED_VERSION, INCLUSTER_VERSION]);
       expect(version).to.deep.include({ name: INCLUSTER_VERSION, served: true, storage: true });
+      expect(version).to.not.have.any.keys("deprecated", "deprecationWarning");
       expect(version?.subresources).to.deep.equal({ status: {} });
       const columns = version?.additionalPrinterColumns as { name: string; jsonPath: string }[];
       expect(columns.map((c) => [c.name, c.jsonPath])).to.deep.equal([
@@ -685,6 +701,39 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
       ]);
     }
     expect([INCLUSTER_IPPOOL.namespaced, GLOBAL_INCLUSTER_IPPOOL.namespaced]).to.deep.equal([true, false]);
+  });
+
+  it("serve the deprecated v1alpha1 (not stored, with a warning) with the provider's fields, converted by our webhook", () => {
+    for (const def of INCLUSTER_CRDS) {
+      const crd = manifest(def) as {
+        spec: { versions: Record<string, unknown>[]; conversion: unknown };
+      };
+      const old = crd.spec.versions.find((v) => v.name === INCLUSTER_DEPRECATED_VERSION);
+      expect(old).to.deep.include({ served: true, storage: false, deprecated: true, subresources: { status: {} } });
+      expect(old?.deprecationWarning).to.be.a("string").and.include(`${INCLUSTER_GROUP}/${INCLUSTER_VERSION}`);
+      const schema = (old?.schema as { openAPIV3Schema: JSONSchemaProps }).openAPIV3Schema;
+      walk(schema, def.kind, (node, path) => expect(node.type, `${path} has no type`).to.be.a("string"));
+      walk(schema, def.kind, (node, path) => expect(node.default, path).to.equal(undefined));
+      const spec = schema.properties?.spec;
+      expect(Object.keys(spec?.properties ?? {})).to.have.members([
+        "addresses",
+        "subnet",
+        "start",
+        "end",
+        "prefix",
+        "gateway",
+      ]);
+      expect(spec?.required).to.equal(undefined);
+      expect(spec?.properties?.prefix).to.deep.include({ type: "integer", maximum: 128 });
+      expect(schema.properties?.status).to.deep.equal(def.schema.properties?.status);
+      expect(crd.spec.conversion).to.deep.equal({
+        strategy: "Webhook",
+        webhook: {
+          clientConfig: { service: { name: "webhook-service", namespace: "system", path: CONVERSION_PATH } },
+          conversionReviewVersions: ["v1"],
+        },
+      });
+    }
   });
 
   it("have structural schemas with the provider's fields and bounds, and no defaults", () => {

@@ -7,7 +7,7 @@
 
 import yaml from "js-yaml";
 
-import type { CrdDefinition } from "../api/v1alpha1/schema.js";
+import type { ConversionWebhook, CrdDefinition } from "../api/v1alpha1/schema.js";
 import { CLUSTER_GROUP } from "../api/capi/types.js";
 import { CLUSTER_API_VERSIONS } from "../api/registry.js";
 import { CRDS } from "../api/v1alpha1/schema.js";
@@ -87,6 +87,15 @@ export function buildCrd(
   def: CrdDefinition,
   labels: Readonly<Record<string, string>> = CRD_LABELS,
 ): Record<string, unknown> {
+  const older = (def.servedVersions ?? []).map((v) => ({
+    name: v.name,
+    served: true,
+    storage: false,
+    ...(v.deprecationWarning !== undefined ? { deprecated: true, deprecationWarning: v.deprecationWarning } : {}),
+    schema: { openAPIV3Schema: v.schema },
+    additionalPrinterColumns: v.printerColumns,
+    subresources: def.statusSubresource ? { status: {} } : {},
+  }));
   const version: Record<string, unknown> = {
     name: def.version,
     served: true,
@@ -111,7 +120,24 @@ export function buildCrd(
         categories: def.categories,
       },
       scope: def.scope ?? "Namespaced",
-      versions: [version],
+      // Sorted by name, as controller-gen writes them (v1alpha1 before v1alpha2).
+      versions: [...older, version].sort((a, b) => String(a.name).localeCompare(String(b.name))),
+      ...(def.conversion ? { conversion: conversionOf(def.conversion) } : {}),
+    },
+  };
+}
+
+/**
+ * `spec.conversion` for a webhook at a path of the webhook Service. Its name and namespace are kustomize's to rewrite
+ * (config/crd/incluster/kustomizeconfig.yaml); the CA bundle comes from cert-manager's injector (config/default) or
+ * from the controller in self-managed mode.
+ */
+function conversionOf(webhook: ConversionWebhook): Record<string, unknown> {
+  return {
+    strategy: "Webhook",
+    webhook: {
+      clientConfig: { service: { name: webhook.service, namespace: webhook.namespace, path: webhook.path } },
+      conversionReviewVersions: ["v1"],
     },
   };
 }
@@ -137,6 +163,23 @@ const COMPONENT_NOTE =
   "# Optional: the CRDs of the in-cluster IPAM provider's pools (InClusterIPPool, GlobalInClusterIPPool), for clusters\n" +
   "# that do not run that provider. Enable it in config/default (the [INCLUSTER] lines) or in an overlay of it.\n";
 
+const CONVERSION_KUSTOMIZE_NOTE =
+  "# Lets kustomize rename and re-namespace the webhook Service inside the CRDs' conversion webhook, as\n" +
+  "# config/webhook/kustomizeconfig.yaml does inside the webhook configurations.\n";
+
+const CRD_FIELD_SPEC = { kind: "CustomResourceDefinition", group: "apiextensions.k8s.io", version: "v1" };
+
+const CONVERSION_KUSTOMIZE_CONFIG = {
+  nameReference: [
+    {
+      kind: "Service",
+      version: "v1",
+      fieldSpecs: [{ ...CRD_FIELD_SPEC, path: "spec/conversion/webhook/clientConfig/service/name" }],
+    },
+  ],
+  namespace: [{ ...CRD_FIELD_SPEC, path: "spec/conversion/webhook/clientConfig/service/namespace", create: false }],
+};
+
 function renderIncluster(out: Map<string, string>): void {
   const files: string[] = [];
   for (const def of INCLUSTER_CRDS) {
@@ -144,8 +187,17 @@ function renderIncluster(out: Map<string, string>): void {
     files.push(file);
     out.set(`${INCLUSTER_CRD_DIR}/${file}`, `${INCLUSTER_HEADER}---\n${toYaml(buildCrd(def, INCLUSTER_CRD_LABELS))}`);
   }
-  const kustomization = { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: files };
+  const kustomization = {
+    apiVersion: "kustomize.config.k8s.io/v1beta1",
+    kind: "Kustomization",
+    resources: files,
+    configurations: ["kustomizeconfig.yaml"],
+  };
   out.set(`${INCLUSTER_CRD_DIR}/kustomization.yaml`, INCLUSTER_HEADER + toYaml(kustomization));
+  out.set(
+    `${INCLUSTER_CRD_DIR}/kustomizeconfig.yaml`,
+    INCLUSTER_HEADER + CONVERSION_KUSTOMIZE_NOTE + toYaml(CONVERSION_KUSTOMIZE_CONFIG),
+  );
   // A component may not list files outside its folder, but it may list a folder with a kustomization of its own.
   const component = {
     apiVersion: "kustomize.config.k8s.io/v1alpha1",

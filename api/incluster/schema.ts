@@ -10,13 +10,37 @@
  * provider's webhook does). No schema defaults either, as in the provider's: an absent `allocateReservedIPAddresses`
  * means false (a Go bool's zero value) without being written into stored objects, so objects read back are what was
  * applied, whichever CRDs serve them.
- * What is not served: the provider's deprecated v1alpha1 (and its conversion webhook), and its prefix pools.
- * Plain data, no runtime dependencies.
+ * The provider's deprecated v1alpha1 is served too (not stored; `deprecated: true` with a warning): the CRDs name
+ * our webhook Service's {@link CONVERSION_WEBHOOK_PATH} as their conversion webhook (src/webhooks/conversion.ts),
+ * whose CA bundle comes from cert-manager (config/default) or the controller (self-managed mode, src/certs).
+ * What is not served: the provider's prefix pools. Plain data, no runtime dependencies.
  */
 
 import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../registry.js";
-import type { CrdDefinition, JSONSchemaProps, PrinterColumn } from "../v1alpha1/schema.js";
-import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_GROUP, INCLUSTER_POOL_KIND, INCLUSTER_VERSION } from "./types.js";
+import type {
+  ConversionWebhook,
+  CrdDefinition,
+  JSONSchemaProps,
+  PrinterColumn,
+  ServedVersion,
+} from "../v1alpha1/schema.js";
+import {
+  GLOBAL_INCLUSTER_POOL_KIND,
+  INCLUSTER_DEPRECATED_VERSION,
+  INCLUSTER_GROUP,
+  INCLUSTER_POOL_KIND,
+  INCLUSTER_VERSION,
+} from "./types.js";
+
+/** Path of the conversion webhook on the webhook server (the kubebuilder convention, the provider's too). */
+export const CONVERSION_WEBHOOK_PATH = "/convert";
+
+/** The conversion webhook both CRDs name: config/webhook's Service, which config/default renames and re-namespaces. */
+export const INCLUSTER_CONVERSION: ConversionWebhook = {
+  service: "webhook-service",
+  namespace: "system",
+  path: CONVERSION_WEBHOOK_PATH,
+};
 
 function str(description: string): JSONSchemaProps {
   return { type: "string", description };
@@ -86,7 +110,31 @@ function status(): JSONSchemaProps {
   };
 }
 
-function poolSchema(description: string): JSONSchemaProps {
+/** The provider's v1alpha1 spec: every field optional, prefix at most 128 (no lower bound, as in its CRD). */
+function v1alpha1Spec(): JSONSchemaProps {
+  return {
+    type: "object",
+    description:
+      "v1alpha1 (deprecated) pool: addresses, or a subnet whose addresses from start to end are handed out. " +
+      "Converted to v1alpha2: start-end is appended to addresses.",
+    properties: {
+      addresses: addressList(
+        "Addresses to hand out (single IPs, ranges first-last, CIDRs); may be omitted with subnet.",
+      ),
+      end: str("Last address handed out; default the second-to-last address of subnet."),
+      gateway: str("Gateway handed out with every address."),
+      prefix: {
+        type: "integer",
+        maximum: 128,
+        description: "Prefix length handed out with every address; default (0) the prefix length of subnet.",
+      },
+      start: str("First address handed out; default the second address of subnet."),
+      subnet: str("CIDR the addresses from start to end are taken from."),
+    },
+  };
+}
+
+function poolSchema(description: string, specSchema: JSONSchemaProps = spec()): JSONSchemaProps {
   return {
     type: "object",
     description,
@@ -94,7 +142,7 @@ function poolSchema(description: string): JSONSchemaProps {
       apiVersion: str("Versioned schema of this representation of an object."),
       kind: str("REST resource this object represents, in CamelCase."),
       metadata: { type: "object" },
-      spec: spec(),
+      spec: specSchema,
       status: status(),
     },
   };
@@ -108,6 +156,29 @@ function printerColumns(): PrinterColumn[] {
     { name: "Free", type: "integer", jsonPath: ".status.ipAddresses.free", description: "Addresses not in use" },
     { name: "Used", type: "integer", jsonPath: ".status.ipAddresses.used", description: "Addresses in use" },
   ];
+}
+
+/**
+ * The provider's v1alpha1 columns, with `start` and `end` read from the fields that hold them (the provider's CRD
+ * names `.spec.first` and `.spec.last`, which do not exist, so its columns stay empty).
+ */
+function v1alpha1Columns(): PrinterColumn[] {
+  return [
+    { name: "Subnet", type: "string", jsonPath: ".spec.subnet", description: "Subnet to allocate from" },
+    { name: "First", type: "string", jsonPath: ".spec.start", description: "First address handed out" },
+    { name: "Last", type: "string", jsonPath: ".spec.end", description: "Last address handed out" },
+    ...printerColumns(),
+  ];
+}
+
+/** v1alpha1 of `kind`, served beside v1alpha2. */
+function deprecatedVersion(kind: string, description: string): ServedVersion {
+  return {
+    name: INCLUSTER_DEPRECATED_VERSION,
+    schema: poolSchema(description, v1alpha1Spec()),
+    printerColumns: v1alpha1Columns(),
+    deprecationWarning: `${INCLUSTER_GROUP}/${INCLUSTER_DEPRECATED_VERSION} ${kind} is deprecated; use ${INCLUSTER_GROUP}/${INCLUSTER_VERSION} ${kind}`,
+  };
 }
 
 /** `InClusterIPPool`: claims of its own namespace allocate from it. */
@@ -124,6 +195,13 @@ export const INCLUSTER_IPPOOL_CRD: CrdDefinition = {
   statusSubresource: true,
   printerColumns: printerColumns(),
   schema: poolSchema("InClusterIPPool is a pool of addresses for the IPAddressClaims of its namespace."),
+  servedVersions: [
+    deprecatedVersion(
+      INCLUSTER_POOL_KIND,
+      "InClusterIPPool is a pool of addresses for the IPAddressClaims of its namespace.",
+    ),
+  ],
+  conversion: INCLUSTER_CONVERSION,
 };
 
 /** `GlobalInClusterIPPool`: cluster-scoped, claims of every namespace allocate from it. */
@@ -142,6 +220,13 @@ export const GLOBAL_INCLUSTER_IPPOOL_CRD: CrdDefinition = {
   schema: poolSchema(
     "GlobalInClusterIPPool is a cluster-scoped pool of addresses for IPAddressClaims of any namespace.",
   ),
+  servedVersions: [
+    deprecatedVersion(
+      GLOBAL_INCLUSTER_POOL_KIND,
+      "GlobalInClusterIPPool is a cluster-scoped pool of addresses for IPAddressClaims of any namespace.",
+    ),
+  ],
+  conversion: INCLUSTER_CONVERSION,
 };
 
 /** Both, in the order they are installed and listed. */

@@ -50,7 +50,29 @@ export interface PrinterColumn {
   priority?: number;
 }
 
-/** Everything needed to render one single-version CRD (ours, or one we ship for another provider's kinds). */
+/** A version served beside the storage version, never stored: the API server converts it through the webhook. */
+export interface ServedVersion {
+  name: string;
+  schema: JSONSchemaProps;
+  printerColumns: PrinterColumn[];
+  /** Marks it deprecated; the API server sends this text as a warning with every request that uses it. */
+  deprecationWarning?: string;
+}
+
+/**
+ * The conversion webhook of a multi-version CRD: a path of the webhook Service (`service` in `namespace`, the
+ * kustomize names that config/default renames), asked with ConversionReview v1.
+ */
+export interface ConversionWebhook {
+  service: string;
+  namespace: string;
+  path: string;
+}
+
+/**
+ * Everything needed to render one CRD (ours, or one we ship for another provider's kinds): one storage version, and
+ * optionally older versions served beside it with their conversion webhook.
+ */
 export interface CrdDefinition {
   group: string;
   version: string;
@@ -72,6 +94,9 @@ export interface CrdDefinition {
    */
   selectableFields?: string[];
   schema: JSONSchemaProps;
+  /** Versions served beside `version` (not stored); they need `conversion`. */
+  servedVersions?: ServedVersion[];
+  conversion?: ConversionWebhook;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

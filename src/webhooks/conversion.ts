@@ -6,12 +6,13 @@
  * as the API server expects. A body that is JSON but no readable ConversionReview gets a Failure answer too (with
  * whatever uid it carried), never an exception.
  */
+import { CONVERSION_WEBHOOK_PATH } from "../../api/incluster/schema.js";
 import { convertInClusterPool } from "../ipam/incluster-conversion.js";
 import { isRecord } from "./admission.js";
 import type { WebhookResult } from "../runtime/metrics.js";
 
 /** Where the CRDs' `spec.conversion.webhook.clientConfig` points (the kubebuilder convention, the provider's too). */
-export const CONVERSION_PATH = "/convert";
+export const CONVERSION_PATH = CONVERSION_WEBHOOK_PATH;
 
 const REVIEW_API_VERSION = "apiextensions.k8s.io/v1";
 
