@@ -22,6 +22,7 @@ const EXPECTED = [
   "/events: create patch",
   "admissionregistration.k8s.io/mutatingwebhookconfigurations: get patch",
   "admissionregistration.k8s.io/validatingwebhookconfigurations: get patch",
+  "apiextensions.k8s.io/customresourcedefinitions[globalinclusterippools.ipam.cluster.x-k8s.io,inclusterippools.ipam.cluster.x-k8s.io]: get patch",
   "cluster.x-k8s.io/clusters: get list watch",
   "ipam.cluster.x-k8s.io/globalinclusterippools: get list patch watch",
   "ipam.cluster.x-k8s.io/globalinclusterippools/finalizers: update",
@@ -54,7 +55,8 @@ describe("shipping: RBAC and manifests", function () {
 
   it("grants exactly the listed verbs and resources: no wildcards, no Secrets, Leases only in its namespace", () => {
     const table = normalizeRules(CLUSTER_ROLE_RULES).map(
-      (r) => `${r.apiGroups[0]}/${r.resources[0]}: ${r.verbs.join(" ")}`,
+      (r) =>
+        `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}: ${r.verbs.join(" ")}`,
     );
     expect(table).to.deep.equal(EXPECTED);
     const all = [...CLUSTER_ROLE_RULES, ...NAMESPACE_ROLE_RULES];
@@ -83,13 +85,21 @@ describe("shipping: RBAC and manifests", function () {
       resource: string,
       namespace = "default",
       subresource?: string,
+      name?: string,
     ): Promise<boolean> {
       const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
         body: {
           spec: {
             user,
             groups: ["system:serviceaccounts", `system:serviceaccounts:${CONTROLLER_NAMESPACE}`],
-            resourceAttributes: { verb, group, resource, namespace, ...(subresource ? { subresource } : {}) },
+            resourceAttributes: {
+              verb,
+              group,
+              resource,
+              namespace,
+              ...(subresource ? { subresource } : {}),
+              ...(name ? { name } : {}),
+            },
           },
         },
       });
@@ -111,6 +121,27 @@ describe("shipping: RBAC and manifests", function () {
       ["delete", "cluster.x-k8s.io", "clusters", "default", false],
       ["create", "apps", "deployments", "default", false],
     ];
+    // The conversion CRDs' CA bundle (self-managed mode): those two CRDs by name, nothing else about CRDs.
+    const crdRows: [string, string, boolean][] = [
+      ["patch", "inclusterippools.ipam.cluster.x-k8s.io", true],
+      ["get", "globalinclusterippools.ipam.cluster.x-k8s.io", true],
+      ["patch", "ippools.ipam.metal3.io", false],
+      ["delete", "inclusterippools.ipam.cluster.x-k8s.io", false],
+      ["list", "", false],
+    ];
+    for (const [verb, name, expected] of crdRows) {
+      it(`${expected ? "may" : "may not"} ${verb} customresourcedefinitions ${name || "(all)"}`, async () => {
+        const ok = await allowed(
+          verb,
+          "apiextensions.k8s.io",
+          "customresourcedefinitions",
+          "",
+          undefined,
+          name || undefined,
+        );
+        expect(ok).to.equal(expected);
+      });
+    }
     for (const [verb, group, resource, namespace, expected, sub] of rows) {
       it(`${expected ? "may" : "may not"} ${verb} ${group || "core"}/${resource}${sub ? "/" + sub : ""} in ${namespace}`, async () => {
         expect(await allowed(verb, group, resource, namespace, sub)).to.equal(expected);

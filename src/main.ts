@@ -4,6 +4,7 @@
  * successor takes over at once; a lost Lease ends the process at once (a restart begins from the API server's state,
  * which the allocation path is designed for).
  */
+import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { Manager } from "./controllers/manager.js";
 import { parseFlags, USAGE, type Flags } from "./flags.js";
 import type { ClusterAccess } from "./kube/access.js";
@@ -40,6 +41,7 @@ async function startWebhooks(
         validatingName: flags.webhookValidatingName,
         serviceName: flags.webhookServiceName,
         namespace: flags.leaderElectionNamespace,
+        conversionCrds: CONVERSION_CRDS,
         ...(flags.webhookSecretName ? { secretName: flags.webhookSecretName } : {}),
       }
     : undefined;

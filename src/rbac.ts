@@ -9,12 +9,15 @@ import { EVENT_RULES } from "./controllers/events.js";
 import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
-import { CA_BUNDLE_RULES } from "./certs/rbac.js";
+import { CA_BUNDLE_RULES, crdBundleRules } from "./certs/rbac.js";
+import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { LOOKUP_RULES } from "./webhooks/lookup.js";
 
 export interface PolicyRule {
   apiGroups: string[];
   resources: string[];
+  /** Limits the rule to these objects (absent: every object of the resources). */
+  resourceNames?: string[];
   verbs: string[];
 }
 
@@ -26,18 +29,22 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...BRIDGE_RULES,
   ...INCLUSTER_RULES,
   ...CA_BUNDLE_RULES,
+  ...crdBundleRules(CONVERSION_CRDS),
   ...LOOKUP_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES];
 
-/** Merges rules per (group, resource), verbs united and sorted, for a stable rendering. */
+/**
+ * Merges rules per (group, resource, resource names), verbs united and sorted, for a stable rendering. Rules limited
+ * to names stay apart from unlimited ones: merging them would widen the limited verbs to every object.
+ */
 export function normalizeRules(rules: readonly PolicyRule[]): PolicyRule[] {
   const byKey = new Map<string, Set<string>>();
   for (const r of rules) {
     for (const g of r.apiGroups) {
       for (const res of r.resources) {
-        const key = `${g}\u0000${res}`;
+        const key = `${g}\u0000${res}\u0000${[...(r.resourceNames ?? [])].sort().join(",")}`;
         const verbs = byKey.get(key) ?? new Set<string>();
         r.verbs.forEach((v) => verbs.add(v));
         byKey.set(key, verbs);
@@ -47,7 +54,8 @@ export function normalizeRules(rules: readonly PolicyRule[]): PolicyRule[] {
   return [...byKey.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([key, verbs]) => {
-      const [group = "", resource = ""] = key.split("\u0000");
-      return { apiGroups: [group], resources: [resource], verbs: [...verbs].sort() };
+      const [group = "", resource = "", names = ""] = key.split("\u0000");
+      const resourceNames = names === "" ? {} : { resourceNames: names.split(",") };
+      return { apiGroups: [group], resources: [resource], ...resourceNames, verbs: [...verbs].sort() };
     });
 }

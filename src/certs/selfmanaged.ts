@@ -1,7 +1,7 @@
 /**
  * Self-managed certificates, for clusters without cert-manager: the process makes a CA and a serving certificate for
- * its Service, and keeps the `caBundle` of its webhook configurations equal to that CA (re-patching whenever someone
- * resets it). Every `resyncMs` it renews the serving certificate 30 days before it expires and syncs the bundles.
+ * its Service, and keeps the `caBundle` of its webhook configurations, and of the conversion webhook of the CRDs named
+ * in `conversionCrds`, equal to that CA (re-patching whenever someone resets it). Every `resyncMs` it renews the serving certificate 30 days before it expires and syncs the bundles.
  *
  * Replicas: every replica serves webhooks (spec §3.4), so they must share one CA, or each would overwrite the bundle
  * with its own and the API server would distrust the others. With `secretName` the CA and certificate live in that
@@ -14,6 +14,7 @@ import { isConflict, isNotFound } from "../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
 import { CaBundleInjector } from "./cabundle.js";
+import { CrdBundleInjector } from "./crdbundle.js";
 import type { CertificateSource } from "./certdir.js";
 import {
   createCertificateAuthority,
@@ -40,6 +41,11 @@ export interface SelfManagedOptions {
   extraHosts?: string[];
   /** Secret that shares the CA and certificate between replicas; see the file header. Default: memory only. */
   secretName?: string;
+  /**
+   * CRDs whose conversion webhook (at our Service, or a URL) gets the CA too; absent ones and ones converted by
+   * another Service are left alone (crdbundle.ts). Default none.
+   */
+  conversionCrds?: readonly string[];
   /** Period of renewal checks and bundle syncs. Default 10 s. */
   resyncMs?: number;
 }
@@ -138,6 +144,7 @@ export class SelfManagedSource implements CertificateSource {
     private readonly options: SelfManagedOptions,
     private readonly hosts: readonly string[],
     private readonly injector: CaBundleInjector,
+    private readonly crdInjector: CrdBundleInjector,
     private readonly logger: Logger,
   ) {}
 
@@ -157,7 +164,13 @@ export class SelfManagedSource implements CertificateSource {
       ],
       logger,
     );
-    return new SelfManagedSource(bundle, options, hosts, injector, logger);
+    const crdInjector = new CrdBundleInjector(
+      options.kubeConfig,
+      options.conversionCrds ?? [],
+      { name: options.serviceName, namespace: options.namespace },
+      logger,
+    );
+    return new SelfManagedSource(bundle, options, hosts, injector, crdInjector, logger);
   }
 
   private static async obtain(
@@ -184,7 +197,10 @@ export class SelfManagedSource implements CertificateSource {
     return this.bundle.ca.certPem;
   }
 
-  /** True once the bundles of both configurations carried the current CA (it stays true across later hiccups). */
+  /**
+   * True once the bundles of both configurations, and of the conversion CRDs that are ours and present, carried the
+   * current CA (it stays true across later hiccups).
+   */
   ready(): boolean {
     return this.injected;
   }
@@ -212,7 +228,11 @@ export class SelfManagedSource implements CertificateSource {
         this.logger.info("Renewed webhook certificate", { hosts: this.hosts });
         onChange(next.serving);
       }
-      if (await this.injector.sync(this.bundle.ca.certPem)) this.injected = true;
+      const [configurations, crds] = await Promise.all([
+        this.injector.sync(this.bundle.ca.certPem),
+        this.crdInjector.sync(this.bundle.ca.certPem),
+      ]);
+      if (configurations && crds) this.injected = true;
     } catch (err) {
       this.logger.warn("Cannot refresh the self-managed webhook certificate; retrying", { error: err });
     } finally {
