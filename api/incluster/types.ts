@@ -42,7 +42,10 @@ export interface InClusterIPPoolSpec {
   allocateReservedIPAddresses?: boolean;
   /** Single IPs, ranges and CIDRs never handed out. */
   excludedAddresses?: string[];
-  /** Schema only for now: how long a released address rests before it is handed out again. */
+  /**
+   * Seconds a deleted claim's address stays held (its IPAddress kept) after the claim's deletionTimestamp before it is
+   * released and may be handed out again; 0 or absent: at once. Skipped while the pool is being deleted.
+   */
   addressReuseGracePeriodSeconds?: number;
 }
 

@@ -122,6 +122,7 @@ export class IPAddressClaimApi implements ClaimApi {
           onCollision: pass.onCollision,
           addressApiVersion: capi.addresses.client.apiVersion(),
           heldByAnother: pass.heldByAnother,
+          now: ctx.now,
         });
         return { write: () => applyCapiClaimAction(pass, capi, action), settled: action.kind === "bind" };
       },

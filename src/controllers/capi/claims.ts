@@ -21,6 +21,15 @@ export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, acti
       return;
     case "release":
       return await release(ctx, kind, capi, action.claim, action.addresses);
+    case "hold":
+      // The address stays held by its record; the pool runs again when the period ends (the claim stays unsettled,
+      // so every pass in between plans it again and asks anew).
+      ctx.log.debug("Address reuse grace period: the release waits", {
+        ipAddressClaim: action.claim.metadata.name,
+        releaseInMs: action.releaseInMs,
+      });
+      wakeIn(ctx, action.releaseInMs);
+      return;
     case "bind":
       await bind(pass, capi, action.claim, action.address);
       for (const duplicate of action.duplicates) {
@@ -165,6 +174,11 @@ async function create(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, ad
     message: `Allocated ${created.spec.address}`,
   });
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
+}
+
+/** Asks for another pass of the pool in `ms` (the earliest of every such ask in this pass wins). */
+function wakeIn(ctx: ApplyContext, ms: number): void {
+  ctx.wakeInMs = Math.min(ctx.wakeInMs ?? Infinity, Math.ceil(ms));
 }
 
 function lostRace(ctx: ApplyContext, claim: IPAddressClaim, err: unknown): void {

@@ -1,8 +1,10 @@
 import { expect } from "chai";
 import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
+import type { InClusterIPPool } from "../../../api/incluster/types.js";
 import type { IPPool, ObjectMeta } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
+import { INCLUSTER_POOL_KIND } from "../incluster/kind.js";
 import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import { planCapiClaim, type CapiClaimAction, type CapiClaimPlanInput } from "./plan.js";
 
@@ -57,6 +59,7 @@ function plan(
     addressNamed: (name) => holders[name],
     onCollision: (m) => collisions.push(m),
     addressApiVersion: "ipam.cluster.x-k8s.io/v1beta2",
+    now: new Date(DELETED),
     ...over,
   });
   return { action, collisions };
@@ -69,6 +72,8 @@ function summary(a: CapiClaimAction): string {
       return `skip: ${a.why}`;
     case "release":
       return `release ${a.addresses.map((x) => x.metadata.name).join(",") || "-"}`;
+    case "hold":
+      return `hold ${a.releaseInMs} ms`;
     case "bind":
       return `bind ${a.address.metadata.name ?? ""}${a.duplicates.length ? ` drop ${a.duplicates.map((x) => x.metadata.name).join(",")}` : ""}`;
     case "redo":
@@ -221,5 +226,57 @@ describe("planCapiClaim (spec §5, pure)", () => {
     expect(allocator.holdersOf("10.0.0.1")).to.deep.equal([
       { kind: "claim", claimName: "c", claimKind: "IPAddressClaim" },
     ]);
+  });
+});
+
+describe("planCapiClaim: the in-cluster pools' address reuse grace period (spec §5, pure)", () => {
+  const RELEASE = "ipam.cluster.x-k8s.io/ReleaseAddress";
+  const graced = (seconds: number | undefined, deleting = false): InClusterIPPool => ({
+    metadata: { name: "g", namespace: "ns", uid: "uid-g", ...(deleting ? { deletionTimestamp: DELETED } : {}) },
+    spec: {
+      addresses: ["10.0.0.1-10.0.0.3"],
+      prefix: 24,
+      ...(seconds === undefined ? {} : { addressReuseGracePeriodSeconds: seconds }),
+    },
+  });
+  const deleted = (finalizers = [RELEASE]): IPAddressClaim => ({
+    ...claim({ deletionTimestamp: DELETED, finalizers }),
+    spec: { poolRef: { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "g" } },
+  });
+  const held: CapiIPAddress = {
+    metadata: { name: "c", namespace: "ns" },
+    spec: { claimRef: { name: "c" }, poolRef: deleted().spec.poolRef, address: "10.0.0.1", prefix: 24 },
+  };
+  const at = (ms: number): Date => new Date(Date.parse(DELETED) + ms);
+  const rows: [string, Partial<CapiClaimPlanInput>, string][] = [
+    ["no period: released at once", { pool: graced(undefined) }, "release c"],
+    ["a period of 0: released at once", { pool: graced(0) }, "release c"],
+    ["within the period: held for what is left of it", { pool: graced(4), now: at(1_250) }, "hold 2750 ms"],
+    [
+      "counted from deletionTimestamp, not from when a controller saw it",
+      { pool: graced(4), now: at(3_999) },
+      "hold 1 ms",
+    ],
+    ["at its end: released", { pool: graced(4), now: at(4_000) }, "release c"],
+    ["after it: released", { pool: graced(4), now: at(60_000) }, "release c"],
+    ["the pool being deleted skips the period", { pool: graced(300, true), now: at(1) }, "release c"],
+    ["the pool gone skips the period", { pool: undefined, allocator: undefined, now: at(1) }, "release c"],
+    [
+      "another finalizer still comes first",
+      { pool: graced(4), claim: deleted(["consumer.example/in-use", RELEASE]), now: at(60_000) },
+      "skip: waiting for foreign finalizers",
+    ],
+  ];
+  for (const [what, over, expected] of rows)
+    it(what, () =>
+      expect(
+        summary(plan({ kind: INCLUSTER_POOL_KIND, claim: deleted(), claimAddresses: [held], ...over }).action),
+      ).to.equal(expected),
+    );
+
+  it("Metal3 pools have no period: their claims are released at once", () => {
+    const metal3 = plan({ claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [] });
+    expect(summary(metal3.action)).to.equal("release -");
+    expect("releaseGraceSeconds" in METAL3_POOL_KIND, "Metal3 IPPool has no period").to.equal(false);
   });
 });

@@ -15,6 +15,8 @@ import { belongsToCapiClaim, capiHolderName, desiredCapiAddress, madeForCapiClai
 export type CapiClaimAction =
   | { kind: "skip"; why: string }
   | { kind: "release"; claim: IPAddressClaim; addresses: CapiIPAddress[] }
+  /** A deleted claim whose address rests out its pool's reuse grace period: nothing is written; look again then. */
+  | { kind: "hold"; claim: IPAddressClaim; releaseInMs: number }
   | { kind: "bind"; claim: IPAddressClaim; address: CapiIPAddress; duplicates: CapiIPAddress[] }
   | { kind: "redo"; claim: IPAddressClaim; addresses: CapiIPAddress[] }
   | { kind: "create"; claim: IPAddressClaim; address: CapiIPAddress }
@@ -40,6 +42,8 @@ export interface CapiClaimPlanInput {
   addressApiVersion: string;
   /** Whether another record of the pool (of either API) holds the address `record` holds. */
   heldByAnother?: (record: CapiIPAddress) => boolean;
+  /** The pass's clock, for the reuse grace period of a deleted claim. */
+  now: Date;
 }
 
 /** The next step for `input.claim`. */
@@ -49,12 +53,7 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   // Leaving with `clusterctl move`: clusterctl strips the finalizers; releasing or re-creating here would fight it.
   if (isDeletedForMove(claim.metadata) || input.movedAway) return { kind: "skip", why: "moved by clusterctl" };
   const mine = input.claimAddresses.filter((a) => belongsToCapiClaim(a, claim)).sort(byName);
-  if (isDeleting(claim.metadata)) {
-    // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
-    if (!onlyOurFinalizers(claim.metadata, [input.kind.finalizers.claim]))
-      return { kind: "skip", why: "waiting for foreign finalizers" };
-    return { kind: "release", claim, addresses: mine };
-  }
+  if (isDeleting(claim.metadata)) return planDeletion(input, mine);
   // An existing record wins (adoption, spec §5.6); a second one we made can only come from a create whose answer
   // was lost and that was then redone: it is released once the claim names the kept one.
   const kept = mine.find((a) => a.metadata.name === claim.status?.addressRef?.name) ?? mine[0];
@@ -79,6 +78,32 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   const refusal = allocationRefusal(input.allocationBlocked, input.kind, pool, claim.metadata.name ?? "");
   if (refusal) return fail(claim, refusal.reason, refusal.message);
   return allocate(input, claim, pool, input.allocator);
+}
+
+/**
+ * A deleted claim: released once no other finalizer is left (spec §5.7) and its pool's reuse grace period, counted
+ * from the claim's deletionTimestamp, has passed. The period is skipped when the pool is gone or being deleted (a
+ * teardown: nobody will take the address again), as the in-cluster provider skips it.
+ */
+function planDeletion(input: CapiClaimPlanInput, mine: CapiIPAddress[]): CapiClaimAction {
+  const { claim, kind, pool } = input;
+  // Another finalizer means the consumer still uses the address (spec §5.7): keep everything and wait.
+  if (!onlyOurFinalizers(claim.metadata, [kind.finalizers.claim]))
+    return { kind: "skip", why: "waiting for foreign finalizers" };
+  const releaseInMs = pool && !isDeleting(pool.metadata) ? graceLeftMs(kind, pool, claim, input.now) : 0;
+  if (releaseInMs > 0) return { kind: "hold", claim, releaseInMs };
+  return { kind: "release", claim, addresses: mine };
+}
+
+/**
+ * Milliseconds until `claim`'s deletionTimestamp plus the pool's grace period (0 once passed, or without a period).
+ * Computed from the claim alone, so a restarted controller waits exactly as long as the one that saw the delete.
+ */
+export function graceLeftMs(kind: PoolKind, pool: PoolObject, claim: IPAddressClaim, now: Date): number {
+  const seconds = kind.releaseGraceSeconds?.(pool) ?? 0;
+  const deleted = Date.parse(claim.metadata.deletionTimestamp ?? "");
+  if (!(seconds > 0) || Number.isNaN(deleted)) return 0;
+  return Math.max(0, deleted + seconds * 1000 - now.getTime());
 }
 
 function fail(claim: IPAddressClaim, reason: Reason, message: string): CapiClaimAction {

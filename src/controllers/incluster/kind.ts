@@ -36,6 +36,7 @@ function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool
     describeNameCollision: (_pool, name, _address, otherPool) =>
       `IPAddress ${name} already exists and belongs to pool ${otherPool}; it is not this claim's`,
     preallocated: () => false,
+    releaseGraceSeconds: (pool) => pool.spec.addressReuseGracePeriodSeconds,
     desiredStatus: (pool, input) => inClusterStatus(pool, input),
   };
 }

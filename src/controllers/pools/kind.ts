@@ -115,6 +115,13 @@ export interface PoolKind<P extends PoolObject = PoolObject> {
   readonly honoursRequests: boolean;
   /** Whether `claimName` has an address set aside in the spec (served even while the pool is being deleted). */
   preallocated(pool: P, claimName: string): boolean;
+  /**
+   * How long, in seconds, the address of a deleted IPAddressClaim stays held after the claim's deletionTimestamp
+   * before it is released (the in-cluster provider's `addressReuseGracePeriodSeconds`, spec §5 "In-cluster pools"):
+   * 0 or undefined releases at once. Not asked while the pool is being deleted. Optional: Metal3's API has no such
+   * field, so its pools release at once.
+   */
+  releaseGraceSeconds?(pool: P): number | undefined;
   /** Why the pool hands out nothing right now beyond deletion, pause and a missing Cluster (none: undefined). */
   allocationBlocked?(pool: P): { reason: Reason; message: string } | undefined;
   /** The status the pool should have given its records, or undefined when the current one stands. */

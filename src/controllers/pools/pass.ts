@@ -37,6 +37,8 @@ export interface ApplyContext {
   requeue: boolean;
   /** Set when the pool's status write was held back: the pass to run once it is due. */
   statusDueInMs?: number;
+  /** Set when a decision waits for a time (a deleted claim's reuse grace period): the pass to run then. */
+  wakeInMs?: number;
   /**
    * Set when the records' caches were not known fresh before allocating (spec §3.4): resolves whether a record just
    * created holds its address alone. A claim is bound only to a confirmed record; an unconfirmed one is released.

@@ -415,9 +415,12 @@ export class PoolReconciler {
   }
 }
 
-/** When the pool should run again: soon after a lost race, or when a held-back status write is due. */
+/**
+ * When the pool should run again: soon after a lost race, when a held-back status write is due, or when a decision
+ * waits for a time (a reuse grace period ends).
+ */
 function requeueOf(ctx: ApplyContext): ReconcileResult {
-  const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs].filter((ms) => ms !== undefined);
+  const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs, ctx.wakeInMs].filter((ms) => ms !== undefined);
   return after.length > 0 ? { requeueAfterMs: Math.min(...after) } : undefined;
 }
 
