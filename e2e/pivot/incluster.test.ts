@@ -19,6 +19,7 @@ import { apiVersionOf, GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL, resourceType }
 import { ResourceClient } from "../../src/kube/resource.js";
 import { globalPool, globalPoolRef } from "../../hack/testkit/ipam.js";
 import { consistently, eventually } from "../../hack/testkit/wait.js";
+import { runCli } from "../../hack/testkit/cli.js";
 import { claimCount, createTopology, pictureOf, settledPicture, type Picture, type Topology } from "./fixtures.js";
 import {
   clusterctlMove,
@@ -100,6 +101,20 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
   const controllers = new Map<string, RecordedController>();
   const ctl = (side: Side): RecordedController => controllers.get(side.name)!;
 
+  /** `kubectl ipam preflight-move` of `namespace` on the source, told the target (--to-kubeconfig), as JSON. */
+  async function preflightTo(namespace: string): Promise<{
+    code: number | null;
+    leftBehind: string[];
+    findings: { severity: string; kind: string; name: string; problem: string }[];
+  }> {
+    const args = ["preflight-move", "-n", namespace, "-o", "json", "--to-kubeconfig", target.kubeconfigPath];
+    if (source.context) args.push("--context", source.context);
+    if (target.context) args.push("--to-kubeconfig-context", target.context);
+    const r = await runCli(args, { KUBECONFIG: source.kubeconfigPath });
+    const doc = JSON.parse(r.stdout || "{}") as { leftBehind?: string[]; findings?: [] };
+    return { code: r.code, leftBehind: doc.leftBehind ?? [], findings: doc.findings ?? [] };
+  }
+
   before(async function () {
     this.timeout(300_000);
     world = await openWorld();
@@ -155,6 +170,15 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
     );
     const globalBefore = await sourcePools.global.get("", GLOBAL);
 
+    // preflight-move, told the target, says what the move does with each pool: the shared global pool is a blocker
+    // (the target has none, so clusterctl copies the source's range); nothing is left behind.
+    const pre = await preflightTo(NS);
+    expect(pre.code).to.equal(1);
+    expect(pre.leftBehind).to.deep.equal([]);
+    expect(pre.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal([
+      `blocker GlobalInClusterIPPool/${GLOBAL}`,
+    ]);
+    expect(pre.findings[0]!.problem).to.match(/^is missing on the target: clusterctl copies it there/);
     const addresses = await recordEvents(target, target.k.capiAddresses.collectionPath(NS));
     const globals = await recordEvents(target, targetPools.global.collectionPath());
     const since = Date.now();
@@ -246,9 +270,21 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
       const held = linesOf(p, GLOBAL_PRE).map((l) => l.split(" ")[1]!.split("/")[0]!);
       return held.length === 2 ? held : undefined;
     });
-    // The procedure spec §7 gives for a shared global pool: the target's pool excludes what the source keeps handing
-    // out. The first test's move already copied this pool to the target; redefine it there as an operator would.
-    await targetPools.global.patch("", GLOBAL_PRE, { spec: { excludedAddresses: staying } });
+    // The first test's move copied this pool to the target with the source's range: shared, that is a blocker.
+    const copied = await preflightTo(NS_PRE);
+    expect(copied.code).to.equal(1);
+    expect(copied.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal([
+      `blocker GlobalInClusterIPPool/${GLOBAL_PRE}`,
+    ]);
+    expect(copied.findings[0]!.problem).to.include("(which clusterctl keeps) can hand out 10.72.0.10-");
+    // The fix spec §7 gives: the target's pool gets a range of its own (the moved claims keep theirs, out of range
+    // there). Then preflight passes, with a warning only.
+    await targetPools.global.patch("", GLOBAL_PRE, { spec: { addresses: ["10.72.1.10-10.72.1.60"] } });
+    const split = await preflightTo(NS_PRE);
+    expect(split.code, JSON.stringify(split.findings)).to.equal(0);
+    expect(split.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal([
+      `warning GlobalInClusterIPPool/${GLOBAL_PRE}`,
+    ]);
     const targetSpec = (await targetPools.global.get("", GLOBAL_PRE)).spec;
     const sourceUid = (await sourcePools.global.get("", GLOBAL_PRE)).metadata.uid;
     const addresses = await recordEvents(target, target.k.capiAddresses.collectionPath(NS_PRE));
@@ -297,6 +333,9 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
       "newcomer bound on the target",
       async () => (await pictureOf(target.k, NS_PRE)).claims["IPAddressClaim/newcomer"] || undefined,
     );
+    expect(newcomer).to.equal("10.72.1.10");
     expect([...Object.values(s0.claims), ...staying]).to.not.include(newcomer);
+    // The moved records are kept though the target's pool does not contain them: counted out of range.
+    expect((await targetPools.global.get("", GLOBAL_PRE)).status?.ipAddresses).to.include({ used: 3, outOfRange: 2 });
   });
 });
