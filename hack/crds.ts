@@ -66,7 +66,11 @@ export const CRD_LABELS: Readonly<Record<string, string>> = {
  * Labels of the in-cluster provider's CRDs. `clusterctl.cluster.x-k8s.io` so that clusterctl move sees their objects
  * at all (clusterctl adds it to the CRDs of providers it installs; installed from here they need it written), and
  * `clusterctl.cluster.x-k8s.io/move-hierarchy`, which the provider itself puts on its pool CRDs: pools are roots of
- * a move, carried with the addresses they own even without a Cluster. Neither our provider label nor the contract
+ * a move, carried with the addresses they own even without a Cluster. For the cluster-scoped GlobalInClusterIPPool
+ * this is deliberate too (spec §7): clusterctl then copies it to a target that lacks it, never overwrites the
+ * target's, never deletes it from the source, and leaves the source the copied addresses it owns, still reserved for
+ * the clusters that left (a global pool is shared; `move` instead would free them there, and no label would leave
+ * every address it owns behind). Neither our provider label nor the contract
  * labels: these kinds are the in-cluster provider's API, and a contract label would claim a CRD version implements
  * a Cluster API provider contract, which pools (not a contract type) do not. Shipped with us, they get our provider
  * label where everything does: from config/default's `labels` when the component is enabled there, and from

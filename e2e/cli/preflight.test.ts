@@ -9,7 +9,11 @@ import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, IPADDRESS_KIND } from "../../api/v1alpha1/types.js";
 import { CAPI_CRDS, sharedCluster } from "../../hack/testkit/cluster.js";
-import { withController } from "../../hack/testkit/ipam.js";
+import { capiClients, globalPool, startController, withController } from "../../hack/testkit/ipam.js";
+import { freshNamespace } from "../../hack/testkit/cluster.js";
+import { apiVersionOf, INCLUSTER_IPPOOL, resourceType } from "../../api/registry.js";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
+import { ResourceClient } from "../../src/kube/resource.js";
 import {
   claimCount,
   createTopology,
@@ -148,6 +152,92 @@ describe("kubectl ipam preflight-move on the pivot fixtures (real API server)", 
         "clusterctl move -n <ns> would be refused or incomplete: 1 blocker(s), 0 object(s) left behind, 0 warning(s)",
       ]);
     });
+  });
+
+  it("in-cluster pools: the namespaced one moves, a global one shared with a namespace that stays blocks (exit 1)", async () => {
+    const capi = capiClients(kc);
+    const local = new ResourceClient<InClusterIPPool>(kc, resourceType(INCLUSTER_IPPOOL));
+    const suffix = Math.random().toString(36).slice(2, 7);
+    const [shared, own] = [`pre-shared-${suffix}`, `pre-own-${suffix}`];
+    const ns = await freshNamespace(kc, "pre-ic");
+    const stay = await freshNamespace(kc, "pre-icstay");
+    // Global pools are served only by a controller of every namespace.
+    const ctl = await startController(kc, "");
+    try {
+      await capi.globalPools.create("", globalPool(shared, { addresses: ["10.80.0.10-10.80.0.40"], prefix: 24 }));
+      await capi.globalPools.create("", globalPool(own, { addresses: ["10.81.0.10-10.81.0.40"], prefix: 24 }));
+      await local.create(ns, {
+        apiVersion: apiVersionOf(INCLUSTER_IPPOOL),
+        kind: INCLUSTER_IPPOOL.kind,
+        metadata: { name: "local", namespace: ns },
+        spec: { addresses: ["10.82.0.0/28"], prefix: 28 },
+      });
+      const onGlobal = (cluster: string, pool: string, machines = 2): Topology => ({
+        pools: {},
+        clusters: [
+          {
+            name: cluster,
+            machines,
+            claims: [{ suffix: "g", kind: "IPAddressClaim", pool, poolKind: "GlobalInClusterIPPool" }],
+          },
+        ],
+      });
+      const moving: Topology = {
+        pools: {},
+        clusters: [
+          {
+            name: "ic",
+            machines: 2,
+            claims: [
+              { suffix: "ns", kind: "IPAddressClaim", pool: "local", poolKind: "InClusterIPPool" },
+              { suffix: "g", kind: "IPAddressClaim", pool: shared, poolKind: "GlobalInClusterIPPool" },
+              { suffix: "own", kind: "IPAddressClaim", pool: own, poolKind: "GlobalInClusterIPPool" },
+            ],
+          },
+        ],
+      };
+      await createTopology(k, stay, onGlobal("st", shared));
+      await createTopology(k, ns, moving);
+      await settledPicture(k, stay, 2);
+      await settledPicture(k, ns, claimCount(moving));
+      const r = await cli("preflight-move", "-n", ns, "-o", "json");
+      expect(r.code, r.stderr).to.equal(1);
+      const report = JSON.parse(r.stdout) as PreflightJson;
+      // Every IPAddress moves, those of the namespaced pool with it and those of the global pools with their copy.
+      expect(report.leftBehind).to.deep.equal([]);
+      expect(report.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal([
+        `blocker GlobalInClusterIPPool/${shared}`,
+        `warning GlobalInClusterIPPool/${own}`,
+      ]);
+      expect(report.findings[0]!.problem).to.include(`shared with 2 claim(s) in namespace(s) ${stay} that stay`);
+      expect(report.findings[1]!.problem).to.include("the 2 IPAddress(es) of this namespace's claims on it are copied");
+      // The same cluster as the target: it has both pools with the source's range, which the shared one cannot keep.
+      const toSelf = await cli("preflight-move", "-n", ns, "-o", "json", "--to-kubeconfig", kubeconfigPath);
+      const findings = (JSON.parse(toSelf.stdout) as PreflightJson).findings;
+      expect(findings.map((f) => f.severity)).to.deep.equal(["blocker", "warning"]);
+      expect(findings[0]!.problem).to.include("the target's pool of that name (which clusterctl keeps) can hand out");
+      // A claim of the namespaced pool that no Cluster reaches stays, and so does its IPAddress.
+      await capi.claims.create(ns, {
+        metadata: { name: "loner", namespace: ns },
+        spec: { poolRef: { apiGroup: INCLUSTER_IPPOOL.group, kind: INCLUSTER_IPPOOL.kind, name: "local" } },
+      });
+      await eventually("loner bound", async () => (await capi.claims.get(ns, "loner")).status?.addressRef?.name);
+      const loner = JSON.parse((await cli("preflight-move", "-n", ns, "-o", "json")).stdout) as PreflightJson;
+      expect(loner.leftBehind).to.deep.equal(["IPAddressClaim/loner", "IPAddress.ipam.cluster.x-k8s.io/loner"]);
+      expect(loner.findings.find((f) => f.name === "loner" && f.kind.startsWith("IPAddress."))!.problem).to.match(
+        /^10\.82\.0\.\d+ stays with its claim loner$/,
+      );
+    } finally {
+      // Claims first, so the controller releases their addresses and the global pools can go.
+      for (const n of [ns, stay])
+        for (const c of (await capi.claims.list(n)).items) await capi.claims.delete(n, c.metadata.name ?? "");
+      await eventually(
+        "the global pools' addresses released",
+        async () => (await capi.addresses.list(ns)).items.length + (await capi.addresses.list(stay)).items.length === 0,
+      ).catch(() => undefined);
+      for (const name of [shared, own]) await capi.globalPools.delete("", name).catch(() => undefined);
+      await ctl.stop();
+    }
   });
 
   it("who follows a claim's owners up to its Cluster", async () => {

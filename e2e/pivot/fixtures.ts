@@ -10,6 +10,11 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
+  type GLOBAL_INCLUSTER_POOL_KIND,
+  INCLUSTER_GROUP,
+  type INCLUSTER_POOL_KIND,
+} from "../../api/incluster/types.js";
+import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
   CLUSTER,
@@ -92,6 +97,8 @@ export interface ClaimPlan {
   suffix: string;
   kind: "IPClaim" | "IPAddressClaim";
   pool: string;
+  /** For an IPAddressClaim: the in-cluster provider's pool kind it names instead of Metal3's IPPool. */
+  poolKind?: typeof INCLUSTER_POOL_KIND | typeof GLOBAL_INCLUSTER_POOL_KIND;
 }
 
 /** A workload cluster: its machines, the claims each machine's data object makes, and per-claim requests. */
@@ -349,7 +356,9 @@ export async function createMachine(
       await k.capiClaims.create(namespace, {
         metadata: m,
         spec: {
-          poolRef: { apiGroup: GROUP, kind: IPPOOL_KIND, name: c.pool },
+          poolRef: c.poolKind
+            ? { apiGroup: INCLUSTER_GROUP, kind: c.poolKind, name: c.pool }
+            : { apiGroup: GROUP, kind: IPPOOL_KIND, name: c.pool },
           ...(plan.unlabelled ? {} : { clusterName: plan.name }),
         },
       });

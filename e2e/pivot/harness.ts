@@ -27,7 +27,7 @@ import { createLogger } from "../../src/runtime/logger.js";
 import { resolveClusterctl } from "../../hack/testkit/binaries.js";
 import { loadCrds } from "../../hack/testkit/crds.js";
 import { LocalPlane } from "../../hack/testkit/plane.js";
-import { CAPI_CRDS, OUR_CRDS } from "../../hack/testkit/cluster.js";
+import { CAPI_CRDS, INCLUSTER_POOL_CRDS, OUR_CRDS } from "../../hack/testkit/cluster.js";
 import { eventually } from "../../hack/testkit/wait.js";
 import { inBatches, kinds, type Kinds } from "./fixtures.js";
 
@@ -127,12 +127,13 @@ export async function openWorld(): Promise<World> {
   if (from && to) {
     const source = sideFrom("source", from, process.env.PIVOT_FROM_CONTEXT ?? "");
     const target = sideFrom("target", to, process.env.PIVOT_TO_CONTEXT ?? "");
-    for (const side of [source, target]) await ensureCrds(side.kubeConfig, [OUR_CRDS, CAPI_CRDS, PIVOT_CRDS]);
+    for (const side of [source, target])
+      await ensureCrds(side.kubeConfig, [OUR_CRDS, INCLUSTER_POOL_CRDS, CAPI_CRDS, PIVOT_CRDS]);
     return { source, target, existing: true, close: () => Promise.resolve() };
   }
   const capiDir = labelledCapiCrds();
   const planes = await Promise.allSettled(
-    [0, 1].map(() => LocalPlane.start({ crdDirs: [OUR_CRDS, capiDir, PIVOT_CRDS] })),
+    [0, 1].map(() => LocalPlane.start({ crdDirs: [OUR_CRDS, INCLUSTER_POOL_CRDS, capiDir, PIVOT_CRDS] })),
   );
   rmSync(capiDir, { recursive: true, force: true });
   const started = planes.flatMap((p) => (p.status === "fulfilled" ? [p.value] : []));

@@ -1,6 +1,6 @@
 /**
- * Runs the pivot suite (e2e/pivot/pivot.test.ts) against two existing management clusters, e.g. two kind clusters,
- * instead of two local planes:
+ * Runs the pivot suites (e2e/pivot/pivot.test.ts, e2e/pivot/incluster.test.ts) against two existing management
+ * clusters, e.g. two kind clusters, instead of two local planes:
  *
  *   npx tsx e2e/pivot/run.ts --from <kubeconfig> --to <kubeconfig> [options]
  *
@@ -72,7 +72,8 @@ function main(): void {
   }
   console.log(`pivot suite: ${options.from} → ${options.to}`);
   const mocha = join(repoRoot, "node_modules", ".bin", "mocha");
-  const child = spawn(mocha, [join(repoRoot, "e2e", "pivot", "pivot.test.ts")], {
+  const suites = ["pivot.test.ts", "incluster.test.ts"].map((f) => join(repoRoot, "e2e", "pivot", f));
+  const child = spawn(mocha, suites, {
     cwd: repoRoot,
     env: { ...process.env, ...options.env },
     stdio: "inherit",

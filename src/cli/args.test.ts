@@ -28,6 +28,11 @@ describe("cli/args", () => {
       watch: false,
     });
     expect(parseInvocation(["pools", "-A", "-w"])).to.include({ command: "pools", allNamespaces: true, watch: true });
+    expect(parseInvocation(["preflight-move", "--to-kubeconfig", "/t", "--to-kubeconfig-context", "tc"])).to.include({
+      command: "preflight-move",
+      toKubeconfig: "/t",
+      toContext: "tc",
+    });
     expect(parseInvocation([]).command).to.equal("help");
     expect(parseInvocation(["who", "--help"]).command).to.equal("help");
   });
@@ -41,6 +46,9 @@ describe("cli/args", () => {
     expect(usageError(["pools", "-w", "-o", "json"])).to.equal("--watch draws text; it cannot be combined with -o");
     expect(usageError(["preflight-move", "-A"])).to.equal(
       "preflight-move works on one namespace: use -n instead of -A",
+    );
+    expect(usageError(["pools", "--to-kubeconfig", "/t"])).to.equal(
+      "--to-kubeconfig and --to-kubeconfig-context only apply to preflight-move",
     );
     expect(usageError(["pools", "--bogus"])).to.match(/Unknown option '--bogus'/);
   });

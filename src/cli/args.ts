@@ -14,6 +14,9 @@ export interface Invocation {
   kubeconfig?: string;
   context?: string;
   namespace?: string;
+  /** preflight-move: the target management cluster, to check the GlobalInClusterIPPools it has. */
+  toKubeconfig?: string;
+  toContext?: string;
   allNamespaces: boolean;
   output: Format;
   watch: boolean;
@@ -26,6 +29,7 @@ Usage:
   kubectl ipam who ADDRESS|CLAIM           who holds an address, or what a claim holds, with its owners
   kubectl ipam free POOL                   free ranges and the address the next claim would get
   kubectl ipam preflight-move [-n NS]      what clusterctl move would leave behind (exit 1 if anything)
+      [--to-kubeconfig FILE] [--to-kubeconfig-context NAME]   the target, to check its global pools
 
 Flags:
   -n, --namespace NS       namespace (default: the context's, else "default")
@@ -57,6 +61,8 @@ function checkCombination(inv: Invocation): void {
     throw usage(`${inv.command} works on one namespace: use -n instead of -A`);
   }
   if (inv.allNamespaces && inv.namespace) throw usage("-A and -n exclude each other");
+  if ((inv.toKubeconfig || inv.toContext) && inv.command !== "preflight-move")
+    throw usage("--to-kubeconfig and --to-kubeconfig-context only apply to preflight-move");
 }
 
 /** Parses argv (without node and script). @throws CliError (usage) on bad input. */
@@ -70,6 +76,8 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       options: {
         kubeconfig: { type: "string" },
         context: { type: "string" },
+        "to-kubeconfig": { type: "string" },
+        "to-kubeconfig-context": { type: "string" },
         namespace: { type: "string", short: "n" },
         "all-namespaces": { type: "boolean", short: "A", default: false },
         output: { type: "string", short: "o", default: "text" },
@@ -94,6 +102,8 @@ export function parseInvocation(argv: readonly string[]): Invocation {
     ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
     ...(values.context ? { context: values.context } : {}),
     ...(values.namespace ? { namespace: values.namespace } : {}),
+    ...(values["to-kubeconfig"] ? { toKubeconfig: values["to-kubeconfig"] } : {}),
+    ...(values["to-kubeconfig-context"] ? { toContext: values["to-kubeconfig-context"] } : {}),
     allNamespaces: values["all-namespaces"] ?? false,
     output,
     watch: values.watch ?? false,

@@ -9,6 +9,8 @@ import { machine, styleFor, type Format, type Io } from "./output.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
 import { ownerChain, readInventory, readMoveGraph } from "./read.js";
+import { readGlobalPoolUse, readTargetGlobalPools } from "./read-global.js";
+import type { InClusterIPPoolSpec } from "../../api/incluster/types.js";
 import { watchPools } from "./watch.js";
 import {
   isAddressQuery,
@@ -94,10 +96,45 @@ async function who(inv: Invocation, namespace: string | undefined, io: Io): Prom
   return ExitCode.ok;
 }
 
-async function preflightMove(inv: Invocation, namespace: string, io: Io): Promise<number> {
+/**
+ * The target's GlobalInClusterIPPools of `names`, read through a second connection (clusterctl's --to-kubeconfig and
+ * --to-kubeconfig-context); the source connection is restored afterwards. Undefined when no target was given.
+ */
+async function targetGlobalPools(
+  inv: Invocation,
+  names: readonly string[],
+  io: Io,
+  source: { server: string },
+): Promise<Map<string, InClusterIPPoolSpec | null> | undefined> {
+  if (!(inv.toKubeconfig || inv.toContext) || names.length === 0) return undefined;
+  const sourceKubeconfig = io.env.KUBECONFIG;
+  try {
+    const flags = {
+      ...(inv.toKubeconfig ? { kubeconfig: inv.toKubeconfig } : {}),
+      ...(inv.toContext ? { context: inv.toContext } : {}),
+    };
+    useServer((await connect(flags, io.env)).server);
+    return await readTargetGlobalPools(names);
+  } finally {
+    if (sourceKubeconfig === undefined) delete io.env.KUBECONFIG;
+    else io.env.KUBECONFIG = sourceKubeconfig;
+    useServer(source.server);
+  }
+}
+
+async function preflightMove(inv: Invocation, namespace: string, io: Io, source: { server: string }): Promise<number> {
   const inventory = await readInventory(namespace);
   const graph = await readMoveGraph(namespace);
-  const report = preflight({ namespace, inv: inventory, ...graph });
+  const globalPools = await readGlobalPoolUse(namespace, inventory);
+  const names = globalPools.map((u) => u.name);
+  const target = await targetGlobalPools(inv, names, io, source);
+  const report = preflight({
+    namespace,
+    inv: inventory,
+    ...graph,
+    globalPools,
+    ...(target ? { targetGlobalPools: target } : {}),
+  });
   emit(
     io,
     inv.output,
@@ -123,7 +160,7 @@ async function dispatch(inv: Invocation, io: Io): Promise<number> {
       case "free":
         return await free(inv, namespace, io);
       case "preflight-move":
-        return await preflightMove(inv, namespace, io);
+        return await preflightMove(inv, namespace, io, connection);
       default:
         return ExitCode.ok;
     }

@@ -6,18 +6,23 @@
  *   a root, and it is placed in the move sequence only once ALL its owners are: an IPAddress whose pool stays stays
  *   too, and an owner that does not exist (or is of a kind clusterctl does not see) keeps its dependents behind;
  * - objects of kinds labelled `clusterctl.cluster.x-k8s.io/move` move on their own, owners permitting;
- * - a Cluster with `spec.paused: true` makes clusterctl refuse to start.
+ * - a Cluster with `spec.paused: true` makes clusterctl refuse to start;
+ * - objects of labelled cluster-scoped kinds are seen whatever the namespace (GlobalInClusterIPPool: copied, never
+ *   deleted from the source; preflight-global.ts).
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
   IPADDRESS_FINALIZER,
   IPCLAIM_FINALIZER,
+  IPPOOL_KIND,
   type IPAddress,
   type IPClaim,
   type IPPool,
 } from "../../api/v1alpha1/types.js";
-import { IPADDRESSCLAIM_FINALIZER } from "../../api/capi/types.js";
+import { IPADDRESSCLAIM_FINALIZER, type PoolRef } from "../../api/capi/types.js";
+import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../../api/registry.js";
 import { byNamespaceAndName, claimPool, isOurPoolRef, type Inventory } from "./inventory.js";
+import { globalPoolFindings, type GlobalPoolUse, type TargetGlobalPools } from "./preflight-global.js";
 
 /** One object of the move graph. */
 export interface MoveNode {
@@ -100,6 +105,10 @@ export interface PreflightInput {
   clusters: ClusterInfo[];
   /** CRDs (`plural.group`) of kinds that matter here but lack the clusterctl label. */
   unlabelledCrds: string[];
+  /** The GlobalInClusterIPPools the namespace's IPAddressClaims name, and who else uses them. */
+  globalPools?: GlobalPoolUse[];
+  /** The target's pools of those names, when preflight-move was told the target. */
+  targetGlobalPools?: TargetGlobalPools;
 }
 
 /** The result; `exitCode` is 1 when anything would be left behind or the move would be refused. */
@@ -190,10 +199,13 @@ function checkClaim(c: Context, kind: "IPClaim" | "IPAddressClaim", claim: IPCla
   c.out.push({ severity: "left-behind", kind, name: nameOf(claim), problem, fix });
 }
 
+/** A pool as the address checks need it: its kind, name and uid. */
+type PoolIdentity = { kind: string; metadata: { name?: string; uid?: string } };
+
 function addressProblem(
   c: Context,
   a: { metadata: IPAddress["metadata"] },
-  pool: IPPool | undefined,
+  pool: PoolIdentity | undefined,
   claim: { metadata: { uid?: string } } | undefined,
   claimName: string,
 ): { problem: string; fix: string } {
@@ -203,7 +215,7 @@ function addressProblem(
     return {
       problem: `is a person-made reservation (claim ${claimName || "-"} does not exist) outside the move graph ${tail}`,
       fix: pool
-        ? `add an owner reference to IPPool ${nameOf(pool)} (uid ${uidOf(pool)}) so it moves with the pool, or re-create it on the target after the move`
+        ? `add an owner reference to ${pool.kind} ${nameOf(pool)} (uid ${uidOf(pool)}) so it moves with the pool, or re-create it on the target after the move`
         : "re-create it on the target after the move",
     };
   }
@@ -213,7 +225,10 @@ function addressProblem(
       fix: "let the IPAM controller restore its owner references (IPPool and claim), or re-create it on the target",
     };
   if (pool && !c.moved.has(uidOf(pool)))
-    return { problem: `stays with its pool ${nameOf(pool)}`, fix: `fix IPPool ${nameOf(pool)} (see its finding)` };
+    return {
+      problem: `stays with its pool ${nameOf(pool)}`,
+      fix: `fix ${pool.kind} ${nameOf(pool)} (see its finding)`,
+    };
   if (!c.moved.has(uidOf(claim)))
     return { problem: `stays with its claim ${claimName}`, fix: `fix the claim ${claimName} (see its finding)` };
   const missing = missingOwners(c, a);
@@ -223,13 +238,30 @@ function addressProblem(
   };
 }
 
+/** Whether a poolRef names one of the in-cluster provider's pool kinds, which we serve too. */
+const isInClusterPoolRef = (ref: PoolRef | undefined): boolean =>
+  ref?.apiGroup === INCLUSTER_IPPOOL.group &&
+  (ref.kind === INCLUSTER_IPPOOL.kind || ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind);
+
+/** The pool a Cluster API IPAddress names: a Metal3 IPPool of the inventory, or an in-cluster pool of the graph. */
+function poolOfRef(c: Context, ref: PoolRef): PoolIdentity | undefined {
+  if (isOurPoolRef(ref)) {
+    const pool = c.input.inv.pools.find((p) => nameOf(p) === ref.name);
+    return pool ? { kind: IPPOOL_KIND, metadata: pool.metadata } : undefined;
+  }
+  const node = c.input.nodes.find((n) => n.kind === ref.kind && n.name === ref.name);
+  return node ? { kind: node.kind, metadata: { name: node.name, uid: node.uid } } : undefined;
+}
+
 function checkAddresses(c: Context): void {
   const { inv } = c.input;
   const poolByName = (n: string): IPPool | undefined => inv.pools.find((p) => nameOf(p) === n);
   for (const a of byNamespaceAndName(inv.addresses)) {
     if (c.moved.has(uidOf(a))) continue;
     const claim = inv.claims.find((x) => nameOf(x) === a.spec.claim?.name);
-    const { problem, fix } = addressProblem(c, a, poolByName(a.spec.pool?.name ?? ""), claim, a.spec.claim?.name ?? "");
+    const pool = poolByName(a.spec.pool?.name ?? "");
+    const identity = pool ? { kind: IPPOOL_KIND, metadata: pool.metadata } : undefined;
+    const { problem, fix } = addressProblem(c, a, identity, claim, a.spec.claim?.name ?? "");
     c.out.push({
       severity: "left-behind",
       kind: "IPAddress.ipam.metal3.io",
@@ -238,10 +270,11 @@ function checkAddresses(c: Context): void {
       fix,
     });
   }
-  for (const a of byNamespaceAndName(inv.capiAddresses).filter((x: CapiIPAddress) => isOurPoolRef(x.spec.poolRef))) {
+  const served = (x: CapiIPAddress): boolean => isOurPoolRef(x.spec.poolRef) || isInClusterPoolRef(x.spec.poolRef);
+  for (const a of byNamespaceAndName(inv.capiAddresses).filter(served)) {
     if (c.moved.has(uidOf(a))) continue;
     const claim = inv.capiClaims.find((x) => nameOf(x) === a.spec.claimRef?.name);
-    const { problem, fix } = addressProblem(c, a, poolByName(a.spec.poolRef.name), claim, a.spec.claimRef?.name ?? "");
+    const { problem, fix } = addressProblem(c, a, poolOfRef(c, a.spec.poolRef), claim, a.spec.claimRef?.name ?? "");
     c.out.push({
       severity: "left-behind",
       kind: "IPAddress.ipam.cluster.x-k8s.io",
@@ -302,6 +335,7 @@ export function preflight(input: PreflightInput): PreflightReport {
   for (const cl of byNamespaceAndName(inv.claims)) checkClaim(c, "IPClaim", cl);
   for (const cl of byNamespaceAndName(inv.capiClaims)) checkClaim(c, "IPAddressClaim", cl);
   checkAddresses(c);
+  c.out.push(...globalPoolFindings(input.globalPools ?? [], input.targetGlobalPools));
   for (const cl of byNamespaceAndName(inv.claims)) checkDeleting(c, "IPClaim", cl);
   for (const cl of byNamespaceAndName(inv.capiClaims)) checkDeleting(c, "IPAddressClaim", cl);
   const findings = c.out

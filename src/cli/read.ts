@@ -8,6 +8,8 @@ import {
   CAPI_IPADDRESSCLAIM,
   CLUSTER,
   CLUSTER_API_VERSIONS,
+  GLOBAL_INCLUSTER_IPPOOL,
+  INCLUSTER_IPPOOL,
   IPADDRESS,
   IPCLAIM,
   IPPOOL,
@@ -129,7 +131,16 @@ const ROOT_KINDS = new Set([
 ]);
 
 /** The kinds whose CRDs matter to a move of addresses; installed ones missing the label are reported. */
-const MOVE_KINDS = [IPPOOL, IPCLAIM, IPADDRESS, CLUSTER, CAPI_IPADDRESSCLAIM, CAPI_IPADDRESS];
+const MOVE_KINDS = [
+  IPPOOL,
+  IPCLAIM,
+  IPADDRESS,
+  CLUSTER,
+  CAPI_IPADDRESSCLAIM,
+  CAPI_IPADDRESS,
+  INCLUSTER_IPPOOL,
+  GLOBAL_INCLUSTER_IPPOOL,
+];
 /** Every version any of them is spoken at: a CRD served under any of these counts as installed. */
 const PROBE_VERSIONS = [...new Set(MOVE_KINDS.flatMap((d) => [...CLUSTER_API_VERSIONS, ...d.versions]))];
 
@@ -155,7 +166,10 @@ function toNode(o: Obj, crd: CrdObj, version: string): MoveNode {
   };
 }
 
-/** clusterctl's discovery of `namespace`: every object of every labelled namespaced kind, at its storage version. */
+/**
+ * clusterctl's discovery of `namespace`: every object of every labelled kind at its storage version, those of
+ * cluster-scoped kinds whatever their namespace (clusterctl lists them unfiltered: GlobalInClusterIPPools are copied).
+ */
 export async function readMoveGraph(
   namespace: string,
 ): Promise<{ nodes: MoveNode[]; clusters: ClusterInfo[]; unlabelledCrds: string[] }> {
@@ -164,24 +178,22 @@ export async function readMoveGraph(
   const nodes: MoveNode[] = [];
   const clusters: ClusterInfo[] = [];
   await Promise.all(
-    crds
-      .filter((c) => c.spec.scope === "Namespaced")
-      .map(async (crd) => {
-        const version = crd.spec.versions.find((v) => v.storage)?.name ?? crd.spec.versions[0]?.name ?? "";
-        const kind: ResourceKind = {
-          group: crd.spec.group,
-          version,
-          kind: crd.spec.names.kind,
-          plural: crd.spec.names.plural,
-          namespaced: true,
-        };
-        const items = await list<ClusterObj>(kind, namespace, { missing: "empty" });
-        for (const o of items) nodes.push(toNode(o, crd, version));
-        if (crd.spec.group === CLUSTER.group && crd.spec.names.kind === CLUSTER.kind) {
-          for (const o of items)
-            clusters.push({ name: o.metadata.name ?? "", uid: o.metadata.uid ?? "", paused: o.spec?.paused === true });
-        }
-      }),
+    crds.map(async (crd) => {
+      const version = crd.spec.versions.find((v) => v.storage)?.name ?? crd.spec.versions[0]?.name ?? "";
+      const kind: ResourceKind = {
+        group: crd.spec.group,
+        version,
+        kind: crd.spec.names.kind,
+        plural: crd.spec.names.plural,
+        namespaced: crd.spec.scope === "Namespaced",
+      };
+      const items = await list<ClusterObj>(kind, namespace, { missing: "empty" });
+      for (const o of items) nodes.push(toNode(o, crd, version));
+      if (crd.spec.group === CLUSTER.group && crd.spec.names.kind === CLUSTER.kind) {
+        for (const o of items)
+          clusters.push({ name: o.metadata.name ?? "", uid: o.metadata.uid ?? "", paused: o.spec?.paused === true });
+      }
+    }),
   );
   const unlabelledCrds: string[] = [];
   for (const d of MOVE_KINDS.filter((k) => !labelled.has(qualifiedName(k)))) {
