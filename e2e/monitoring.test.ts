@@ -58,9 +58,18 @@ function poolReview(uid: string, subnet: string): string {
   });
 }
 
-function exhaustedAlert(alerts: readonly PromAlert[], ns: string, poolName: string): PromAlert | undefined {
+function exhaustedAlert(
+  alerts: readonly PromAlert[],
+  ns: string | undefined,
+  poolName: string,
+  poolKind = "IPPool",
+): PromAlert | undefined {
   return alerts.find(
-    (a) => a.labels.alertname === EXHAUSTED && a.labels.namespace === ns && a.labels.pool === poolName,
+    (a) =>
+      a.labels.alertname === EXHAUSTED &&
+      a.labels.namespace === ns &&
+      a.labels.pool === poolName &&
+      a.labels.pool_kind === poolKind,
   );
 }
 
@@ -160,7 +169,7 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     expect(waiting.status?.address?.name, "the waiting claim got the freed address").to.be.a("string");
   });
 
-  it("exports an InClusterIPPool's and a GlobalInClusterIPPool's series by pool_kind, and forgets them with the pool", async () => {
+  it("exports an InClusterIPPool's and a GlobalInClusterIPPool's series by pool_kind, alerts on them, and forgets them with the pool", async () => {
     const url = prometheus!.url;
     const k = inClusterClients(admin);
     const ns = await freshNamespace(admin, "alerts-ic");
@@ -188,6 +197,19 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     expect(globalFree).to.have.length(1);
     expect(globalFree[0]!.pool_kind).to.equal("GlobalInClusterIPPool");
     expect(globalFree[0]!.namespace).to.equal(undefined);
+    // One address, two claims: the same rule as for Metal3 pools fires, with the pool's kind and no namespace.
+    const firing = await eventually(
+      `${EXHAUSTED} for GlobalInClusterIPPool ${globalName}`,
+      async () => {
+        const alert = exhaustedAlert(await activeAlerts(url), undefined, globalName, "GlobalInClusterIPPool");
+        return alert?.state === "firing" ? alert : undefined;
+      },
+      90_000,
+      500,
+    );
+    expect(firing.annotations.summary).to.equal(
+      `GlobalInClusterIPPool ${globalName} is exhausted and claims are waiting`,
+    );
     const pending = await series(`metal3_ipam_pool_claims_pending{pool="${globalName}", kind="IPAddressClaim"} == 1`);
     expect(pending.map((m) => m.pool_kind)).to.deep.equal(["GlobalInClusterIPPool"]);
 
