@@ -4,12 +4,12 @@ import { CliError, ExitCode, explainReadError } from "./errors.js";
 import { freeDocument, freeReport, renderFree } from "./free.js";
 import { allPools, distinct, type Inventory } from "./inventory.js";
 import { connect } from "./kubeconfig.js";
-import { useServer, type Obj } from "./kube.js";
+import { crdMissing, useServer, type Obj } from "./kube.js";
 import { machine, styleFor, type Format, type Io } from "./output.js";
 import { idOf, isGlobalKind, parsePoolArgument, type PoolKindName } from "./poolkind.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
-import { ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
+import { ifServed, INCLUSTER_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
 import { watchPools } from "./watch.js";
 import {
   isAddressQuery,
@@ -55,7 +55,12 @@ async function free(inv: Invocation, namespace: string, io: Io): Promise<number>
     const id = idOf(p);
     return id.kind === wanted.kind && id.name === wanted.name && (isGlobalKind(id.kind) || id.namespace === namespace);
   });
-  if (!pool) throw unknownPool(wanted.kind, wanted.name, namespace, inventory);
+  if (!pool) {
+    // An in-cluster pool asked for on a cluster without the provider's CRD: say that, not "not found".
+    const k = wanted.kind === "IPPool" ? undefined : INCLUSTER_POOL_RESOURCES[wanted.kind];
+    if (k && !(await ifServed(k))) throw new CliError(crdMissing(k));
+    throw unknownPool(wanted.kind, wanted.name, namespace, inventory);
+  }
   const report = freeReport(pool, inventory);
   emit(
     io,

@@ -104,7 +104,7 @@ describe("cli: the in-cluster provider's pools beside Metal3's", () => {
     expect(elsewhere).to.deep.include({ poolKind: GLOBAL, namespace: "other", claimName: "elsewhere" });
     const text = renderWho({ query: "10.2.0.2", by: "address", entries: [{ ...elsewhere!, owners: [] }], freeIn: [] });
     expect(text).to.match(/^pool +GlobalInClusterIPPool nodes$/m);
-    expect(text).to.match(/^claim +IPAddressClaim elsewhere \(bound\)$/m);
+    expect(text).to.match(/^claim +IPAddressClaim other\/elsewhere \(bound\)$/m);
     const doc = whoDocument({ query: "10.2.0.2", by: "address", entries: [{ ...elsewhere!, owners: [] }], freeIn: [] });
     expect(doc).to.have.nested.property("holders[0].poolKind", GLOBAL);
     const free = poolsWithFree("10.2.0.3", inv);

@@ -31,6 +31,17 @@ export const IPADDRESSES: ResourceKind = resourceType(IPADDRESS);
 export const INCLUSTER_POOLS: ResourceKind = resourceType(INCLUSTER_IPPOOL);
 export const GLOBAL_POOLS: ResourceKind = resourceType(GLOBAL_INCLUSTER_IPPOOL);
 
+/** The in-cluster provider's pool kinds as resource types. */
+export const INCLUSTER_POOL_RESOURCES: Record<"InClusterIPPool" | "GlobalInClusterIPPool", ResourceKind> = {
+  InClusterIPPool: INCLUSTER_POOLS,
+  GlobalInClusterIPPool: GLOBAL_POOLS,
+};
+
+/** `k` when the cluster serves it (discovery); an optional kind's CRD may be missing. */
+export async function ifServed(k: ResourceKind): Promise<ResourceKind | undefined> {
+  return (await resolveKind(`${k.group}/${k.version}`, k.kind)) ? k : undefined;
+}
+
 /** Where the reads say what they had to leave out (a warning line on stderr). */
 export type Warn = (message: string) => void;
 

@@ -20,8 +20,8 @@ import {
   IPADDRESSES,
   IPCLAIMS,
   IPPOOLS,
+  ifServed,
   readInventory,
-  resolveKind,
 } from "./read.js";
 
 /** Objects of one kind by namespace/name, updated from a watch. */
@@ -47,10 +47,6 @@ class Mirror<T extends Obj> {
 }
 
 const CLEAR = "\u001b[H\u001b[2J";
-
-/** `k` when the cluster serves it (an optional kind's CRD may be missing: no watch then, rather than its errors). */
-const ifServed = async (k: ResourceKind): Promise<ResourceKind | undefined> =>
-  (await resolveKind(`${k.group}/${k.version}`, k.kind)) ? k : undefined;
 
 const namesGlobalPool = (o: IPAddressClaim | CapiIPAddress): boolean =>
   poolKindOfRef(o.spec.poolRef) === "GlobalInClusterIPPool";
@@ -107,16 +103,17 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   };
   draw();
   const handles: WatchHandle[] = [];
+  /** Watches `kind` into `mirror`, in the namespace looked at, or in all of them when `everywhere`. */
   const start = async <T extends Obj>(
     kind: ResourceKind | undefined,
     mirror: Mirror<T>,
-    scope: string | undefined = namespace,
+    everywhere = false,
   ): Promise<void> => {
     if (!kind) return;
     handles.push(
       await watch<T>(
         kind,
-        scope,
+        everywhere ? undefined : namespace,
         (c) => {
           mirror.apply(c);
           changed();
@@ -130,11 +127,12 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   await start(IPADDRESSES, mirrors.addresses);
   await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.capiClaims);
   await start(await capiKind(CAPI_IPADDRESS), mirrors.capiAddresses);
+  // An optional kind whose CRD is missing gets no watch (rather than a stream of its errors).
   await start(await ifServed(INCLUSTER_POOLS), mirrors.inClusterPools);
-  await start(await ifServed(GLOBAL_POOLS), mirrors.globalPools, undefined);
+  await start(await ifServed(GLOBAL_POOLS), mirrors.globalPools, true);
   if (acrossNamespaces) {
-    await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.globalClaims, undefined);
-    await start(await capiKind(CAPI_IPADDRESS), mirrors.globalAddresses, undefined);
+    await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.globalClaims, true);
+    await start(await capiKind(CAPI_IPADDRESS), mirrors.globalAddresses, true);
   }
   await interrupted;
   for (const h of handles) h.close();

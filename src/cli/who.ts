@@ -209,7 +209,9 @@ function chainText(e: WhoEntry): string {
 
 function entryRows(e: WhoEntry): string[][] {
   const rows: string[][] = [];
-  const claimLine = `${e.claimKind} ${e.claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
+  // A global pool's holders may be in any namespace: the claim line says which (the pool line cannot).
+  const claimName = e.poolKind === "GlobalInClusterIPPool" ? `${e.namespace}/${e.claimName}` : e.claimName;
+  const claimLine = `${e.claimKind} ${claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
   rows.push(["address", e.holding ? e.holding.address : "-"]);
   // A Metal3 pool (or another provider's) reads as before, `NS/NAME`; the in-cluster kinds name their kind.
   const inCluster = e.poolKind && e.poolKind !== "IPPool" && e.pool;
