@@ -5,9 +5,12 @@
  * tools on a cluster without the provider's CRDs.
  */
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { dump } from "js-yaml";
 import { isNotFound } from "../../src/kube/errors.js";
 import { LocalPlane } from "../../hack/testkit/plane.js";
 import { freshNamespace, OUR_CRDS, repoRoot, sharedCluster, usingExistingCluster } from "../../hack/testkit/cluster.js";
@@ -36,6 +39,10 @@ describe("kubectl ipam on in-cluster pools, namespaced and global (real API serv
   let globalName: string;
   let stop: (() => Promise<void>) | undefined;
   const cli = (...args: string[]): Promise<CliRun> => runCli(args, { KUBECONFIG: kubeconfigPath });
+  const tmp = mkdtempSync(join(tmpdir(), "cli-incluster-"));
+  /** Cluster-scoped objects a test made, removed in after(). */
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const RBAC = "rbac.authorization.k8s.io";
   /** Both test namespaces replaced, so golden files stay fixed. */
   const fixed = (text: string): string => normalise(text.split(other).join("<other>"), ns);
 
@@ -87,6 +94,8 @@ describe("kubectl ipam on in-cluster pools, namespaced and global (real API serv
 
   after(async function () {
     this.timeout(90_000);
+    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+    rmSync(tmp, { recursive: true, force: true });
     if (!k) return;
     const ignoreGone = (err: unknown): void => {
       if (!isNotFound(err)) throw err;
@@ -156,6 +165,87 @@ describe("kubectl ipam on in-cluster pools, namespaced and global (real API serv
     const holder = (JSON.parse(byClaim.stdout) as { holders: Record<string, unknown>[] }).holders[0];
     expect(holder).to.deep.include({ address: null, pool: globalName, poolKind: GLOBAL });
     expect(holder!.claim).to.deep.equal({ kind: "IPAddressClaim", name: "g-4", state: "failed" });
+  });
+
+  it("leaves out, with a warning, what RBAC does not let a user list: global pools, or their other namespaces", async () => {
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const reader = `reader-${process.pid}`;
+    // Metal3's kinds, Cluster API's claims and addresses, and InClusterIPPools: in this namespace only.
+    const rules = [
+      { apiGroups: ["ipam.metal3.io"], resources: ["ippools", "ipclaims", "ipaddresses"], verbs: ["get", "list"] },
+      {
+        apiGroups: ["ipam.cluster.x-k8s.io"],
+        resources: ["ipaddressclaims", "ipaddresses", "inclusterippools"],
+        verbs: ["get", "list"],
+      },
+    ];
+    await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: reader }, rules } });
+    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: reader } } });
+    const subjects = [{ kind: "ServiceAccount", name: reader, namespace: ns }];
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: { metadata: { name: reader }, roleRef: { apiGroup: RBAC, kind: "Role", name: reader }, subjects },
+    });
+    const token = await core.createNamespacedServiceAccountToken({
+      name: reader,
+      namespace: ns,
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
+    const cluster = kc.getCurrentCluster()!;
+    const file = join(tmp, "reader");
+    writeFileSync(
+      file,
+      dump({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "sa",
+        clusters: [{ name: "c", cluster: { server: cluster.server, "certificate-authority-data": cluster.caData } }],
+        users: [{ name: reader, user: { token: token.status!.token } }],
+        contexts: [{ name: "sa", context: { cluster: "c", user: reader, namespace: ns } }],
+      }),
+    );
+    const asReader = (): Promise<CliRun> => runCli(["pools"], { KUBECONFIG: file });
+    const local = await asReader();
+    expect(local.code, local.stderr).to.equal(0);
+    expect(local.stderr).to.equal(
+      "warning: not allowed to list globalinclusterippools.ipam.cluster.x-k8s.io in all namespaces; they are left out\n",
+    );
+    expect(local.stdout).to.match(/^InClusterIPPool +nodes +- +sequential +2\/6 /m);
+    expect(local.stdout).to.not.include(globalName);
+    // Global pools may be listed, but not the claims and addresses of every namespace: this namespace's count.
+    const clusterRole = `${reader}-${ns}`;
+    await rbac.createClusterRole({
+      body: {
+        metadata: { name: clusterRole },
+        rules: [{ apiGroups: ["ipam.cluster.x-k8s.io"], resources: ["globalinclusterippools"], verbs: ["list"] }],
+      },
+    });
+    cleanups.push(() => rbac.deleteClusterRole({ name: clusterRole }));
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: clusterRole },
+        roleRef: { apiGroup: RBAC, kind: "ClusterRole", name: clusterRole },
+        subjects,
+      },
+    });
+    cleanups.push(() => rbac.deleteClusterRoleBinding({ name: clusterRole }));
+    const global = await eventually(
+      "the ClusterRole to apply",
+      async () => {
+        const r = await asReader();
+        return r.stdout.includes(globalName) ? r : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(global.code, global.stderr).to.equal(0);
+    expect(global.stderr).to.equal(
+      "warning: not allowed to list IPAddressClaims and IPAddresses in all namespaces; GlobalInClusterIPPools count " +
+        `those in namespace "${ns}" alone\n`,
+    );
+    // g-1 of this namespace; g-2 and g-3 of the other namespace are not seen.
+    expect(global.stdout).to.match(new RegExp(`^GlobalInClusterIPPool +${globalName} +- +sequential +1/3 `, "m"));
   });
 
   it("pools --watch redraws when an in-cluster pool allocates, and counts the global pool's other namespaces", async () => {
