@@ -2,7 +2,8 @@
  * The alerts and the dashboard against live metrics: a real Prometheus (built from Go modules by `npm run binaries`)
  * on loopback scrapes a controller process on the local plane, with our rules loaded (short `for:`). A pool is
  * exhausted with a claim waiting, Metal3IPAMPoolExhausted fires and resolves once an address is freed, and every
- * dashboard query runs without error and returns data.
+ * dashboard query runs without error and returns data. The in-cluster provider's pools have the same series, told
+ * apart by `pool_kind` (a global pool's without a namespace), and the same alert serves them.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,6 +35,8 @@ import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from ".
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
 import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
+import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
+import { addressClaim, inClusterClients, inClusterPool, ref, GLOBAL, IN } from "./incluster-support.js";
 
 const EXHAUSTED = "Metal3IPAMPoolExhausted";
 
@@ -55,9 +58,18 @@ function poolReview(uid: string, subnet: string): string {
   });
 }
 
-function exhaustedAlert(alerts: readonly PromAlert[], ns: string, poolName: string): PromAlert | undefined {
+function exhaustedAlert(
+  alerts: readonly PromAlert[],
+  ns: string | undefined,
+  poolName: string,
+  poolKind = "IPPool",
+): PromAlert | undefined {
   return alerts.find(
-    (a) => a.labels.alertname === EXHAUSTED && a.labels.namespace === ns && a.labels.pool === poolName,
+    (a) =>
+      a.labels.alertname === EXHAUSTED &&
+      a.labels.namespace === ns &&
+      a.labels.pool === poolName &&
+      a.labels.pool_kind === poolKind,
   );
 }
 
@@ -155,6 +167,69 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     );
     const waiting = await c.claims.get(ns, "waiting");
     expect(waiting.status?.address?.name, "the waiting claim got the freed address").to.be.a("string");
+  });
+
+  it("exports an InClusterIPPool's and a GlobalInClusterIPPool's series by pool_kind, alerts on them, and forgets them with the pool", async () => {
+    const url = prometheus!.url;
+    const k = inClusterClients(admin);
+    const ns = await freshNamespace(admin, "alerts-ic");
+    const globalName = `mon-global-${process.pid}`;
+    await k.pools.create(ns, inClusterPool(ns, "ic", { addresses: ["10.62.0.1-10.62.0.3"], prefix: 24 }));
+    await k.globals.create("", inClusterPool(undefined, globalName, { addresses: ["10.63.0.1"], prefix: 24 }));
+    await k.claims.create(ns, addressClaim(ns, "ic-1", ref(IN, "ic")));
+    for (const name of ["g-1", "g-2"]) await k.claims.create(ns, addressClaim(ns, name, ref(GLOBAL, globalName)));
+
+    const series = (expr: string): Promise<Record<string, string>[]> =>
+      instantQuery(url, expr).then((r) => r.map((x) => x.metric));
+    const inCluster = await eventually(
+      "the InClusterIPPool's used series",
+      async () => {
+        const [s] = await instantQuery(url, `metal3_ipam_pool_addresses_used{pool="ic", namespace="${ns}"}`);
+        return s?.value[1] === "1" ? s.metric : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(inCluster.pool_kind).to.equal("InClusterIPPool");
+    expect(await series(`metal3_ipam_pool_addresses_total{pool="ic", pool_kind="InClusterIPPool"}`)).to.have.length(1);
+    // The global pool has no namespace: not its own (it has none), nor the controller's the target would lend it.
+    const globalFree = await series(`metal3_ipam_pool_addresses_free{pool="${globalName}"}`);
+    expect(globalFree).to.have.length(1);
+    expect(globalFree[0]!.pool_kind).to.equal("GlobalInClusterIPPool");
+    expect(globalFree[0]!.namespace).to.equal(undefined);
+    // One address, two claims: the same rule as for Metal3 pools fires, with the pool's kind and no namespace.
+    const firing = await eventually(
+      `${EXHAUSTED} for GlobalInClusterIPPool ${globalName}`,
+      async () => {
+        const alert = exhaustedAlert(await activeAlerts(url), undefined, globalName, "GlobalInClusterIPPool");
+        return alert?.state === "firing" ? alert : undefined;
+      },
+      90_000,
+      500,
+    );
+    expect(firing.annotations.summary).to.equal(
+      `GlobalInClusterIPPool ${globalName} is exhausted and claims are waiting`,
+    );
+    const pending = await series(`metal3_ipam_pool_claims_pending{pool="${globalName}", kind="IPAddressClaim"} == 1`);
+    expect(pending.map((m) => m.pool_kind)).to.deep.equal(["GlobalInClusterIPPool"]);
+
+    // Deleted pools take their series with them.
+    for (const name of ["g-1", "g-2"]) await k.claims.delete(ns, name);
+    await k.globals.delete("", globalName);
+    await k.claims.delete(ns, "ic-1");
+    await k.pools.delete(ns, "ic");
+    await eventually(
+      "the deleted pools' series to go",
+      async () => {
+        const text = await scrapeMetrics(metricsPort);
+        return (
+          metricSample(text, "metal3_ipam_pool_addresses_total", { pool: globalName }) === undefined &&
+          metricSample(text, "metal3_ipam_pool_claims_pending", { namespace: ns, pool: "ic" }) === undefined
+        );
+      },
+      60_000,
+      500,
+    );
   });
 
   it("runs every dashboard query without error, and each returns data", async () => {

@@ -43,6 +43,17 @@ describe("Grafana dashboard", () => {
     expect(quantiles).to.deep.equal(["0.5", "0.9", "0.99"]);
   });
 
+  it("keeps pools of every kind apart: per-pool queries group and filter by pool_kind, which a variable offers", () => {
+    const perPool = panelQueries(dashboard).filter((q) => q.expr.includes("metal3_ipam_pool_"));
+    expect(perPool.length).to.be.greaterThan(2);
+    for (const q of perPool) {
+      expect(q.expr, q.panel).to.match(/by \(namespace, pool, pool_kind[,)]/);
+      expect(q.expr, q.panel).to.include('pool_kind=~"$pool_kind"');
+    }
+    const variable = dashboard.templating?.list?.find((v) => v.name === "pool_kind");
+    expect(variable?.allValue, "All matches series without pool_kind too (controllers from before it)").to.equal(".*");
+  });
+
   it("is importable as is: a data source variable, unique panel ids, every panel placed", () => {
     expect(dashboard.uid).to.equal("metal3-ipam");
     const datasource = dashboard.templating?.list?.find((v) => v.type === "datasource");

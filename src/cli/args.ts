@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { CliError, ExitCode } from "./errors.js";
 import type { Format } from "./output.js";
+import { parsePoolArgument } from "./poolkind.js";
 
 /** The subcommands. */
 export const COMMANDS = ["pools", "who", "free", "preflight-move"] as const;
@@ -22,14 +23,18 @@ export interface Invocation {
   watch: boolean;
 }
 
-export const USAGE = `kubectl ipam: read-only views of Metal3 IP pools (ipam.metal3.io) and Cluster API IP claims
+export const USAGE = `kubectl ipam: read-only views of Metal3 IP pools (ipam.metal3.io), the in-cluster provider's
+InClusterIPPools and GlobalInClusterIPPools (ipam.cluster.x-k8s.io), and Cluster API IP claims
 
 Usage:
-  kubectl ipam pools [-A] [--watch]        fill of each pool, pending and failed claims
+  kubectl ipam pools [-A] [--watch]        fill of each pool (every kind), pending and failed claims
   kubectl ipam who ADDRESS|CLAIM           who holds an address, or what a claim holds, with its owners
   kubectl ipam free POOL                   free ranges and the address the next claim would get
   kubectl ipam preflight-move [-n NS]      what clusterctl move would leave behind (exit 1 if anything)
       [--to-kubeconfig FILE] [--to-kubeconfig-context NAME]   the target, to check its global pools
+
+POOL is NAME for a Metal3 IPPool, inclusterippool/NAME for an InClusterIPPool, globalinclusterippool/NAME for a
+GlobalInClusterIPPool (cluster-scoped: -n does not apply). pools shows global pools in every namespace.
 
 Flags:
   -n, --namespace NS       namespace (default: the context's, else "default")
@@ -55,6 +60,10 @@ function checkCombination(inv: Invocation): void {
   if (inv.args.length !== arity) {
     throw usage(arity === 0 ? `${inv.command} takes no arguments` : `${inv.command} needs exactly one argument`);
   }
+  if (inv.command === "free" && !parsePoolArgument(inv.args[0] ?? ""))
+    throw usage(
+      `unknown pool kind in "${inv.args[0] ?? ""}": use NAME (an IPPool), inclusterippool/NAME or globalinclusterippool/NAME`,
+    );
   if (inv.watch && inv.command !== "pools") throw usage("--watch only applies to pools");
   if (inv.watch && inv.output !== "text") throw usage("--watch draws text; it cannot be combined with -o");
   if (inv.allNamespaces && (inv.command === "free" || inv.command === "preflight-move")) {

@@ -2,13 +2,14 @@
 import { parseInvocation, USAGE, type Invocation } from "./args.js";
 import { CliError, ExitCode, explainReadError } from "./errors.js";
 import { freeDocument, freeReport, renderFree } from "./free.js";
-import type { Inventory } from "./inventory.js";
+import { allPools, distinct, type Inventory } from "./inventory.js";
 import { connect } from "./kubeconfig.js";
-import { useServer, type Obj } from "./kube.js";
+import { crdMissing, useServer, type Obj } from "./kube.js";
 import { machine, styleFor, type Format, type Io } from "./output.js";
+import { idOf, isGlobalKind, parsePoolArgument, type PoolKindName } from "./poolkind.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
-import { ownerChain, readInventory, readMoveGraph } from "./read.js";
+import { ifServed, INCLUSTER_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
 import { readGlobalPoolUse, readTargetGlobalPools } from "./read-global.js";
 import type { InClusterIPPoolSpec } from "../../api/incluster/types.js";
 import { watchPools } from "./watch.js";
@@ -28,9 +29,15 @@ function emit(io: Io, format: Format, doc: () => object, text: () => string): vo
   io.out(format === "text" ? `${text()}\n` : machine(format, doc()));
 }
 
+/** What the reads left out, as warning lines on stderr (the output itself stays parseable). */
+const warnTo =
+  (io: Io): Warn =>
+  (message) =>
+    io.err(`warning: ${message}\n`);
+
 async function pools(inv: Invocation, namespace: string | undefined, io: Io): Promise<number> {
   if (inv.watch) return await watchPools(namespace, io, inv.allNamespaces);
-  const rows = poolRows(await readInventory(namespace));
+  const rows = poolRows(await readInventory(namespace, warnTo(io)));
   emit(
     io,
     inv.output,
@@ -41,10 +48,21 @@ async function pools(inv: Invocation, namespace: string | undefined, io: Io): Pr
 }
 
 async function free(inv: Invocation, namespace: string, io: Io): Promise<number> {
-  const name = inv.args[0] ?? "";
-  const inventory = await readInventory(namespace);
-  const pool = inventory.pools.find((p) => p.metadata.name === name);
-  if (!pool) throw unknownPool(name, namespace, inventory);
+  const arg = inv.args[0] ?? "";
+  const wanted = parsePoolArgument(arg);
+  // parseInvocation refused other arguments already.
+  if (!wanted) throw new CliError(`unknown pool kind in "${arg}"`, ExitCode.usage);
+  const inventory = await readInventory(namespace, warnTo(io));
+  const pool = allPools(inventory).find((p) => {
+    const id = idOf(p);
+    return id.kind === wanted.kind && id.name === wanted.name && (isGlobalKind(id.kind) || id.namespace === namespace);
+  });
+  if (!pool) {
+    // An in-cluster pool asked for on a cluster without the provider's CRD: say that, not "not found".
+    const k = wanted.kind === "IPPool" ? undefined : INCLUSTER_POOL_RESOURCES[wanted.kind];
+    if (k && !(await ifServed(k))) throw new CliError(crdMissing(k));
+    throw unknownPool(wanted.kind, wanted.name, namespace, inventory);
+  }
   const report = freeReport(pool, inventory);
   emit(
     io,
@@ -55,21 +73,28 @@ async function free(inv: Invocation, namespace: string, io: Io): Promise<number>
   return ExitCode.ok;
 }
 
-function unknownPool(name: string, namespace: string, inventory: Inventory): CliError {
-  const known = inventory.pools.map((p) => p.metadata.name ?? "").join(", ");
+/** Not found: names the kind, where it was looked for, and the pools of that kind there (kubectl's spelling). */
+function unknownPool(kind: PoolKindName, name: string, namespace: string, inventory: Inventory): CliError {
+  const ids = allPools(inventory)
+    .map(idOf)
+    .filter((id) => id.kind === kind && (isGlobalKind(kind) || id.namespace === namespace));
+  const known = ids.map((id) => id.name).join(", ");
+  if (isGlobalKind(kind))
+    return new CliError(`${kind} "${name}" not found${known ? ` (there are: ${known})` : " (there are none)"}`);
   return new CliError(
-    `IPPool "${name}" not found in namespace "${namespace}"${known ? ` (pools there: ${known})` : " (it has no pools)"}`,
+    `${kind} "${name}" not found in namespace "${namespace}"${known ? ` (pools there: ${known})` : " (it has no pools)"}`,
   );
 }
 
 function claimObject(t: Target, inventory: Inventory): Obj | undefined {
-  const all: Obj[] = t.claimKind === "IPClaim" ? inventory.claims : inventory.capiClaims;
+  const all: Obj[] =
+    t.claimKind === "IPClaim" ? inventory.claims : distinct(inventory.capiClaims, inventory.globalRecords.claims);
   return all.find((c) => c.metadata.namespace === t.namespace && c.metadata.name === t.claimName);
 }
 
 async function who(inv: Invocation, namespace: string | undefined, io: Io): Promise<number> {
   const query = inv.args[0] ?? "";
-  const inventory = await readInventory(namespace);
+  const inventory = await readInventory(namespace, warnTo(io));
   const byAddress = isAddressQuery(query);
   const targets = byAddress ? targetsForAddress(query, inventory) : targetsForClaim(query, inventory);
   const freeIn = byAddress && targets.length === 0 ? poolsWithFree(query, inventory) : [];

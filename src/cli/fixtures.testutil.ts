@@ -1,7 +1,9 @@
 /** Builders for the CLI's table tests: small objects of both address APIs. */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import { INCLUSTER_GROUP, type InClusterIPPool, type InClusterIPPoolSpec } from "../../api/incluster/types.js";
 import type { IPAddress, IPClaim, IPPool, IPPoolSpec, OwnerReference } from "../../api/v1alpha1/types.js";
 import type { Inventory } from "./inventory.js";
+import type { AnyPool } from "./poolkind.js";
 
 export const NS = "ns1";
 
@@ -12,6 +14,48 @@ export function pool(
   owners: OwnerReference[] = [],
 ): IPPool {
   return { metadata: { name, namespace: NS, uid, ownerReferences: owners }, spec: { namePrefix: name, ...spec } };
+}
+
+/** A Metal3 IPPool tagged as a pool of any kind. */
+export const metal3 = (object: IPPool): AnyPool => ({ kind: "IPPool", object });
+
+/** An InClusterIPPool in {@link NS}, or a GlobalInClusterIPPool (no namespace) when `global`. */
+export function inClusterPool(name: string, spec: InClusterIPPoolSpec, global = false): InClusterIPPool {
+  return { metadata: { name, ...(global ? {} : { namespace: NS }), uid: `uid-icp-${name}` }, spec };
+}
+
+/** A Cluster API claim of an in-cluster pool (`kind` InClusterIPPool or GlobalInClusterIPPool), in `namespace`. */
+export function inClusterClaim(
+  name: string,
+  kind: string,
+  poolName: string,
+  extra: Partial<IPAddressClaim> = {},
+  namespace = NS,
+): IPAddressClaim {
+  return {
+    metadata: { name, namespace, uid: `uid-icc-${namespace}-${name}`, ...extra.metadata },
+    spec: { poolRef: { apiGroup: INCLUSTER_GROUP, kind, name: poolName } },
+    ...(extra.status ? { status: extra.status } : {}),
+  };
+}
+
+/** The Cluster API IPAddress of an in-cluster pool's claim: named after the claim, as the provider names it. */
+export function inClusterAddress(
+  kind: string,
+  poolName: string,
+  address: string,
+  claimName: string,
+  namespace = NS,
+): CapiIPAddress {
+  return {
+    metadata: { name: claimName, namespace, uid: `uid-ica-${namespace}-${claimName}` },
+    spec: {
+      address,
+      prefix: 24,
+      poolRef: { apiGroup: INCLUSTER_GROUP, kind, name: poolName },
+      claimRef: { name: claimName },
+    },
+  };
 }
 
 export function ipClaim(name: string, poolName: string, extra: Partial<IPClaim> = {}): IPClaim {
@@ -62,7 +106,17 @@ export function capiAddress(
 }
 
 export function inventory(parts: Partial<Inventory>): Inventory {
-  return { pools: [], claims: [], addresses: [], capiClaims: [], capiAddresses: [], ...parts };
+  return {
+    pools: [],
+    inClusterPools: [],
+    globalPools: [],
+    claims: [],
+    addresses: [],
+    capiClaims: [],
+    capiAddresses: [],
+    globalRecords: { claims: [], addresses: [] },
+    ...parts,
+  };
 }
 
 export function owner(kind: string, name: string, uid: string, apiVersion = "example.test/v1"): OwnerReference {

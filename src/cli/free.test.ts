@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { freeDocument, freeReport, rangeText, renderFree, subtract } from "./free.js";
-import { capiAddress, inventory, m3Address, pool } from "./fixtures.testutil.js";
+import { capiAddress, inventory, m3Address, metal3, pool } from "./fixtures.testutil.js";
 
 describe("cli/free", () => {
   it("subtracts used values from spans", () => {
@@ -39,7 +39,7 @@ describe("cli/free", () => {
       ],
       capiAddresses: [capiAddress("p", "10.0.0.11", "b")],
     });
-    const r = freeReport(p, inv);
+    const r = freeReport(metal3(p), inv);
     expect(r.ranges.map(rangeText)).to.deep.equal(["10.0.0.12", "10.0.0.14-10.0.0.19", "10.0.0.21-10.0.0.40"]);
     expect(r.reserved).to.deep.equal([{ address: "10.0.0.13", claim: "later" }]);
     expect(r.next).to.deep.equal({ address: "10.0.0.12", random: false });
@@ -57,7 +57,7 @@ describe("cli/free", () => {
 
   it("counts IPv6 pools exactly and names no address for random pools", () => {
     const p = pool("v6", { allocationStrategy: "random", pools: [{ subnet: "2001:db8::/56" }] });
-    const r = freeReport(p, inventory({ pools: [p], addresses: [m3Address("v6", "2001:db8::0001", "a")] }));
+    const r = freeReport(metal3(p), inventory({ pools: [p], addresses: [m3Address("v6", "2001:db8::0001", "a")] }));
     expect(r.ranges.map(rangeText)).to.deep.equal(["2001:db8::2-2001:db8:0:ff:ffff:ffff:ffff:ffff"]);
     const doc = freeDocument(r) as { total: unknown; free: unknown; next: unknown };
     expect(doc.total).to.equal(((1n << 72n) - 1n).toString());
@@ -68,7 +68,7 @@ describe("cli/free", () => {
 
   it("says why nothing is next on a full pool", () => {
     const p = pool("tiny", { pools: [{ subnet: "192.168.0.0/31" }] });
-    const r = freeReport(p, inventory({ pools: [p], addresses: [m3Address("tiny", "192.168.0.1", "a")] }));
+    const r = freeReport(metal3(p), inventory({ pools: [p], addresses: [m3Address("tiny", "192.168.0.1", "a")] }));
     expect(r.ranges).to.deep.equal([]);
     expect(renderFree(r)).to.equal(
       "pool ns1/tiny (sequential): 0 free of 1, 1 used\nnext claim gets: nothing (Exhausted IP Pools)",

@@ -1,11 +1,21 @@
 /**
  * `kubectl ipam free POOL`: the pool's free addresses as compact ranges, and the address the next claim would get.
- * Pure: computed with the allocator of src/ipam from the pool spec and its allocation records.
+ * Pure: computed with the allocator of src/ipam from the pool spec and its allocation records, for every pool kind
+ * (an in-cluster pool's space is its addresses minus excluded, reserved and gateway, as the controller sees it).
  */
-import type { IPPool } from "../../api/v1alpha1/types.js";
-import { compileEntries, entryUnion, formatAddress, parseAddress, type Family } from "../ipam/index.js";
+import { formatAddress, parseAddress, type Family } from "../ipam/index.js";
 import { allocatorOf, holdingsOf, type Inventory } from "./inventory.js";
 import { jsonCount, table } from "./output.js";
+import {
+  idOf,
+  kindKey,
+  poolSpans,
+  poolTitle,
+  preAllocationsOf,
+  strategyOf,
+  type AnyPool,
+  type PoolKindName,
+} from "./poolkind.js";
 
 /** A run of free addresses, inclusive. */
 export interface FreeRange {
@@ -22,6 +32,8 @@ export interface Reservation {
 
 /** What `free` reports. */
 export interface FreeReport {
+  kind: PoolKindName;
+  /** "" for a GlobalInClusterIPPool. */
   namespace: string;
   pool: string;
   strategy: string;
@@ -61,11 +73,11 @@ function valuesOf(addresses: readonly string[], family: Family): bigint[] {
 }
 
 /** Builds the report: free = the entries' union minus held and preallocated addresses. */
-export function freeReport(pool: IPPool, inv: Inventory): FreeReport {
+export function freeReport(pool: AnyPool, inv: Inventory): FreeReport {
   const held = holdingsOf(pool, inv).map((h) => h.address);
-  const pre = Object.entries(pool.spec.preAllocations ?? {});
+  const pre = Object.entries(preAllocationsOf(pool));
   const taken = [...held, ...pre.map(([, a]) => a)];
-  const union = entryUnion(compileEntries(pool.spec).entries);
+  const union = poolSpans(pool);
   const ranges: FreeRange[] = [];
   for (const family of [4, 6] as const) {
     for (const [first, last] of subtract(union[family], valuesOf(taken, family))) ranges.push({ family, first, last });
@@ -84,12 +96,13 @@ export function freeReport(pool: IPPool, inv: Inventory): FreeReport {
     })
     .map(([claim, a]) => ({ address: formatAddress(parseAddress(a)!), claim }))
     .sort((x, y) => x.claim.localeCompare(y.claim));
-  const strategy = pool.spec.allocationStrategy || "sequential";
   const capacity = allocator.capacity();
+  const id = idOf(pool);
   return {
-    namespace: pool.metadata.namespace ?? "",
-    pool: pool.metadata.name ?? "",
-    strategy,
+    kind: id.kind,
+    namespace: id.namespace,
+    pool: id.name,
+    strategy: strategyOf(pool),
     total: capacity.total,
     used: capacity.used,
     ranges,
@@ -101,8 +114,8 @@ export function freeReport(pool: IPPool, inv: Inventory): FreeReport {
 /** A claim name no real claim can have (claim names are DNS names), so no preallocation applies to it. */
 const NEW_CLAIM = "\u0000next";
 
-function nextOf(pool: IPPool, inv: Inventory): FreeReport["next"] {
-  if (pool.spec.allocationStrategy === "random") return { random: true };
+function nextOf(pool: AnyPool, inv: Inventory): FreeReport["next"] {
+  if (strategyOf(pool) === "random") return { random: true };
   const decision = allocatorOf(pool, inv).allocate({ claimName: NEW_CLAIM });
   return decision.ok ? { address: decision.address, random: false } : { random: false, error: decision.message };
 }
@@ -131,7 +144,7 @@ function nextLine(report: FreeReport): string {
 /** The text form. */
 export function renderFree(report: FreeReport): string {
   const lines = [
-    `pool ${report.namespace}/${report.pool} (${report.strategy}): ${freeCount(report)} free of ${report.total}, ${report.used} used`,
+    `pool ${poolTitle({ kind: report.kind, namespace: report.namespace, name: report.pool })} (${report.strategy}): ${freeCount(report)} free of ${report.total}, ${report.used} used`,
   ];
   if (report.ranges.length > 0)
     lines.push(
@@ -146,10 +159,11 @@ export function renderFree(report: FreeReport): string {
   return lines.join("\n");
 }
 
-/** The machine form. */
+/** The machine form; `kind` only for pools that are not Metal3 IPPools, a global pool's `namespace` null. */
 export function freeDocument(report: FreeReport): object {
   return {
-    namespace: report.namespace,
+    ...kindKey(report.kind),
+    namespace: report.kind === "GlobalInClusterIPPool" ? null : report.namespace,
     pool: report.pool,
     strategy: report.strategy,
     total: jsonCount(report.total),

@@ -1,11 +1,14 @@
 /**
  * What the CLI reads about addresses, and the facts every subcommand derives from it. Pure: no I/O here.
  *
- * The allocation record model (spec §3.2, §5): a pool's used set is its `ipam.metal3.io` IPAddresses
+ * The allocation record model (spec §3.2, §5): a Metal3 pool's used set is its `ipam.metal3.io` IPAddresses
  * (`spec.pool.name`), the Cluster API IPAddresses whose `poolRef` names it (apiGroup ipam.metal3.io, kind IPPool),
- * and its preallocations. A Cluster API claim's only record is its Cluster API IPAddress.
+ * and its preallocations. An in-cluster pool's is the Cluster API IPAddresses whose `poolRef` names it (an
+ * InClusterIPPool in their namespace, a GlobalInClusterIPPool from any). A Cluster API claim's only record is its
+ * Cluster API IPAddress.
  */
 import { CAPI_IPAM_GROUP, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
 import {
   GROUP,
   IPPOOL_KIND,
@@ -15,14 +18,35 @@ import {
   type IPPool,
 } from "../../api/v1alpha1/types.js";
 import { PoolAllocator, parseAddress, sameAddress } from "../ipam/index.js";
+import {
+  idOf,
+  isGlobalKind,
+  openAllocator,
+  poolKindOfRef,
+  POOL_KINDS,
+  type AnyPool,
+  type PoolId,
+  type PoolKindName,
+} from "./poolkind.js";
 
 /** Everything about addresses in the namespaces looked at. */
 export interface Inventory {
+  /** Metal3 IPPools. */
   pools: IPPool[];
+  /** The in-cluster provider's InClusterIPPools (none when its CRDs are not installed). */
+  inClusterPools: InClusterIPPool[];
+  /** Its GlobalInClusterIPPools: all of them, whatever namespaces are looked at (they serve every namespace). */
+  globalPools: InClusterIPPool[];
   claims: IPClaim[];
   addresses: IPAddress[];
   capiClaims: IPAddressClaim[];
   capiAddresses: CapiIPAddress[];
+  /**
+   * The IPAddressClaims and Cluster API IPAddresses of every namespace that name a GlobalInClusterIPPool: a global
+   * pool's fill is cluster-wide, whatever namespaces are looked at. May repeat objects of `capiClaims` and
+   * `capiAddresses`; readers take each object once.
+   */
+  globalRecords: { claims: IPAddressClaim[]; addresses: CapiIPAddress[] };
 }
 
 /** The two claim kinds, as kubectl names them. */
@@ -37,6 +61,8 @@ export interface Holding {
   api: typeof GROUP | typeof CAPI_IPAM_GROUP;
   namespace: string;
   pool: string;
+  /** Undefined for another provider's pool (a claim's record found through the claim). */
+  poolKind?: PoolKindName;
   claimKind: ClaimKind;
   claimName: string;
 }
@@ -49,7 +75,16 @@ export function isOurPoolRef(ref: { apiGroup?: string; kind: string } | undefine
   return ref?.apiGroup === GROUP && ref.kind === IPPOOL_KIND;
 }
 
-/** Every allocation record of the inventory, both kinds. */
+/** Objects of `first` then those of `more` not in it (by namespace and name): each object once. */
+export function distinct<T extends { metadata: { namespace?: string; name?: string } }>(
+  first: readonly T[],
+  more: readonly T[],
+): T[] {
+  const seen = new Set(first.map((o) => `${ns(o)}/${name(o)}`));
+  return [...first, ...more.filter((o) => !seen.has(`${ns(o)}/${name(o)}`))];
+}
+
+/** Every allocation record of the inventory, both APIs, every pool kind we serve. */
 export function holdings(inv: Inventory): Holding[] {
   const m3 = inv.addresses.map((a): Holding => ({
     address: a.spec.address,
@@ -57,34 +92,74 @@ export function holdings(inv: Inventory): Holding[] {
     api: GROUP,
     namespace: ns(a),
     pool: a.spec.pool?.name ?? "",
+    poolKind: "IPPool",
     claimKind: "IPClaim",
     claimName: a.spec.claim?.name ?? "",
   }));
-  const capi = inv.capiAddresses
-    .filter((a) => isOurPoolRef(a.spec.poolRef))
-    .map((a): Holding => ({
+  const capi = distinct(inv.capiAddresses, inv.globalRecords.addresses).flatMap((a): Holding[] => {
+    const poolKind = poolKindOfRef(a.spec.poolRef);
+    if (!poolKind) return [];
+    const h: Holding = {
       address: a.spec.address,
       object: name(a),
       api: CAPI_IPAM_GROUP,
       namespace: ns(a),
       pool: a.spec.poolRef.name,
+      poolKind,
       claimKind: "IPAddressClaim",
       claimName: a.spec.claimRef?.name ?? "",
-    }));
+    };
+    return [h];
+  });
   return [...m3, ...capi];
 }
 
+/** Whether a record or claim in `namespace` naming `kind`/`poolName` belongs to pool `id`. */
+function belongs(id: PoolId, kind: PoolKindName | undefined, namespace: string, poolName: string): boolean {
+  return kind === id.kind && poolName === id.name && (isGlobalKind(kind) || namespace === id.namespace);
+}
+
 /** The allocation records of one pool. */
-export function holdingsOf(pool: IPPool, inv: Inventory): Holding[] {
-  return holdings(inv).filter((h) => h.namespace === ns(pool) && h.pool === name(pool));
+export function holdingsOf(pool: AnyPool, inv: Inventory): Holding[] {
+  const id = idOf(pool);
+  return holdings(inv).filter((h) => belongs(id, h.poolKind, h.namespace, h.pool));
 }
 
 /** The pool's allocator with every record reserved: what the controller would decide from. */
-export function allocatorOf(pool: IPPool, inv: Inventory): PoolAllocator {
-  const allocator = new PoolAllocator(pool.spec);
+export function allocatorOf(pool: AnyPool, inv: Inventory): PoolAllocator {
+  const allocator = openAllocator(pool);
   for (const h of holdingsOf(pool, inv))
     allocator.reserve(h.address, { kind: "claim", claimName: `${h.claimKind}/${h.claimName}` });
   return allocator;
+}
+
+/** Every pool of the inventory, every kind, sorted by namespace (global pools first: they have none), name, kind. */
+export function allPools(inv: Inventory): AnyPool[] {
+  const tagged: AnyPool[] = [
+    ...inv.pools.map((object): AnyPool => ({ kind: "IPPool", object })),
+    ...inv.inClusterPools.map((object): AnyPool => ({ kind: "InClusterIPPool", object })),
+    ...inv.globalPools.map((object): AnyPool => ({ kind: "GlobalInClusterIPPool", object })),
+  ];
+  const ids = new Map(tagged.map((p) => [p, idOf(p)]));
+  return tagged.sort((a, b) => {
+    const [x, y] = [ids.get(a)!, ids.get(b)!];
+    return (
+      x.namespace.localeCompare(y.namespace) ||
+      x.name.localeCompare(y.name) ||
+      POOL_KINDS.indexOf(x.kind) - POOL_KINDS.indexOf(y.kind)
+    );
+  });
+}
+
+/** The claims of one pool, per API (a global pool's from every namespace). */
+export function claimsOf(pool: AnyPool, inv: Inventory): { ipClaims: IPClaim[]; ipAddressClaims: IPAddressClaim[] } {
+  const id = idOf(pool);
+  return {
+    ipClaims: inv.claims.filter((c) => belongs(id, "IPPool", ns(c), c.spec.pool.name)),
+    ipAddressClaims: distinct(inv.capiClaims, inv.globalRecords.claims).filter((c) =>
+      belongs(id, poolKindOfRef(c.spec.poolRef), ns(c), c.spec.poolRef.name),
+    ),
+  };
 }
 
 /** Records of `address` (compared as numbers) in the inventory. */

@@ -48,11 +48,15 @@ function attempt(verb: Attempt["verb"], k: ResourceKind, namespace?: string, nam
   return { verb, resource: resourceName(k), ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) };
 }
 
-/** Lists `k` in `namespace` (all namespaces when undefined). A 404 means the type is not served: `missing` decides. */
+/**
+ * Lists `k` in `namespace` (all namespaces when undefined). A 404 means the type is not served: `missing` decides.
+ * With `onForbidden`, a 403 is told to it and reads as an empty list (for kinds a view can do without); without it,
+ * a 403 is an error naming the verb and resource.
+ */
 export async function list<T extends Obj>(
   k: ResourceKind,
   namespace: string | undefined,
-  opts: { labelKey?: string; missing?: "empty" | "error" } = {},
+  opts: { labelKey?: string; missing?: "empty" | "error"; onForbidden?: () => void } = {},
 ): Promise<T[]> {
   const c = client(k);
   try {
@@ -64,6 +68,10 @@ export async function list<T extends Obj>(
     if (statusOf(err) === 404) {
       if (opts.missing === "empty") return [];
       throw new CliError(crdMissing(k));
+    }
+    if (statusOf(err) === 403 && opts.onForbidden) {
+      opts.onForbidden();
+      return [];
     }
     throw explainReadError(err, attempt("list", k, namespace), server);
   }

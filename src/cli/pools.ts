@@ -1,18 +1,18 @@
 /**
- * `kubectl ipam pools`: one line per pool with its fill and the claims that wait or fail. Pure: rows from an
- * inventory, text and machine renderings of rows.
+ * `kubectl ipam pools`: one line per pool of every kind with its fill and the claims that wait or fail. Pure: rows
+ * from an inventory, text and machine renderings of rows.
  */
-import type { IPPool } from "../../api/v1alpha1/types.js";
 import {
   allocatorOf,
-  byNamespaceAndName,
-  claimPool,
+  allPools,
+  claimsOf,
   ipAddressClaimState,
   ipClaimState,
   type ClaimState,
   type Inventory,
 } from "./inventory.js";
 import { bar, jsonCount, levelColour, paint, percent, table, type Style } from "./output.js";
+import { idOf, kindKey, strategyOf, type AnyPool, type PoolKindName } from "./poolkind.js";
 
 /** Claims of one pool in one state, per kind. */
 export interface ClaimCounts {
@@ -22,6 +22,8 @@ export interface ClaimCounts {
 
 /** One pool's line. Counts are exact (bigint): an IPv6 pool can hold more than 2^64 addresses. */
 export interface PoolRow {
+  kind: PoolKindName;
+  /** "" for a GlobalInClusterIPPool (cluster-scoped). */
   namespace: string;
   name: string;
   cluster: string;
@@ -33,26 +35,24 @@ export interface PoolRow {
   failed: ClaimCounts;
 }
 
-function countClaims(pool: IPPool, inv: Inventory, state: ClaimState): ClaimCounts {
-  const namespace = pool.metadata.namespace ?? "";
-  const mine = <T extends { metadata: { namespace?: string } }>(c: T): boolean => c.metadata.namespace === namespace;
+function countClaims(pool: AnyPool, inv: Inventory, state: ClaimState): ClaimCounts {
+  const mine = claimsOf(pool, inv);
   return {
-    ipClaims: inv.claims.filter((c) => mine(c) && claimPool(c) === pool.metadata.name && ipClaimState(c) === state)
-      .length,
-    ipAddressClaims: inv.capiClaims.filter(
-      (c) => mine(c) && claimPool(c) === pool.metadata.name && ipAddressClaimState(c) === state,
-    ).length,
+    ipClaims: mine.ipClaims.filter((c) => ipClaimState(c) === state).length,
+    ipAddressClaims: mine.ipAddressClaims.filter((c) => ipAddressClaimState(c) === state).length,
   };
 }
 
 /** The row of one pool, counted from the allocation records (not from the pool's status, which may lag). */
-export function poolRow(pool: IPPool, inv: Inventory): PoolRow {
+export function poolRow(pool: AnyPool, inv: Inventory): PoolRow {
   const capacity = allocatorOf(pool, inv).capacity();
+  const id = idOf(pool);
   return {
-    namespace: pool.metadata.namespace ?? "",
-    name: pool.metadata.name ?? "",
-    cluster: pool.spec.clusterName ?? "",
-    strategy: pool.spec.allocationStrategy || "sequential",
+    kind: id.kind,
+    namespace: id.namespace,
+    name: id.name,
+    cluster: pool.kind === "IPPool" ? (pool.object.spec.clusterName ?? "") : "",
+    strategy: strategyOf(pool),
     total: capacity.total,
     used: capacity.used,
     free: capacity.free,
@@ -61,9 +61,9 @@ export function poolRow(pool: IPPool, inv: Inventory): PoolRow {
   };
 }
 
-/** Rows of every pool, sorted by namespace and name. */
+/** Rows of every pool of every kind, sorted by namespace (global pools first), name and kind. */
 export function poolRows(inv: Inventory): PoolRow[] {
-  return byNamespaceAndName(inv.pools).map((p) => poolRow(p, inv));
+  return allPools(inv).map((p) => poolRow(p, inv));
 }
 
 const sum = (c: ClaimCounts): number => c.ipClaims + c.ipAddressClaims;
@@ -73,11 +73,16 @@ function claimsCell(c: ClaimCounts): string {
   return c.ipAddressClaims > 0 ? `${sum(c)} (${c.ipAddressClaims} capi)` : String(sum(c));
 }
 
-/** The table; the NAMESPACE column only when rows span namespaces (kubectl's -A convention). */
+/**
+ * The table; the NAMESPACE column only when rows span namespaces (kubectl's -A convention; "-" for a global pool),
+ * the KIND column only when a pool is not a Metal3 IPPool (a Metal3-only cluster sees the table it always did).
+ */
 export function renderPools(rows: readonly PoolRow[], style: Style, withNamespace: boolean): string {
   if (rows.length === 0) return "No pools found.";
+  const withKind = rows.some((r) => r.kind !== "IPPool");
   const head = [
     ...(withNamespace ? ["NAMESPACE"] : []),
+    ...(withKind ? ["KIND"] : []),
     "NAME",
     "CLUSTER",
     "STRATEGY",
@@ -91,7 +96,8 @@ export function renderPools(rows: readonly PoolRow[], style: Style, withNamespac
     const colour = levelColour(r.used, r.total);
     const failed = sum(r.failed) > 0 ? paint(style, "red", claimsCell(r.failed)) : claimsCell(r.failed);
     return [
-      ...(withNamespace ? [r.namespace] : []),
+      ...(withNamespace ? [r.namespace || "-"] : []),
+      ...(withKind ? [r.kind] : []),
       r.name,
       r.cluster || "-",
       r.strategy,
@@ -102,15 +108,19 @@ export function renderPools(rows: readonly PoolRow[], style: Style, withNamespac
       failed,
     ];
   });
-  const first = withNamespace ? 1 : 0;
+  const first = (withNamespace ? 1 : 0) + (withKind ? 1 : 0);
   return table([head, ...body], [first + (style.bars ? 4 : 3), first + (style.bars ? 5 : 4)]);
 }
 
-/** The machine form of rows (stable keys; counts exact). */
+/**
+ * The machine form of rows (stable keys; counts exact). `kind` only for pools that are not Metal3 IPPools (the
+ * documents had no such key before); a global pool's `namespace` is null.
+ */
 export function poolsDocument(rows: readonly PoolRow[]): object {
   return {
     pools: rows.map((r) => ({
-      namespace: r.namespace,
+      ...kindKey(r.kind),
+      namespace: r.kind === "GlobalInClusterIPPool" ? null : r.namespace,
       name: r.name,
       cluster: r.cluster || null,
       strategy: r.strategy,

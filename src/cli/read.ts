@@ -3,6 +3,7 @@
  * clusterctl's view of a namespace for preflight-move.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
@@ -18,14 +19,31 @@ import {
   type ResourceDescriptor,
 } from "../../api/registry.js";
 import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
-import { get, list, listCrds, raw, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
+import { get, list, listCrds, raw, resourceName, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
 import type { Inventory } from "./inventory.js";
+import { poolKindOfRef } from "./poolkind.js";
 import type { ClusterInfo, MoveNode } from "./preflight.js";
 import { BAREMETALHOST_ANNOTATION, type ChainLink } from "./who.js";
 
 export const IPPOOLS: ResourceKind = resourceType(IPPOOL);
 export const IPCLAIMS: ResourceKind = resourceType(IPCLAIM);
 export const IPADDRESSES: ResourceKind = resourceType(IPADDRESS);
+export const INCLUSTER_POOLS: ResourceKind = resourceType(INCLUSTER_IPPOOL);
+export const GLOBAL_POOLS: ResourceKind = resourceType(GLOBAL_INCLUSTER_IPPOOL);
+
+/** The in-cluster provider's pool kinds as resource types. */
+export const INCLUSTER_POOL_RESOURCES: Record<"InClusterIPPool" | "GlobalInClusterIPPool", ResourceKind> = {
+  InClusterIPPool: INCLUSTER_POOLS,
+  GlobalInClusterIPPool: GLOBAL_POOLS,
+};
+
+/** `k` when the cluster serves it (discovery); an optional kind's CRD may be missing. */
+export async function ifServed(k: ResourceKind): Promise<ResourceKind | undefined> {
+  return (await resolveKind(`${k.group}/${k.version}`, k.kind)) ? k : undefined;
+}
+
+/** Where the reads say what they had to leave out (a warning line on stderr). */
+export type Warn = (message: string) => void;
 
 /**
  * A Cluster API kind at the first of its versions (api/registry.ts, preferred first) whose group/version the cluster
@@ -38,9 +56,59 @@ export async function capiKind(descriptor: ResourceDescriptor): Promise<Resource
 }
 
 /** Lists a Cluster API IPAM kind at the version the cluster serves; none at all is an empty list. */
-async function listCapi<T extends Obj>(descriptor: ResourceDescriptor, namespace: string | undefined): Promise<T[]> {
+async function listCapi<T extends Obj>(
+  descriptor: ResourceDescriptor,
+  namespace: string | undefined,
+  onForbidden?: () => void,
+): Promise<T[]> {
   const k = await capiKind(descriptor);
-  return k ? await list<T>(k, namespace, { missing: "empty" }) : [];
+  return k ? await list<T>(k, namespace, { missing: "empty", ...(onForbidden ? { onForbidden } : {}) }) : [];
+}
+
+const where = (namespace: string | undefined): string =>
+  namespace ? `in namespace "${namespace}"` : "in all namespaces";
+
+/**
+ * The in-cluster provider's pools: optional, so a cluster without its CRDs has none, and a user RBAC does not let
+ * list them sees the other kinds, with a warning.
+ */
+function listInClusterPools(k: ResourceKind, namespace: string | undefined, warn: Warn): Promise<InClusterIPPool[]> {
+  const scope = k.namespaced ? namespace : undefined;
+  return list<InClusterIPPool & Obj>(k, scope, {
+    missing: "empty",
+    onForbidden: () => warn(`not allowed to list ${resourceName(k)} ${where(scope)}; they are left out`),
+  });
+}
+
+/**
+ * The claims and records of every namespace that name a GlobalInClusterIPPool (see `Inventory.globalRecords`). When
+ * all namespaces were read, or there is no global pool, nothing more is read. A user who may not list them in every
+ * namespace is warned that global pools count the namespace's alone.
+ */
+async function readGlobalRecords(
+  namespace: string | undefined,
+  globalPools: readonly InClusterIPPool[],
+  local: { claims: IPAddressClaim[]; addresses: CapiIPAddress[] },
+  warn: Warn,
+): Promise<Inventory["globalRecords"]> {
+  const isGlobal = (o: IPAddressClaim | CapiIPAddress): boolean =>
+    poolKindOfRef(o.spec.poolRef) === "GlobalInClusterIPPool";
+  let all = local;
+  if (namespace !== undefined && globalPools.length > 0) {
+    let forbidden = false;
+    const onForbidden = (): void => void (forbidden = true);
+    all = {
+      claims: await listCapi<IPAddressClaim & Obj>(CAPI_IPADDRESSCLAIM, undefined, onForbidden),
+      addresses: await listCapi<CapiIPAddress & Obj>(CAPI_IPADDRESS, undefined, onForbidden),
+    };
+    if (forbidden) {
+      warn(
+        `not allowed to list IPAddressClaims and IPAddresses in all namespaces; GlobalInClusterIPPools count those ${where(namespace)} alone`,
+      );
+      all = local;
+    }
+  }
+  return { claims: all.claims.filter(isGlobal), addresses: all.addresses.filter(isGlobal) };
 }
 
 const servedCache = new Map<string, Promise<boolean>>();
@@ -56,16 +124,23 @@ async function served(group: string, version: string): Promise<boolean> {
   return await servedCache.get(key)!;
 }
 
-/** Everything about addresses in `namespace` (all namespaces when undefined). Our CRDs must exist. */
-export async function readInventory(namespace: string | undefined): Promise<Inventory> {
+/**
+ * Everything about addresses in `namespace` (all namespaces when undefined), every GlobalInClusterIPPool with its
+ * records from every namespace. Our CRDs must exist; the in-cluster provider's need not.
+ */
+export async function readInventory(namespace: string | undefined, warn: Warn = () => undefined): Promise<Inventory> {
   const pools = await list<IPPool & Obj>(IPPOOLS, namespace);
-  const [claims, addresses, capiClaims, capiAddresses] = await Promise.all([
+  const [inClusterPools, globalPools, claims, addresses, capiClaims, capiAddresses] = await Promise.all([
+    listInClusterPools(INCLUSTER_POOLS, namespace, warn),
+    listInClusterPools(GLOBAL_POOLS, namespace, warn),
     list<IPClaim & Obj>(IPCLAIMS, namespace),
     list<IPAddress & Obj>(IPADDRESSES, namespace),
     listCapi<IPAddressClaim & Obj>(CAPI_IPADDRESSCLAIM, namespace),
     listCapi<CapiIPAddress & Obj>(CAPI_IPADDRESS, namespace),
   ]);
-  return { pools, claims, addresses, capiClaims, capiAddresses };
+  const local = { claims: capiClaims, addresses: capiAddresses };
+  const globalRecords = await readGlobalRecords(namespace, globalPools, local, warn);
+  return { pools, inClusterPools, globalPools, claims, addresses, capiClaims, capiAddresses, globalRecords };
 }
 
 interface ApiResourceList {

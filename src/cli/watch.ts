@@ -4,14 +4,25 @@
  * only when the text differs from the last one printed.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import { ExitCode } from "./errors.js";
 import type { Inventory } from "./inventory.js";
 import { watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
 import { styleFor, type Io } from "./output.js";
+import { poolKindOfRef } from "./poolkind.js";
 import { poolRows, renderPools } from "./pools.js";
-import { capiKind, IPADDRESSES, IPCLAIMS, IPPOOLS, readInventory } from "./read.js";
+import {
+  capiKind,
+  GLOBAL_POOLS,
+  INCLUSTER_POOLS,
+  IPADDRESSES,
+  IPCLAIMS,
+  IPPOOLS,
+  ifServed,
+  readInventory,
+} from "./read.js";
 
 /** Objects of one kind by namespace/name, updated from a watch. */
 class Mirror<T extends Obj> {
@@ -37,6 +48,9 @@ class Mirror<T extends Obj> {
 
 const CLEAR = "\u001b[H\u001b[2J";
 
+const namesGlobalPool = (o: IPAddressClaim | CapiIPAddress): boolean =>
+  poolKindOfRef(o.spec.poolRef) === "GlobalInClusterIPPool";
+
 /** Watches until SIGINT/SIGTERM; resolves to the exit code. */
 export async function watchPools(namespace: string | undefined, io: Io, withNamespace: boolean): Promise<number> {
   // Listen for the signal before anything is awaited: a SIGINT that arrives while the watches are still connecting
@@ -45,14 +59,21 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
-  const first = await readInventory(namespace);
+  const first = await readInventory(namespace, (message) => io.err(`warning: ${message}\n`));
   const mirrors = {
     pools: new Mirror<IPPool & Obj>(first.pools),
+    inClusterPools: new Mirror<InClusterIPPool & Obj>(first.inClusterPools),
+    globalPools: new Mirror<InClusterIPPool & Obj>(first.globalPools),
     claims: new Mirror<IPClaim & Obj>(first.claims),
     addresses: new Mirror<IPAddress & Obj>(first.addresses),
     capiClaims: new Mirror<IPAddressClaim & Obj>(first.capiClaims),
     capiAddresses: new Mirror<CapiIPAddress & Obj>(first.capiAddresses),
+    globalClaims: new Mirror<IPAddressClaim & Obj>(first.globalRecords.claims),
+    globalAddresses: new Mirror<CapiIPAddress & Obj>(first.globalRecords.addresses),
   };
+  // Global pools count the records of every namespace: watched across namespaces when the first read found global
+  // pools (a pool made later counts the namespace looked at until the next start); with -A the watches below see all.
+  const acrossNamespaces = namespace !== undefined && first.globalPools.length > 0;
   const style = styleFor(io.isTTY, io.env);
   let last = "";
   let timer: NodeJS.Timeout | undefined;
@@ -60,10 +81,16 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
     timer = undefined;
     const inv: Inventory = {
       pools: mirrors.pools.values,
+      inClusterPools: mirrors.inClusterPools.values,
+      globalPools: mirrors.globalPools.values,
       claims: mirrors.claims.values,
       addresses: mirrors.addresses.values,
       capiClaims: mirrors.capiClaims.values,
       capiAddresses: mirrors.capiAddresses.values,
+      globalRecords: {
+        claims: (acrossNamespaces ? mirrors.globalClaims : mirrors.capiClaims).values.filter(namesGlobalPool),
+        addresses: (acrossNamespaces ? mirrors.globalAddresses : mirrors.capiAddresses).values.filter(namesGlobalPool),
+      },
     };
     const text = renderPools(poolRows(inv), style, withNamespace);
     if (text === last) return;
@@ -76,12 +103,17 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   };
   draw();
   const handles: WatchHandle[] = [];
-  const start = async <T extends Obj>(kind: ResourceKind | undefined, mirror: Mirror<T>): Promise<void> => {
+  /** Watches `kind` into `mirror`, in the namespace looked at, or in all of them when `everywhere`. */
+  const start = async <T extends Obj>(
+    kind: ResourceKind | undefined,
+    mirror: Mirror<T>,
+    everywhere = false,
+  ): Promise<void> => {
     if (!kind) return;
     handles.push(
       await watch<T>(
         kind,
-        namespace,
+        everywhere ? undefined : namespace,
         (c) => {
           mirror.apply(c);
           changed();
@@ -95,6 +127,13 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   await start(IPADDRESSES, mirrors.addresses);
   await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.capiClaims);
   await start(await capiKind(CAPI_IPADDRESS), mirrors.capiAddresses);
+  // An optional kind whose CRD is missing gets no watch (rather than a stream of its errors).
+  await start(await ifServed(INCLUSTER_POOLS), mirrors.inClusterPools);
+  await start(await ifServed(GLOBAL_POOLS), mirrors.globalPools, true);
+  if (acrossNamespaces) {
+    await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.globalClaims, true);
+    await start(await capiKind(CAPI_IPADDRESS), mirrors.globalAddresses, true);
+  }
   await interrupted;
   for (const h of handles) h.close();
   if (timer) clearTimeout(timer);

@@ -35,7 +35,7 @@ describe("cli/who", () => {
     const v6 = targetsForAddress("2001:DB8:0::0005", inv);
     expect(v6.map((t) => [t.claimName, t.claimState])).to.deep.equal([["gone", undefined]]);
     expect(targetsForAddress("10.0.0.7", inv)).to.deep.equal([]);
-    expect(poolsWithFree("10.0.0.7", inv)).to.deep.equal([{ namespace: "ns1", pool: "p" }]);
+    expect(poolsWithFree("10.0.0.7", inv)).to.deep.equal([{ namespace: "ns1", pool: "p", poolKind: "IPPool" }]);
     expect(poolsWithFree("10.0.1.7", inv)).to.deep.equal([]);
   });
 
@@ -92,7 +92,12 @@ describe("cli/who", () => {
 
   it("says when an address is free and when a chain stops short", () => {
     expect(
-      renderWho({ query: "10.0.0.7", by: "address", entries: [], freeIn: [{ namespace: "ns1", pool: "p" }] }),
+      renderWho({
+        query: "10.0.0.7",
+        by: "address",
+        entries: [],
+        freeIn: [{ namespace: "ns1", pool: "p", poolKind: "IPPool" }],
+      }),
     ).to.equal("10.0.0.7 is free: nobody holds it (in the ranges of ns1/p)");
     const [t] = targetsForAddress("10.0.0.5", inv);
     const text = renderWho({

@@ -1,13 +1,16 @@
 /**
  * `kubectl ipam who ADDRESS|CLAIM`: who holds an address, or what a claim holds, with the claim's owners up to its
- * Cluster and the host CAPM3 recorded. Pure: finding targets in an inventory and rendering; the owner chain is read
- * elsewhere (read.ts) and handed in.
+ * Cluster and the host CAPM3 recorded, on pools of every kind. Pure: finding targets in an inventory and rendering;
+ * the owner chain is read elsewhere (read.ts) and handed in. An address of a GlobalInClusterIPPool is found whatever
+ * namespace holds it (the pool's addresses are shared by every namespace).
  */
 import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
 import { canonicalAddress, parseAddress } from "../ipam/index.js";
 import {
   allocatorOf,
+  allPools,
+  distinct,
   holdingsOfAddress,
   ipAddressClaimState,
   ipClaimState,
@@ -17,6 +20,7 @@ import {
   type Inventory,
 } from "./inventory.js";
 import { table } from "./output.js";
+import { idOf, poolKindOfRef, poolTitle, type PoolKindName } from "./poolkind.js";
 
 /** CAPM3's annotation on a Metal3Machine naming its BareMetalHost (`namespace/name`). */
 export const BAREMETALHOST_ANNOTATION = "metal3.io/BareMetalHost";
@@ -38,6 +42,8 @@ export interface ChainLink {
 export interface Target {
   namespace: string;
   pool: string;
+  /** The pool's kind; undefined for a pool kind we do not serve (another provider's). */
+  poolKind?: PoolKindName;
   claimKind: ClaimKind;
   claimName: string;
   /** Undefined when the claim object does not exist (a dangling record or a person-made reservation). */
@@ -57,28 +63,42 @@ export interface WhoReport {
   query: string;
   by: "address" | "claim";
   entries: WhoEntry[];
-  freeIn: { namespace: string; pool: string }[];
+  freeIn: FreeIn[];
 }
+
+/** A pool whose ranges contain the address nobody holds; `namespace` "" for a global pool. */
+export interface FreeIn {
+  namespace: string;
+  pool: string;
+  poolKind: PoolKindName;
+}
+
+/** IPAddressClaims of the inventory: the namespaces looked at, and those of global pools from any namespace. */
+const allCapiClaims = (inv: Inventory) => distinct(inv.capiClaims, inv.globalRecords.claims);
 
 function claimTarget(inv: Inventory, kind: ClaimKind, namespace: string, name: string, holding?: Holding): Target {
   const base = { namespace, claimKind: kind, claimName: name, ...(holding ? { holding } : {}) };
+  const kindOfHolding = holding?.poolKind ? { poolKind: holding.poolKind } : {};
   if (kind === "IPClaim") {
     const c = inv.claims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
-    if (!c) return { ...base, pool: holding?.pool ?? "" };
+    if (!c) return { ...base, ...kindOfHolding, pool: holding?.pool ?? "" };
     const cluster = c.metadata.labels?.[CLUSTER_NAME_LABEL];
     return {
       ...base,
       pool: c.spec.pool.name,
+      poolKind: "IPPool",
       claimState: ipClaimState(c),
       ...(cluster ? { clusterByName: cluster } : {}),
     };
   }
-  const c = inv.capiClaims.find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
-  if (!c) return { ...base, pool: holding?.pool ?? "" };
+  const c = allCapiClaims(inv).find((x) => x.metadata.namespace === namespace && x.metadata.name === name);
+  if (!c) return { ...base, ...kindOfHolding, pool: holding?.pool ?? "" };
   const cluster = c.spec.clusterName || c.metadata.labels?.[CLUSTER_NAME_LABEL];
+  const poolKind = poolKindOfRef(c.spec.poolRef);
   return {
     ...base,
     pool: c.spec.poolRef.name,
+    ...(poolKind ? { poolKind } : {}),
     claimState: ipAddressClaimState(c),
     ...(cluster ? { clusterByName: cluster } : {}),
   };
@@ -89,11 +109,12 @@ export function targetsForAddress(address: string, inv: Inventory): Target[] {
   return holdingsOfAddress(address, inv).map((h) => claimTarget(inv, h.claimKind, h.namespace, h.claimName, h));
 }
 
-/** Pools whose ranges contain `address` although no record holds it. */
-export function poolsWithFree(address: string, inv: Inventory): { namespace: string; pool: string }[] {
-  return inv.pools
+/** Pools (every kind) whose ranges contain `address` although no record holds it. */
+export function poolsWithFree(address: string, inv: Inventory): FreeIn[] {
+  return allPools(inv)
     .filter((p) => allocatorOf(p, inv).contains(address))
-    .map((p) => ({ namespace: p.metadata.namespace ?? "", pool: p.metadata.name ?? "" }));
+    .map(idOf)
+    .map((id) => ({ namespace: id.namespace, pool: id.name, poolKind: id.kind }));
 }
 
 /** Parses `ipclaim/NAME`, `ipaddressclaim/NAME` (kubectl's short forms too) or a bare NAME. */
@@ -148,6 +169,7 @@ function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: st
           api: GROUP,
           namespace,
           pool: a.spec.pool.name,
+          poolKind: "IPPool",
           claimKind: kind,
           claimName: name,
         }
@@ -157,6 +179,7 @@ function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: st
   const a = inv.capiAddresses.find(
     (x) => x.metadata.namespace === namespace && x.metadata.name === c?.status?.addressRef?.name,
   );
+  const poolKind = poolKindOfRef(a?.spec.poolRef);
   return a
     ? {
         address: a.spec.address,
@@ -164,6 +187,7 @@ function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: st
         api: CAPI_IPAM_GROUP,
         namespace,
         pool: a.spec.poolRef.name,
+        ...(poolKind ? { poolKind } : {}),
         claimKind: kind,
         claimName: name,
       }
@@ -185,9 +209,18 @@ function chainText(e: WhoEntry): string {
 
 function entryRows(e: WhoEntry): string[][] {
   const rows: string[][] = [];
-  const claimLine = `${e.claimKind} ${e.claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
+  // A global pool's holders may be in any namespace: the claim line says which (the pool line cannot).
+  const claimName = e.poolKind === "GlobalInClusterIPPool" ? `${e.namespace}/${e.claimName}` : e.claimName;
+  const claimLine = `${e.claimKind} ${claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
   rows.push(["address", e.holding ? e.holding.address : "-"]);
-  rows.push(["pool", `${e.namespace}/${e.pool || "-"}`]);
+  // A Metal3 pool (or another provider's) reads as before, `NS/NAME`; the in-cluster kinds name their kind.
+  const inCluster = e.poolKind && e.poolKind !== "IPPool" && e.pool;
+  rows.push([
+    "pool",
+    inCluster
+      ? poolTitle({ kind: e.poolKind!, namespace: e.namespace, name: e.pool })
+      : `${e.namespace}/${e.pool || "-"}`,
+  ]);
   rows.push(["IPAddress", e.holding ? `${e.holding.object} (${e.holding.api})` : "-"]);
   rows.push(["claim", claimLine]);
   rows.push(["owners", chainText(e)]);
@@ -201,13 +234,19 @@ function entryRows(e: WhoEntry): string[][] {
 /** The text form: one block per entry. */
 export function renderWho(report: WhoReport): string {
   if (report.entries.length === 0 && report.freeIn.length > 0) {
-    const where = report.freeIn.map((p) => `${p.namespace}/${p.pool}`).join(", ");
+    const where = report.freeIn
+      .map((p) => poolTitle({ kind: p.poolKind, namespace: p.namespace, name: p.pool }))
+      .join(", ");
     return `${canonicalAddress(report.query) ?? report.query} is free: nobody holds it (in the ranges of ${where})`;
   }
   return report.entries.map((e) => table(entryRows(e))).join("\n\n");
 }
 
-/** The machine form. */
+/** `poolKind` in the machine form only for the in-cluster kinds (the documents had no such key before). */
+const poolKindKey = (kind: PoolKindName | undefined): { poolKind?: PoolKindName } =>
+  kind && kind !== "IPPool" ? { poolKind: kind } : {};
+
+/** The machine form. A holder's `namespace` is its claim's (a global pool has none of its own). */
 export function whoDocument(report: WhoReport): object {
   return {
     query: report.query,
@@ -216,6 +255,7 @@ export function whoDocument(report: WhoReport): object {
       address: e.holding?.address ?? null,
       namespace: e.namespace,
       pool: e.pool || null,
+      ...poolKindKey(e.poolKind),
       ipAddress: e.holding ? { name: e.holding.object, apiGroup: e.holding.api } : null,
       claim: { kind: e.claimKind, name: e.claimName, state: e.claimState ?? "missing" },
       owners: e.owners.map((o) => ({
@@ -228,6 +268,10 @@ export function whoDocument(report: WhoReport): object {
       host: e.owners.find((o) => o.host)?.host ?? null,
       node: e.owners.find((o) => o.node)?.node ?? null,
     })),
-    freeIn: report.freeIn,
+    freeIn: report.freeIn.map((p) => ({
+      namespace: p.poolKind === "GlobalInClusterIPPool" ? null : p.namespace,
+      pool: p.pool,
+      ...poolKindKey(p.poolKind),
+    })),
   };
 }

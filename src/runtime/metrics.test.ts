@@ -21,15 +21,43 @@ async function sample(
 describe("Prometheus metrics", () => {
   it("exports pending claims per pool and kind, zeros included, and drops them with the pool", async () => {
     const m = new PrometheusMetrics();
-    m.pendingClaims("ns", "p", { IPClaim: 3, IPAddressClaim: 0 });
-    expect(
-      await sample(m, "metal3_ipam_pool_claims_pending", { namespace: "ns", pool: "p", kind: "IPClaim" }),
-    ).to.equal(3);
-    expect(
-      await sample(m, "metal3_ipam_pool_claims_pending", { namespace: "ns", pool: "p", kind: "IPAddressClaim" }),
-    ).to.equal(0);
-    m.poolGone("ns", "p");
+    m.pendingClaims({ kind: "IPPool", namespace: "ns", name: "p" }, { IPClaim: 3, IPAddressClaim: 0 });
+    const labels = { namespace: "ns", pool: "p", pool_kind: "IPPool" };
+    expect(await sample(m, "metal3_ipam_pool_claims_pending", { ...labels, kind: "IPClaim" })).to.equal(3);
+    expect(await sample(m, "metal3_ipam_pool_claims_pending", { ...labels, kind: "IPAddressClaim" })).to.equal(0);
+    m.poolGone({ kind: "IPPool", namespace: "ns", name: "p" });
     expect(await sample(m, "metal3_ipam_pool_claims_pending", { pool: "p" })).to.equal(undefined);
+  });
+
+  it("labels every per-pool series with its pool kind; pools of one name but other kinds are apart", async () => {
+    const m = new PrometheusMetrics();
+    const metal3 = { kind: "IPPool", namespace: "ns", name: "p" };
+    const inCluster = { kind: "InClusterIPPool", namespace: "ns", name: "p" };
+    const global = { kind: "GlobalInClusterIPPool", namespace: "", name: "p" };
+    m.poolCapacity(metal3, 10, 1, 9);
+    m.poolCapacity(inCluster, 20, 2, 18);
+    m.poolCapacity(global, 30, 3, 27);
+    m.pendingClaims(global, { IPClaim: 0, IPAddressClaim: 4 });
+    const free = (kind: string): Promise<number | undefined> =>
+      sample(m, "metal3_ipam_pool_addresses_free", { pool: "p", pool_kind: kind });
+    expect([await free("IPPool"), await free("InClusterIPPool"), await free("GlobalInClusterIPPool")]).to.deep.equal([
+      9, 18, 27,
+    ]);
+    expect(
+      await sample(m, "metal3_ipam_pool_claims_pending", {
+        pool_kind: "GlobalInClusterIPPool",
+        kind: "IPAddressClaim",
+      }),
+    ).to.equal(4);
+    // A cluster-scoped pool's series has an empty namespace, which Prometheus stores as no label at all.
+    const text = await m.registry.metrics();
+    expect(text).to.include(
+      'metal3_ipam_pool_addresses_total{namespace="",pool="p",pool_kind="GlobalInClusterIPPool"} 30',
+    );
+    m.poolGone(inCluster);
+    expect(await free("InClusterIPPool")).to.equal(undefined);
+    expect(await free("IPPool")).to.equal(9);
+    expect(await free("GlobalInClusterIPPool")).to.equal(27);
   });
 
   it("reads the webhook certificate's expiry at scrape time, and exports nothing without a webhook server", async () => {

@@ -11,12 +11,23 @@ import type { WorkQueueMetrics } from "./workqueue.js";
 export type ClaimKind = "IPClaim" | "IPAddressClaim";
 export const CLAIM_KINDS: readonly ClaimKind[] = ["IPClaim", "IPAddressClaim"];
 
+/**
+ * The pool a per-pool series is about: its kind (`IPPool`, `InClusterIPPool`, `GlobalInClusterIPPool`; the
+ * `pool_kind` label, since `kind` already names the claim kind of the pending series), its namespace ("" for a
+ * cluster-scoped kind: the series then has no `namespace` label) and its name (`pool`). A pool's `PoolRef` is one.
+ */
+export interface PoolLabels {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
 export interface ControllerMetrics {
-  poolCapacity(namespace: string, pool: string, total: number, used: number, free: number): void;
+  poolCapacity(pool: PoolLabels, total: number, used: number, free: number): void;
   /** Live claims of a pool that hold no address yet, per kind (what the exhausted and pending alerts watch). */
-  pendingClaims(namespace: string, pool: string, counts: Readonly<Record<ClaimKind, number>>): void;
+  pendingClaims(pool: PoolLabels, counts: Readonly<Record<ClaimKind, number>>): void;
   /** Drops every per-pool series of a pool that no longer exists. */
-  poolGone(namespace: string, pool: string): void;
+  poolGone(pool: PoolLabels): void;
   /** `result` is "allocated" or the failure reason (PoolExhausted, AllocationFailed, …). */
   allocation(result: string, seconds?: number): void;
   release(result: "released" | "failed"): void;
@@ -47,25 +58,32 @@ export interface WebhookMetrics {
 
 const PREFIX = "metal3_ipam_";
 
+/** Labels of every per-pool series; the pending series adds the claim kind (`kind`). */
+const POOL_LABELS = ["namespace", "pool", "pool_kind"] as const;
+
+function poolLabels(p: PoolLabels): Record<(typeof POOL_LABELS)[number], string> {
+  return { namespace: p.namespace, pool: p.name, pool_kind: p.kind };
+}
+
 /** Every metric of the process in one registry, served at `/metrics`. */
 export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
   readonly registry = new Registry();
   private readonly total = new Gauge({
     name: `${PREFIX}pool_addresses_total`,
     help: "Addresses a pool's ranges can yield (capped at int64 max)",
-    labelNames: ["namespace", "pool"],
+    labelNames: POOL_LABELS,
     registers: [this.registry],
   });
   private readonly used = new Gauge({
     name: `${PREFIX}pool_addresses_used`,
     help: "Addresses of a pool held by IPAddress objects",
-    labelNames: ["namespace", "pool"],
+    labelNames: POOL_LABELS,
     registers: [this.registry],
   });
   private readonly free = new Gauge({
     name: `${PREFIX}pool_addresses_free`,
     help: "Addresses of a pool still free",
-    labelNames: ["namespace", "pool"],
+    labelNames: POOL_LABELS,
     registers: [this.registry],
   });
   private readonly allocations = new Counter({
@@ -115,7 +133,7 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
   private readonly pending = new Gauge({
     name: `${PREFIX}pool_claims_pending`,
     help: "Live claims of a pool without an address yet, by claim kind",
-    labelNames: ["namespace", "pool", "kind"],
+    labelNames: [...POOL_LABELS, "kind"],
     registers: [this.registry],
   });
   private readonly webhookRequests = new Counter({
@@ -226,20 +244,22 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     this.webhookSeconds.observe({ webhook }, seconds);
   }
 
-  poolCapacity(namespace: string, pool: string, total: number, used: number, free: number): void {
-    this.total.set({ namespace, pool }, total);
-    this.used.set({ namespace, pool }, used);
-    this.free.set({ namespace, pool }, free);
+  poolCapacity(pool: PoolLabels, total: number, used: number, free: number): void {
+    const labels = poolLabels(pool);
+    this.total.set(labels, total);
+    this.used.set(labels, used);
+    this.free.set(labels, free);
   }
 
-  pendingClaims(namespace: string, pool: string, counts: Readonly<Record<ClaimKind, number>>): void {
+  pendingClaims(pool: PoolLabels, counts: Readonly<Record<ClaimKind, number>>): void {
     // Both kinds are always written, zeros included, so an alert sees "no claim waits" rather than no data.
-    for (const kind of CLAIM_KINDS) this.pending.set({ namespace, pool, kind }, counts[kind]);
+    for (const kind of CLAIM_KINDS) this.pending.set({ ...poolLabels(pool), kind }, counts[kind]);
   }
 
-  poolGone(namespace: string, pool: string): void {
-    for (const g of [this.total, this.used, this.free]) g.remove({ namespace, pool });
-    for (const kind of CLAIM_KINDS) this.pending.remove({ namespace, pool, kind });
+  poolGone(pool: PoolLabels): void {
+    const labels = poolLabels(pool);
+    for (const g of [this.total, this.used, this.free]) g.remove(labels);
+    for (const kind of CLAIM_KINDS) this.pending.remove({ ...labels, kind });
   }
 
   allocation(result: string, seconds?: number): void {

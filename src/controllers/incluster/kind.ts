@@ -41,12 +41,17 @@ function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool
   };
 }
 
-/** `status.ipAddresses` from the pool's records, as the provider counts (docs/incluster.md). */
+/**
+ * `status.ipAddresses` from the pool's records, as the provider counts (docs/incluster.md); the same counts, and the
+ * claims waiting, as the pool's metrics series (like Metal3 pools', so one alert serves every kind).
+ */
 function inClusterStatus(pool: InClusterIPPool, input: StatusInput): StatusDecision | undefined {
   const usage = inClusterUsage(
     inClusterSpace(pool.spec),
     input.records.capiAddresses.map((r) => r.spec.address),
   );
+  input.metrics.poolCapacity(input.ref, usage.total, usage.used, usage.free);
+  input.metrics.pendingClaims(input.ref, input.records.pending);
   const current = pool.status?.ipAddresses;
   if (
     current &&

@@ -64,8 +64,6 @@ export const METAL3_POOL_KIND: PoolKind<IPPool> = {
   preallocated: (pool, claimName) => pool.spec?.preAllocations?.[claimName] !== undefined,
 
   desiredStatus: (pool, input) => metal3Status(pool, input),
-
-  forget: (ref, metrics) => metrics.poolGone(ref.namespace, ref.name),
 };
 
 /**
@@ -100,9 +98,8 @@ function metal3Status(pool: IPPool, input: StatusInput): StatusDecision | undefi
     health,
     input.now,
   );
-  const [namespace, name] = [pool.metadata.namespace ?? "", pool.metadata.name ?? ""];
-  input.metrics.poolCapacity(namespace, name, status.total ?? 0, status.used ?? 0, status.free ?? 0);
-  input.metrics.pendingClaims(namespace, name, records.pending);
+  input.metrics.poolCapacity(input.ref, status.total ?? 0, status.used ?? 0, status.free ?? 0);
+  input.metrics.pendingClaims(input.ref, records.pending);
   if (sameStatus(status, pool.status) || adoptedAsIs(pool, status)) return undefined;
   const before = pool.status?.conditions?.find((c) => c.type === "Ready");
   const after = status.conditions?.find((c) => c.type === "Ready");

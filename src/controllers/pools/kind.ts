@@ -35,6 +35,8 @@ export interface PoolRecords {
 
 /** What a kind's status writer is told by the pass. */
 export interface StatusInput {
+  /** The pool, as its per-pool metrics series name it (`PoolLabels`: kind, namespace, name). */
+  ref: PoolRef;
   records: PoolRecords;
   allocator: PoolAllocator;
   /** Addresses skipped because another pool's record bears their name (Metal3's shared namePrefix). */
@@ -124,10 +126,12 @@ export interface PoolKind<P extends PoolObject = PoolObject> {
   releaseGraceSeconds?(pool: P): number | undefined;
   /** Why the pool hands out nothing right now beyond deletion, pause and a missing Cluster (none: undefined). */
   allocationBlocked?(pool: P): { reason: Reason; message: string } | undefined;
-  /** The status the pool should have given its records, or undefined when the current one stands. */
+  /**
+   * The status the pool should have given its records, or undefined when the current one stands. Records the pool's
+   * capacity and pending series on `input.metrics` on the way (labelled by `input.ref`), as the status counts them;
+   * the pass drops those series when the pool is gone.
+   */
   desiredStatus(pool: P, input: StatusInput): StatusDecision | undefined;
-  /** The pool is gone: forget what was kept about it (metrics series). */
-  forget?(ref: PoolRef, metrics: ControllerMetrics): void;
 }
 
 /** The {@link PoolRef} of a pool object of `kind`. */

@@ -171,7 +171,8 @@ export class PoolReconciler {
     const { ctx, key } = pass;
     if (!pool) {
       this.states.delete(key);
-      pass.kind.forget?.(pass.ref, ctx.metrics);
+      // Every kind's per-pool series are labelled by its ref: one forget serves them all.
+      ctx.metrics.poolGone(pass.ref);
       this.statusWrittenAt.delete(key);
       return undefined;
     }
@@ -389,7 +390,7 @@ export class PoolReconciler {
       capiAddresses: of("IPAddressClaim")?.recordsOf(key) ?? [],
       pending: { IPClaim: of("IPClaim")?.pending(key) ?? 0, IPAddressClaim: of("IPAddressClaim")?.pending(key) ?? 0 },
     };
-    const input = { records, allocator: state.allocator, collisions: pass.collisions, now: ctx.now };
+    const input = { ref: pass.ref, records, allocator: state.allocator, collisions: pass.collisions, now: ctx.now };
     const decision = pass.kind.desiredStatus(pool, { ...input, metrics: ctx.metrics });
     state.statusStale = false;
     if (!decision) return;
