@@ -29,7 +29,7 @@ export * from "./types.js";
 export { NetBoxError, isNetBoxError } from "./errors.js";
 
 /** NetBox's default MAX_PAGE_SIZE: the most one page may hold. */
-const PAGE_SIZE = 1000;
+const DEFAULT_PAGE_SIZE = 1000;
 
 const ROUTES = {
   prefix: "/api/ipam/prefixes/{id}/",
@@ -51,6 +51,7 @@ const vrfFilter = (vrfId: number | undefined): string => (vrfId === undefined ? 
 /** A client for one endpoint. Keep it for the endpoint's life: it holds the endpoint's keep-alive connections. */
 export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOptions): NetBoxClient & { close(): void } {
   const http = new NetBoxHttp(endpoint, options);
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   const get = async (req: Omit<NetBoxRequest, "method">): Promise<unknown> =>
     (await http.send({ ...req, method: "GET" })).body;
 
@@ -92,23 +93,29 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
     return { parents: rangeToCidrs(r.start, r.end), range: r, ...(r.vrfId !== undefined ? { vrfId: r.vrfId } : {}) };
   };
 
-  /** Records matching `filters` inside the scope, every page, by ascending id (keyset: safe under concurrent writes). */
+  /**
+   * Records matching `filters` inside the scope, every page, by ascending id: each page asks for ids above the last
+   * one seen (keyset paging, so records created or deleted meanwhile shift nothing), and the answer's `count` (what
+   * is left) says when the page was the last, whatever page size the server caps `limit` at (its MAX_PAGE_SIZE).
+   */
   const listIn = async (
     scope: { parents: string[]; vrfId?: number },
     filters: Record<string, string | undefined>,
   ): Promise<NetBoxAddress[]> => {
     const found: NetBoxAddress[] = [];
     for (let after = 0; ;) {
-      const body = await http.send({
+      const answer = await http.send({
         method: "GET",
         route: ROUTES.addresses,
-        query: { vrf_id: vrfFilter(scope.vrfId), ...filters, ordering: "id", id__gt: after, limit: PAGE_SIZE },
+        query: { vrf_id: vrfFilter(scope.vrfId), ...filters, ordering: "id", id__gt: after, limit: pageSize },
         multi: { parent: scope.parents },
       });
-      const page = pageOf(body.body, "a list of IP addresses").results.map(addressOf);
-      found.push(...page);
-      if (page.length < PAGE_SIZE) return found;
-      after = page[page.length - 1]?.id ?? after;
+      const page = pageOf(answer.body, "a list of IP addresses");
+      const addresses = page.results.map(addressOf);
+      found.push(...addresses);
+      const last = addresses[addresses.length - 1];
+      if (!last || addresses.length >= page.count) return found;
+      after = last.id;
     }
   };
 
@@ -156,7 +163,14 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
 
     async listOwned(parent, tag, description): Promise<NetBoxAddress[]> {
       const scope = await scopeOf(parent);
-      const found = await listIn(scope, { tag, description });
+      let found: NetBoxAddress[];
+      try {
+        found = await listIn(scope, { tag, description });
+      } catch (err) {
+        // NetBox refuses a filter on a tag that does not exist (400 "tag: Select a valid choice"): nothing carries it.
+        if (err instanceof NetBoxError && err.status === 400 && /\btag: /.test(err.message)) return [];
+        throw err;
+      }
       // `parent` filters by CIDR blocks that cover a range exactly; checking the bounds again costs nothing.
       const range = scope.range;
       return range ? found.filter((a) => inRange(a.address, range.start, range.end)) : found;

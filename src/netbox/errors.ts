@@ -28,12 +28,23 @@ export const isNetBoxError = (err: unknown, reason?: NetBoxErrorReason): err is 
   err instanceof NetBoxError && (reason === undefined || err.reason === reason);
 
 /**
- * The reason of an HTTP error status. 409 from available-ips is NetBox's "Insufficient resources" (fewer free
- * addresses than asked for); 409 elsewhere is a conflict of the request itself, so a BadRequest.
+ * NetBox's words when it rejects the credential itself. NetBox answers these with 403, not 401 (its token
+ * authentication sends no WWW-Authenticate challenge, so Django REST framework turns AuthenticationFailed into 403):
+ * a missing token, an unknown or malformed one, a disabled or expired one, an inactive user, a source address the
+ * token does not allow. A 403 with other words ("You do not have permission to perform this action.") is a valid
+ * token without the permission: Forbidden.
  */
-export function reasonOfStatus(status: number, availableIps: boolean): NetBoxErrorReason {
+const CREDENTIAL_REJECTED =
+  /^(Invalid (v\d )?token|Invalid authorization header|Token (disabled|expired)|User inactive|Authentication credentials were not provided|Source IP)/i;
+
+/**
+ * The reason of an HTTP error status, given NetBox's words (`detail`). 409 from available-ips is NetBox's
+ * "Insufficient resources" (fewer free addresses than asked for); 409 elsewhere is a conflict of the request itself,
+ * so a BadRequest.
+ */
+export function reasonOfStatus(status: number, availableIps: boolean, detail = ""): NetBoxErrorReason {
   if (status === 401) return "Unauthorized";
-  if (status === 403) return "Forbidden";
+  if (status === 403) return CREDENTIAL_REJECTED.test(detail.trim()) ? "Unauthorized" : "Forbidden";
   if (status === 404) return "NotFound";
   if (status === 409 && availableIps) return "Exhausted";
   if (status === 429) return "Throttled";

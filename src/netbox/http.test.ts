@@ -93,6 +93,16 @@ describe("NetBox client: error mapping and redaction (loopback server)", () => {
     });
   }
 
+  it("maps NetBox's 403 for a rejected credential to Unauthorized, and a 403 for a missing permission to Forbidden", async () => {
+    const c = await client();
+    for (const detail of ["Invalid v2 token", "Token expired", "Authentication credentials were not provided."]) {
+      handler = (_req, res) => json(res, 403, { detail });
+      expect((await failure(c.getAddress(1))).reason, detail).to.equal("Unauthorized");
+    }
+    handler = (_req, res) => json(res, 403, { detail: "You do not have permission to perform this action." });
+    expect((await failure(c.getAddress(1))).reason).to.equal("Forbidden");
+  });
+
   it("maps 409 on available-ips to Exhausted, and reads field errors of a list", async () => {
     handler = (_req, res) =>
       json(res, 409, { detail: "Insufficient resources: 2 IP addresses requested, 1 available" });

@@ -121,9 +121,9 @@ export class NetBoxHttp {
       return new NetBoxError(redact(message, [this.endpoint.token]), reason);
     }
     const availableIps = req.route.endsWith("/available-ips/");
-    const reason = reasonOfStatus(outcome.status, availableIps);
-    const retryAfter = parseRetryAfter(headerValue(outcome.headers["retry-after"]));
     const words = netBoxMessage(outcome.text);
+    const reason = reasonOfStatus(outcome.status, availableIps, words);
+    const retryAfter = parseRetryAfter(headerValue(outcome.headers["retry-after"]));
     const message = `${what}: ${outcome.status} ${reason}${words ? `: ${words}` : ""}`;
     return new NetBoxError(redact(message, [this.endpoint.token]), reason, outcome.status, retryAfter);
   }

@@ -110,6 +110,8 @@ export interface NetBoxClientOptions {
   timeoutMs: number;
   userAgent: string;
   observe?: (o: NetBoxObservation) => void;
+  /** Records per list page; default 1000, NetBox's default MAX_PAGE_SIZE (tests make it small to see paging). */
+  pageSize?: number;
 }
 
 export type NetBoxErrorReason =
