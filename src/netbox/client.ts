@@ -207,7 +207,9 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
         await http.send({ method: "POST", route: ROUTES.tags, body: { name, slug } });
       } catch (err) {
         // Another writer may have created it between our read and our write: then it exists, which is all we want.
-        if (!(err instanceof NetBoxError && err.reason === "BadRequest" && (await exists()))) throw err;
+        // NetBox answers that race with 400 (its validation saw the other tag) or 500 (IntegrityError: it did not).
+        const raced = err instanceof NetBoxError && (err.reason === "BadRequest" || err.reason === "ServerError");
+        if (!(raced && (await exists()))) throw err;
       }
     },
   };
