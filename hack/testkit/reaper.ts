@@ -32,13 +32,9 @@ function belongsTo(pid: number, dir: string): boolean {
   }
 }
 
-/**
- * SIGKILLs every process whose command line mentions `dir` (and `also`, when given), whether or not we started it
- * directly: a server's forked workers (gunicorn's) share their parent's command line and keep its listening socket
- * open after the parent died. Returns how many were signalled.
- */
-export function killProcessesMentioning(dir: string, also?: string): number {
-  let killed = 0;
+/** The pids (ours aside) whose command line mentions `dir`, and `also` when given (Linux: read from /proc). */
+export function processesMentioning(dir: string, also?: string): number[] {
+  const found: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     let cmdline: string;
@@ -47,9 +43,21 @@ export function killProcessesMentioning(dir: string, also?: string): number {
     } catch {
       continue; // gone meanwhile
     }
-    if (!cmdline.includes(dir) || (also !== undefined && !cmdline.includes(also))) continue;
+    if (cmdline.includes(dir) && (also === undefined || cmdline.includes(also))) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
+ * SIGKILLs every process whose command line mentions `dir` (and `also`, when given), whether or not we started it
+ * directly: a server's forked workers (gunicorn's) share their parent's command line and keep its listening socket
+ * open after the parent died. Returns how many were signalled.
+ */
+export function killProcessesMentioning(dir: string, also?: string): number {
+  let killed = 0;
+  for (const pid of processesMentioning(dir, also)) {
     try {
-      process.kill(Number(entry), "SIGKILL");
+      process.kill(pid, "SIGKILL");
       killed += 1;
     } catch {
       // gone meanwhile
