@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { NETBOX_DIR_PREFIX, startNetBox } from "./netbox.js";
-import { NETBOX_TOOL } from "./netboxinstall.js";
+import { ensureNetBoxInstalled, NETBOX_TOOL } from "./netboxinstall.js";
 import { processAlive, processesMentioning, reapOrphanedPlanes } from "./reaper.js";
 import { skipWithout } from "./skips.js";
 import { eventually } from "./wait.js";
@@ -18,8 +18,11 @@ const child = join(dirname(fileURLToPath(import.meta.url)), "testdata", "netbox-
 
 describe("the test NetBox", function () {
   this.timeout(300_000);
-  before(function () {
+  before(async function () {
     skipWithout(this, NETBOX_TOOL);
+    // The first run on a machine installs NetBox here (hack/ runs before e2e/): minutes, once.
+    this.timeout(20 * 60_000);
+    await ensureNetBoxInstalled();
   });
 
   it("answers with its token, and leaves no process and no file once stopped", async () => {

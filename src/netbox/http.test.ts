@@ -162,6 +162,21 @@ describe("NetBox client: error mapping and redaction (loopback server)", () => {
     expect(observed.map((o) => o.reason)).to.deep.equal(["Unreachable", "Timeout", "Unreachable"]);
   });
 
+  it("sends a request again, once, when a kept-alive connection turns out closed before it was read", async () => {
+    const served = new WeakMap<object, number>();
+    handler = (req, res) => {
+      const count = served.get(req.socket) ?? 0;
+      served.set(req.socket, count + 1);
+      // A server that closed the idle connection: the second request on it is never read, the socket is reset.
+      if (count > 0) req.socket.resetAndDestroy();
+      else json(res, 200, { id: 1, address: "10.0.0.1/24" });
+    };
+    const c = await client();
+    expect((await c.getAddress(1))?.address).to.equal("10.0.0.1/24");
+    expect((await c.getAddress(1))?.address).to.equal("10.0.0.1/24");
+    expect(observed.map((o) => o.status)).to.deep.equal([200, 200]);
+  });
+
   it("never shows the token: not in messages, stacks, inspected errors, observations, even when NetBox echoes it", async () => {
     handler = (req, res) => json(res, 400, { detail: `bad header ${req.headers.authorization}`, token: [SECRET] });
     const c = await client();
