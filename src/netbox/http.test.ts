@@ -162,6 +162,12 @@ describe("NetBox client: error mapping and redaction (loopback server)", () => {
     expect(observed.map((o) => o.reason)).to.deep.equal(["Unreachable", "Timeout", "Unreachable"]);
   });
 
+  it("waits for a slow answer within the deadline, past the 1.5 s after which idle connections are closed", async () => {
+    handler = (_req, res) => setTimeout(() => json(res, 200, { id: 2, address: "10.0.0.2/24" }), 2_000);
+    const c = await client(TOKEN, 5_000);
+    expect((await c.getAddress(2))?.address).to.equal("10.0.0.2/24");
+  });
+
   it("sends a request again, once, when a kept-alive connection turns out closed before it was read", async () => {
     const served = new WeakMap<object, number>();
     handler = (req, res) => {
