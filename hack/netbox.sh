@@ -12,7 +12,8 @@
 #   pgdata-pg<N>/  the migrated database cluster (NetBox's 336 migrations cost about 6 minutes of CPU once per
 #                  machine); every start copies it, so a warm start restores in well under a second
 # Each part is built in a temporary folder beside its place and renamed into it at the end, with a .complete stamp:
-# an interrupted run leaves no half-built entry, only a temporary folder the next run removes.
+# an interrupted run leaves no half-built entry, only a temporary folder (and, after SIGKILL, the migration's
+# PostgreSQL and Redis) that the next run removes. Installs take a lock (flock), so two never race.
 # Overrides: NETBOX_PYTHON (a Python >= 3.12), NETBOX_PG_BIN (PostgreSQL's server binaries).
 set -o errexit -o nounset -o pipefail
 
@@ -96,6 +97,7 @@ migrate_into() {
     "-p ${pg_port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off" start >/dev/null
   redis-server --port "${redis_port}" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
   redis_pid=$!
+  echo "${redis_pid}" >"$(dirname "${data}")/redis.pid"
   as_pg "${PG_BIN}/psql" -h 127.0.0.1 -p "${pg_port}" -U netbox -d postgres -q -c 'CREATE DATABASE netbox' || status=$?
   if [[ "${status}" == "0" ]]; then
     log "applying NetBox's migrations (about 6 minutes of CPU, once per machine)"
@@ -114,16 +116,42 @@ migrate_into() {
   return "${status}"
 }
 
+# stop_migration_servers DIR: stops the PostgreSQL and Redis a migration in DIR started, if they still run (the
+# migration was interrupted: this run's EXIT trap, or a later run finding its folder).
+stop_migration_servers() {
+  local dir="$1" pid
+  if [[ -f "${dir}/pgdata/postmaster.pid" ]]; then
+    as_pg "${PG_BIN}/pg_ctl" -D "${dir}/pgdata" -m immediate stop >/dev/null 2>&1 || true
+  fi
+  pid="$(cat "${dir}/redis.pid" 2>/dev/null || true)"
+  if [[ -n "${pid}" ]] && grep -q redis-server "/proc/${pid}/cmdline" 2>/dev/null; then kill "${pid}" 2>/dev/null; fi
+  return 0
+}
+
+MIGRATION_WORK=""
+cleanup_migration() {
+  [[ -n "${MIGRATION_WORK}" ]] || return 0
+  stop_migration_servers "${MIGRATION_WORK}"
+  rm -rf "${MIGRATION_WORK}"
+}
+
 install_pgdata() {
   pgdata_ok && return
   if [[ ! -x "${PG_BIN}/initdb" ]]; then
     log "PostgreSQL ${PG_MAJOR} is missing (${PG_BIN}): apt-get install postgresql-${PG_MAJOR}"
     return 1
   fi
-  local work
-  rm -rf "${ENTRY}"/.pgdata-build.* "${TMPDIR:-/tmp}"/metal3-ipam-netbox-migrate.*
+  local work stale
+  # What an interrupted install left (we hold the install lock: no other install is running).
+  for stale in "${TMPDIR:-/tmp}"/metal3-ipam-netbox-migrate.*; do
+    [[ -d "${stale}" ]] && stop_migration_servers "${stale}" && rm -rf "${stale}"
+  done
+  rm -rf "${ENTRY}"/.pgdata-build.*
   # The PostgreSQL user must reach the data folder: build it under /tmp, then copy it into the cache.
   work="$(mktemp -d "${TMPDIR:-/tmp}/metal3-ipam-netbox-migrate.XXXXXX")"
+  MIGRATION_WORK="${work}"
+  trap cleanup_migration EXIT
+  trap 'exit 130' INT TERM
   chmod 0755 "${work}"
   [[ "$(id -u)" == "0" ]] && chown postgres "${work}"
   if ! migrate_into "${work}/pgdata"; then
@@ -134,7 +162,7 @@ install_pgdata() {
   cp -a "${work}/pgdata" "${stage}/pgdata"
   rm -f "${stage}/pgdata/postmaster.opts" "${stage}/pgdata/postmaster.pid"
   touch "${stage}/pgdata/.complete"
-  rm -rf "${PGDATA_CACHE}" && mv "${stage}/pgdata" "${PGDATA_CACHE}" && rm -rf "${stage}" "${work}"
+  rm -rf "${PGDATA_CACHE}" && mv "${stage}/pgdata" "${PGDATA_CACHE}" && rm -rf "${stage}"
 }
 
 check() {
@@ -147,6 +175,10 @@ check() {
 main() {
   case "${1:-install}" in
     install)
+      # One install at a time per machine (two test runs starting at once): the second waits, then finds it done.
+      mkdir -p "${ENTRY}"
+      exec 9>"${ENTRY}/.lock"
+      flock -n 9 || { log "waiting for another hack/netbox.sh install to finish"; flock 9; }
       ensure_redis
       install_venv
       install_pgdata
