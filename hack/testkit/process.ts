@@ -55,9 +55,11 @@ export function startProcess(
   args: string[],
   logFile: string,
   env: Readonly<Record<string, string>> = {},
+  /** Run as another user (a root test run starts PostgreSQL as `postgres`: it refuses root), or in another folder. */
+  as: { uid?: number; gid?: number; cwd?: string } = {},
 ): Supervised {
   installExitHook();
-  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env }, ...as });
   const log: WriteStream = createWriteStream(logFile, { flags: "a" });
   const ring: string[] = [];
   const keep = (chunk: Buffer): void => {

@@ -32,16 +32,53 @@ function belongsTo(pid: number, dir: string): boolean {
   }
 }
 
+/** The pids (ours aside) whose command line mentions `dir`, and `also` when given (Linux: read from /proc). */
+export function processesMentioning(dir: string, also?: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (cmdline.includes(dir) && (also === undefined || cmdline.includes(also))) found.push(Number(entry));
+  }
+  return found;
+}
+
+/**
+ * SIGKILLs every process whose command line mentions `dir` (and `also`, when given), whether or not we started it
+ * directly: a server's forked workers (gunicorn's) share their parent's command line and keep its listening socket
+ * open after the parent died. Returns how many were signalled.
+ */
+export function killProcessesMentioning(dir: string, also?: string): number {
+  let killed = 0;
+  for (const pid of processesMentioning(dir, also)) {
+    try {
+      process.kill(pid, "SIGKILL");
+      killed += 1;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
+}
+
 export function recordOwnership(dir: string, children: number[]): void {
   const record: OwnerRecord = { owner: process.pid, children };
   writeFileSync(join(dir, "owner.json"), JSON.stringify(record));
 }
 
-/** Kills the children of planes whose owner is gone and deletes their folders. Returns the folders removed. */
-export function reapOrphanedPlanes(): string[] {
+/**
+ * Kills the children of planes whose owner is gone and deletes their folders. Returns the folders removed. Other
+ * throwaway servers (a test NetBox: netbox.ts) keep the same record in folders of their own prefix.
+ */
+export function reapOrphanedPlanes(prefix = PLANE_DIR_PREFIX): string[] {
   const removed: string[] = [];
   for (const entry of readdirSync(tmpdir())) {
-    if (!entry.startsWith(PLANE_DIR_PREFIX)) continue;
+    if (!entry.startsWith(prefix)) continue;
     const dir = join(tmpdir(), entry);
     const file = join(dir, "owner.json");
     if (!existsSync(file)) continue;
@@ -53,6 +90,7 @@ export function reapOrphanedPlanes(): string[] {
     }
     if (processAlive(record.owner)) continue;
     for (const pid of record.children) if (processAlive(pid) && belongsTo(pid, dir)) process.kill(pid, "SIGKILL");
+    if (process.platform === "linux") killProcessesMentioning(dir);
     rmSync(dir, { recursive: true, force: true });
     removed.push(dir);
   }

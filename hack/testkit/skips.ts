@@ -11,6 +11,11 @@ export interface ExternalTool {
   /** What the skipped tests check, e.g. "hack/*.sh and .ci/run pass shellcheck". */
   checks: string;
   install: string;
+  /**
+   * Why the tool cannot run here, undefined when it can; for tools that are more than one command (a NetBox needs
+   * Python 3.12, PostgreSQL and Redis). Without it, the tool is missing when `command --version` fails.
+   */
+  missing?: () => string | undefined;
 }
 
 export const SHELLCHECK: ExternalTool = {
@@ -21,7 +26,7 @@ export const SHELLCHECK: ExternalTool = {
 
 // Mocha loads the root hook file and the spec files through different module loaders, so this module is evaluated
 // twice in one run: the list lives on globalThis, where both copies find the same one.
-type Skipped = Map<string, { tool: ExternalTool; tests: number }>;
+type Skipped = Map<string, { tool: ExternalTool; tests: number; why: string }>;
 const KEY = Symbol.for("metal3-ipam-ts.skippedTools");
 const store = globalThis as typeof globalThis & { [KEY]?: Skipped };
 const skipped: Skipped = (store[KEY] ??= new Map() as Skipped);
@@ -33,8 +38,9 @@ export function installed(command: string): boolean {
 
 /** Skips the running test (or hook's suite) when `tool` is not installed, and remembers it for the summary. */
 export function skipWithout(ctx: Mocha.Context, tool: ExternalTool): void {
-  if (installed(tool.command)) return;
-  const seen = skipped.get(tool.command) ?? { tool, tests: 0 };
+  const why = tool.missing ? tool.missing() : installed(tool.command) ? undefined : `${tool.command} is not installed`;
+  if (why === undefined) return;
+  const seen = skipped.get(tool.command) ?? { tool, tests: 0, why };
   seen.tests += 1;
   skipped.set(tool.command, seen);
   ctx.skip();
@@ -43,8 +49,7 @@ export function skipWithout(ctx: Mocha.Context, tool: ExternalTool): void {
 /** One line per missing tool: what was skipped and the command that adds it. */
 export function skippedToolLines(): string[] {
   return [...skipped.values()].map(
-    ({ tool, tests }) =>
-      `skipped ${tests} test${tests === 1 ? "" : "s"} (${tool.checks}): ${tool.command} is not installed; ` +
-      `add it with: ${tool.install}`,
+    ({ tool, tests, why }) =>
+      `skipped ${tests} test${tests === 1 ? "" : "s"} (${tool.checks}): ${why}; add it with: ${tool.install}`,
   );
 }

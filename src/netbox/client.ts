@@ -1,0 +1,216 @@
+/**
+ * netBoxClient: the NetBoxClient contract (types.ts) over NetBox's REST API. Pure HTTP: it knows nothing of
+ * Kubernetes. The query filters it relies on are listed, as checked on NetBox 4.7.3, in README.md.
+ */
+import { inRange, rangeToCidrs, usablePrefixSize } from "./cidr.js";
+import { NetBoxError } from "./errors.js";
+import { NetBoxHttp, type NetBoxRequest } from "./http.js";
+import {
+  addressOf,
+  allocationBody,
+  pageOf,
+  prefixOf,
+  rangeOf,
+  type PrefixRecord,
+  type RangeRecord,
+} from "./records.js";
+import type {
+  AllocationRequest,
+  NetBoxAddress,
+  NetBoxClient,
+  NetBoxClientOptions,
+  NetBoxEndpoint,
+  NetBoxParent,
+  PrefixInfo,
+  RangeInfo,
+} from "./types.js";
+
+export * from "./types.js";
+export { NetBoxError, isNetBoxError } from "./errors.js";
+
+/** NetBox's default MAX_PAGE_SIZE: the most one page may hold. */
+const DEFAULT_PAGE_SIZE = 1000;
+
+const ROUTES = {
+  prefix: "/api/ipam/prefixes/{id}/",
+  prefixes: "/api/ipam/prefixes/",
+  range: "/api/ipam/ip-ranges/{id}/",
+  ranges: "/api/ipam/ip-ranges/",
+  address: "/api/ipam/ip-addresses/{id}/",
+  addresses: "/api/ipam/ip-addresses/",
+  tags: "/api/extras/tags/",
+  available: {
+    prefix: "/api/ipam/prefixes/{id}/available-ips/",
+    "ip-range": "/api/ipam/ip-ranges/{id}/available-ips/",
+  },
+} as const;
+
+/** The `vrf_id` filter value of a VRF: its id, or `null` for the global table. */
+const vrfFilter = (vrfId: number | undefined): string => (vrfId === undefined ? "null" : String(vrfId));
+
+/** A client for one endpoint. Keep it for the endpoint's life: it holds the endpoint's keep-alive connections. */
+export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOptions): NetBoxClient & { close(): void } {
+  const http = new NetBoxHttp(endpoint, options);
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const get = async (req: Omit<NetBoxRequest, "method">): Promise<unknown> =>
+    (await http.send({ ...req, method: "GET" })).body;
+
+  /** The one record a list query finds; NotFound for none, BadRequest for several. */
+  const only = async (route: string, query: NetBoxRequest["query"], what: string): Promise<unknown> => {
+    const page = pageOf(await get({ route, query: { ...query, limit: 2 } }), what);
+    if (page.count === 0) throw new NetBoxError(`NetBox has no ${what}`, "NotFound", 404);
+    if (page.count > 1) throw new NetBoxError(`NetBox has ${page.count} of ${what}: name it by id`, "BadRequest");
+    return page.results[0];
+  };
+
+  const prefixRecord = async (q: { id?: number; cidr?: string; vrfId?: number }): Promise<PrefixRecord> => {
+    if (q.id !== undefined) return prefixOf(await get({ route: ROUTES.prefix, params: { id: q.id } }));
+    if (!q.cidr) throw new NetBoxError("findPrefix needs an id or a CIDR", "BadRequest");
+    const what = `prefix ${q.cidr} in ${q.vrfId === undefined ? "the global table" : `VRF ${q.vrfId}`}`;
+    return prefixOf(await only(ROUTES.prefixes, { prefix: q.cidr, vrf_id: vrfFilter(q.vrfId) }, what));
+  };
+
+  const rangeRecord = async (q: {
+    id?: number;
+    start?: string;
+    end?: string;
+    vrfId?: number;
+  }): Promise<RangeRecord> => {
+    if (q.id !== undefined) return rangeOf(await get({ route: ROUTES.range, params: { id: q.id } }));
+    if (!q.start || !q.end) throw new NetBoxError("findRange needs an id or a start and an end", "BadRequest");
+    const what = `IP range ${q.start}-${q.end} in ${q.vrfId === undefined ? "the global table" : `VRF ${q.vrfId}`}`;
+    const query = { start_address: q.start, end_address: q.end, vrf_id: vrfFilter(q.vrfId) };
+    return rangeOf(await only(ROUTES.ranges, query, what));
+  };
+
+  /** The `parent` and `vrf_id` filters that select the addresses inside a parent. */
+  const scopeOf = async (parent: NetBoxParent): Promise<{ parents: string[]; vrfId?: number; range?: RangeRecord }> => {
+    if (parent.kind === "prefix") {
+      const p = await prefixRecord({ id: parent.id });
+      return { parents: [p.prefix], ...(p.vrfId !== undefined ? { vrfId: p.vrfId } : {}) };
+    }
+    const r = await rangeRecord({ id: parent.id });
+    return { parents: rangeToCidrs(r.start, r.end), range: r, ...(r.vrfId !== undefined ? { vrfId: r.vrfId } : {}) };
+  };
+
+  /**
+   * Records matching `filters` inside the scope, every page, by ascending id: each page asks for ids above the last
+   * one seen (keyset paging, so records created or deleted meanwhile shift nothing), and the answer's `count` (what
+   * is left) says when the page was the last, whatever page size the server caps `limit` at (its MAX_PAGE_SIZE).
+   */
+  const listIn = async (
+    scope: { parents: string[]; vrfId?: number },
+    filters: Record<string, string | undefined>,
+  ): Promise<NetBoxAddress[]> => {
+    const found: NetBoxAddress[] = [];
+    for (let after = 0; ;) {
+      const answer = await http.send({
+        method: "GET",
+        route: ROUTES.addresses,
+        query: { vrf_id: vrfFilter(scope.vrfId), ...filters, ordering: "id", id__gt: after, limit: pageSize },
+        multi: { parent: scope.parents },
+      });
+      const page = pageOf(answer.body, "a list of IP addresses");
+      const addresses = page.results.map(addressOf);
+      found.push(...addresses);
+      const last = addresses[addresses.length - 1];
+      if (!last || addresses.length >= page.count) return found;
+      after = last.id;
+    }
+  };
+
+  /** How many address records lie in the scope. */
+  const countIn = async (scope: { parents: string[]; vrfId?: number }): Promise<number> => {
+    const body = await http.send({
+      method: "GET",
+      route: ROUTES.addresses,
+      query: { vrf_id: vrfFilter(scope.vrfId), limit: 1, brief: "true" },
+      multi: { parent: scope.parents },
+    });
+    return pageOf(body.body, "a list of IP addresses").count;
+  };
+
+  return {
+    close: () => http.close(),
+
+    async findPrefix(q): Promise<PrefixInfo> {
+      const p = await prefixRecord(q);
+      const used = await countIn({ parents: [p.prefix], ...(p.vrfId !== undefined ? { vrfId: p.vrfId } : {}) });
+      return {
+        id: p.id,
+        cidr: p.prefix,
+        size: usablePrefixSize(p.prefix, p.isPool),
+        used,
+        ...(p.vrfId !== undefined ? { vrfId: p.vrfId } : {}),
+      };
+    },
+
+    async findRange(q): Promise<RangeInfo> {
+      const r = await rangeRecord(q);
+      const used = await countIn({
+        parents: rangeToCidrs(r.start, r.end),
+        ...(r.vrfId !== undefined ? { vrfId: r.vrfId } : {}),
+      });
+      return {
+        id: r.id,
+        start: r.start,
+        end: r.end,
+        size: r.size,
+        used,
+        ...(r.vrfId !== undefined ? { vrfId: r.vrfId } : {}),
+      };
+    },
+
+    async listOwned(parent, tag, description): Promise<NetBoxAddress[]> {
+      const scope = await scopeOf(parent);
+      let found: NetBoxAddress[];
+      try {
+        found = await listIn(scope, { tag, description });
+      } catch (err) {
+        // NetBox refuses a filter on a tag that does not exist (400 "tag: Select a valid choice"): nothing carries it.
+        if (err instanceof NetBoxError && err.status === 400 && /\btag: /.test(err.message)) return [];
+        throw err;
+      }
+      // `parent` filters by CIDR blocks that cover a range exactly; checking the bounds again costs nothing.
+      const range = scope.range;
+      return range ? found.filter((a) => inRange(a.address, range.start, range.end)) : found;
+    },
+
+    async allocate(parent, requests: AllocationRequest[]): Promise<NetBoxAddress[]> {
+      if (requests.length === 0) return [];
+      const answer = await http.send({
+        method: "POST",
+        route: ROUTES.available[parent.kind],
+        params: { id: parent.id },
+        body: requests.map(allocationBody),
+      });
+      const list = Array.isArray(answer.body) ? answer.body : [answer.body];
+      if (list.length !== requests.length)
+        throw new NetBoxError(`NetBox created ${list.length} addresses for ${requests.length} requests`, "ServerError");
+      return list.map(addressOf);
+    },
+
+    async getAddress(id): Promise<NetBoxAddress | undefined> {
+      const answer = await http.send({ method: "GET", route: ROUTES.address, params: { id }, accept: [404] });
+      return answer.status === 404 ? undefined : addressOf(answer.body);
+    },
+
+    async deleteAddress(id): Promise<void> {
+      await http.send({ method: "DELETE", route: ROUTES.address, params: { id }, accept: [404] });
+    },
+
+    async ensureTag(slug, name): Promise<void> {
+      const exists = async (): Promise<boolean> =>
+        pageOf(await get({ route: ROUTES.tags, query: { slug, limit: 1 } }), "a list of tags").count > 0;
+      if (await exists()) return;
+      try {
+        await http.send({ method: "POST", route: ROUTES.tags, body: { name, slug } });
+      } catch (err) {
+        // Another writer may have created it between our read and our write: then it exists, which is all we want.
+        // NetBox answers that race with 400 (its validation saw the other tag) or 500 (IntegrityError: it did not).
+        const raced = err instanceof NetBoxError && (err.reason === "BadRequest" || err.reason === "ServerError");
+        if (!(raced && (await exists()))) throw err;
+      }
+    },
+  };
+}

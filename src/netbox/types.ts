@@ -1,0 +1,126 @@
+/**
+ * The NetBox client's contract: what the controller asks of an external IPAM (issue 26). Pure data and one
+ * interface; client.ts implements it over NetBox's REST API.
+ */
+
+/** Where a NetBox answers and who we are to it. */
+export interface NetBoxEndpoint {
+  /** Base URL, `https://netbox.example.com` or `http://127.0.0.1:8000`; a path prefix (`/netbox`) is kept. */
+  url: string;
+  /**
+   * An API token as NetBox shows it once at creation: a v2 token `nbt_<key>.<secret>` (sent as `Bearer`), or a
+   * legacy 40-character v1 token (sent as `Token`). It never appears in an error, a log line or a thrown object.
+   */
+  token: string;
+  /** PEM certificates trusted for an `https` URL instead of the system's roots. */
+  caBundle?: string;
+}
+
+/** The NetBox object addresses are allocated from. */
+export type NetBoxParent = { kind: "prefix" | "ip-range"; id: number };
+
+/** One IP address record. */
+export interface NetBoxAddress {
+  id: number;
+  /** With its mask, as NetBox returns it: `10.0.0.5/24`. */
+  address: string;
+  description: string;
+  dnsName: string;
+  /** Tag slugs. */
+  tags: string[];
+  tenantId?: number;
+  /** NetBox's status value: `active`, `reserved`, `deprecated`, `dhcp`, `slaac`. */
+  status: string;
+  /** The VRF's id; absent for the global table. */
+  vrfId?: number;
+}
+
+/** What one new record carries. */
+export interface AllocationRequest {
+  description: string;
+  /** Tag slugs; each tag must exist (see ensureTag). */
+  tags?: string[];
+  tenantId?: number;
+  dnsName?: string;
+}
+
+/** A prefix and how full it is. */
+export interface PrefixInfo {
+  id: number;
+  /** `10.0.0.0/24`. */
+  cidr: string;
+  vrfId?: number;
+  /** Addresses NetBox may hand out: the whole prefix, less network and broadcast on IPv4 below /31 unless a pool. */
+  size: number;
+  /** IP address records inside it (same VRF). */
+  used: number;
+}
+
+/** An IP range and how full it is. */
+export interface RangeInfo {
+  id: number;
+  /** First and last address with the range's mask, as NetBox returns them: `10.0.1.10/24`. */
+  start: string;
+  end: string;
+  vrfId?: number;
+  size: number;
+  used: number;
+}
+
+export interface NetBoxClient {
+  /**
+   * A prefix by id, or by CIDR plus VRF (no vrfId: the global table). NotFound when absent; BadRequest when a CIDR
+   * names several prefixes (NetBox allows duplicates): ask by id then.
+   */
+  findPrefix(q: { id?: number; cidr?: string; vrfId?: number }): Promise<PrefixInfo>;
+  /** An IP range by id, or by its first and last address (without mask) plus VRF. NotFound when absent. */
+  findRange(q: { id?: number; start?: string; end?: string; vrfId?: number }): Promise<RangeInfo>;
+  /**
+   * Every address inside the parent (same VRF) that carries tag `tag`, optionally only those whose description is
+   * exactly `description`. Reads every page.
+   */
+  listOwned(parent: NetBoxParent, tag: string, description?: string): Promise<NetBoxAddress[]>;
+  /**
+   * One POST to the parent's available-ips with the whole list: NetBox creates one record per request, lowest free
+   * addresses first, all or none, under its allocation lock. Exhausted when fewer are free than asked for.
+   */
+  allocate(parent: NetBoxParent, requests: AllocationRequest[]): Promise<NetBoxAddress[]>;
+  /** The record, or undefined when it does not exist. */
+  getAddress(id: number): Promise<NetBoxAddress | undefined>;
+  /** Deletes the record; one already gone counts as deleted. */
+  deleteAddress(id: number): Promise<void>;
+  /** Creates the tag when no tag has this slug; an existing one is left as it is. */
+  ensureTag(slug: string, name: string): Promise<void>;
+}
+
+/** One finished request, for metrics and logs. Carries no credential and no query string. */
+export interface NetBoxObservation {
+  method: string;
+  /** The templated path: `/api/ipam/prefixes/{id}/available-ips/`. */
+  route: string;
+  /** The HTTP status, when an answer came. */
+  status?: number;
+  /** Set when the request failed. */
+  reason?: NetBoxErrorReason;
+  seconds: number;
+}
+
+export interface NetBoxClientOptions {
+  /** Deadline of each HTTP request, from sending to the last byte of the answer. */
+  timeoutMs: number;
+  userAgent: string;
+  observe?: (o: NetBoxObservation) => void;
+  /** Records per list page; default 1000, NetBox's default MAX_PAGE_SIZE (tests make it small to see paging). */
+  pageSize?: number;
+}
+
+export type NetBoxErrorReason =
+  | "Unreachable"
+  | "Timeout"
+  | "Unauthorized"
+  | "Forbidden"
+  | "NotFound"
+  | "Throttled"
+  | "Exhausted"
+  | "ServerError"
+  | "BadRequest";
