@@ -18,6 +18,7 @@ import {
   INCLUSTER_POOL_KIND,
   INCLUSTER_VERSION,
 } from "./incluster/types.js";
+import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./netbox/types.js";
 import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND, VERSION } from "./v1alpha1/types.js";
 
 /** A resource kind and every version of it we can speak. */
@@ -109,6 +110,23 @@ export const GLOBAL_INCLUSTER_IPPOOL = {
   kind: GLOBAL_INCLUSTER_POOL_KIND,
   plural: "globalinclusterippools",
   versions: [INCLUSTER_VERSION],
+  namespaced: false,
+} as const satisfies ResourceDescriptor;
+
+/** A pool whose addresses NetBox hands out (`netbox.ipam.cluster.x-k8s.io/v1alpha1`), served when its CRD is installed. */
+export const NETBOX_IPPOOL = {
+  group: NETBOX_GROUP,
+  kind: NETBOX_POOL_KIND,
+  plural: "netboxippools",
+  versions: [NETBOX_VERSION],
+  namespaced: true,
+} as const satisfies ResourceDescriptor;
+/** The cluster-scoped NetBox pool, used by claims of every namespace. */
+export const GLOBAL_NETBOX_IPPOOL = {
+  group: NETBOX_GROUP,
+  kind: GLOBAL_NETBOX_POOL_KIND,
+  plural: "globalnetboxippools",
+  versions: [NETBOX_VERSION],
   namespaced: false,
 } as const satisfies ResourceDescriptor;
 

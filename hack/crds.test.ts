@@ -16,6 +16,8 @@ import {
   INCLUSTER_CRD_LABELS,
   renderCrds,
 } from "./crds.js";
+import { NETBOX_CRDS } from "../api/netbox/schema.js";
+import { NETBOX_GROUP } from "../api/netbox/types.js";
 import { GLOBAL_INCLUSTER_IPPOOL_CRD, INCLUSTER_CRDS, INCLUSTER_IPPOOL_CRD } from "../api/incluster/schema.js";
 import { INCLUSTER_DEPRECATED_VERSION, INCLUSTER_GROUP, INCLUSTER_VERSION } from "../api/incluster/types.js";
 import { CONVERSION_PATH } from "../src/webhooks/conversion.js";
@@ -170,7 +172,7 @@ function walk(
 }
 
 function crdForKind(kind: unknown): CrdDefinition {
-  const def = CRDS.find((d) => d.kind === kind);
+  const def = [...CRDS, ...NETBOX_CRDS].find((d) => d.kind === kind);
   if (!def) throw new Error(`no CRD for kind ${String(kind)}`);
   return def;
 }
@@ -215,15 +217,19 @@ describe("api/v1alpha1 CRDs", () => {
           metadata: { name: string; labels: Record<string, string> };
           spec: { names: { plural: string; kind: string }; versions: { subresources: object }[] };
         };
+        // The NetBox pools are roots of a move, as the in-cluster pools are (hack/crds.ts NETBOX_CRD_LABELS).
+        const netbox = relPath.includes(`/${NETBOX_GROUP}_`);
         expect(crd.metadata.labels).to.deep.equal({
           [CLUSTERCTL_LABEL]: "",
           [PROVIDER_LABEL]: PROVIDER_NAME,
           // Cluster API's provider-contract labels: contract version → our CRD versions implementing it.
           "cluster.x-k8s.io/v1beta1": "v1alpha1",
           "cluster.x-k8s.io/v1beta2": "v1alpha1",
+          ...(netbox ? { [`${CLUSTERCTL_LABEL}/move-hierarchy`]: "" } : {}),
         });
-        expect(crd.metadata.name).to.equal(`${crd.spec.names.plural}.${GROUP}`);
-        expect(relPath).to.equal(`${CRD_BASES_DIR}/${GROUP}_${crd.spec.names.plural}.yaml`);
+        const group = netbox ? NETBOX_GROUP : GROUP;
+        expect(crd.metadata.name).to.equal(`${crd.spec.names.plural}.${group}`);
+        expect(relPath).to.equal(`${CRD_BASES_DIR}/${group}_${crd.spec.names.plural}.yaml`);
         const def = crdForKind(crd.spec.names.kind);
         expect(crd.spec.versions[0]?.subresources).to.deep.equal(def.statusSubresource ? { status: {} } : {});
       }
@@ -606,7 +612,7 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
   it("ship as a component of their own, outside config/crd's kustomization and off by default", async () => {
     const rendered = renderCrds();
     const crdKustomization = yaml.load(rendered.get(CRD_KUSTOMIZATION) ?? "") as { resources: string[] };
-    expect(crdKustomization.resources.filter((r) => r.includes(INCLUSTER_GROUP))).to.deep.equal([]);
+    expect(crdKustomization.resources.filter((r) => r.startsWith(`bases/${INCLUSTER_GROUP}_`))).to.deep.equal([]);
     const own = yaml.load(rendered.get(`${INCLUSTER_CRD_DIR}/kustomization.yaml`) ?? "") as { resources: string[] };
     expect(own.resources).to.deep.equal(INCLUSTER_CRDS.map((d) => `${INCLUSTER_GROUP}_${d.plural}.yaml`));
     const component = yaml.load(rendered.get(INCLUSTER_COMPONENT) ?? "") as { kind: string; resources: string[] };
@@ -629,7 +635,9 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
         (o) => o.kind === "CustomResourceDefinition",
       );
     const defaults = readFileSync(join(repoRoot, "config", "default", "kustomization.yaml"), "utf8");
-    expect(crdsOf(join(repoRoot, "config", "default")).map((o) => o.metadata.name)).to.have.length(CRDS.length);
+    expect(crdsOf(join(repoRoot, "config", "default")).map((o) => o.metadata.name)).to.have.length(
+      CRDS.length + NETBOX_CRDS.length,
+    );
     const work = mkdtempSync(join(tmpdir(), "config-"));
     try {
       cpSync(join(repoRoot, "config"), work, { recursive: true });
@@ -638,7 +646,7 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
         .replace(/^#(\s+- \.\.\/components\/incluster)$/m, "$1");
       expect(enabled).to.not.equal(defaults);
       writeFileSync(join(work, "default", "kustomization.yaml"), enabled);
-      const theirs = crdsOf(join(work, "default")).filter((o) => o.metadata.name.endsWith(`.${INCLUSTER_GROUP}`));
+      const theirs = crdsOf(join(work, "default")).filter((o) => o.metadata.name.split(".").slice(1).join(".") === INCLUSTER_GROUP);
       expect(theirs.map((o) => o.metadata.name)).to.have.members(
         INCLUSTER_CRDS.map((d) => `${d.plural}.${INCLUSTER_GROUP}`),
       );

@@ -4,6 +4,7 @@
  * comes from the pool's {@link PoolKind}.
  */
 import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
+import { CLUSTER_NAME_LABEL } from "../../../api/v1alpha1/types.js";
 import { keyOf } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { pauseState } from "../clusters.js";
@@ -11,12 +12,12 @@ import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
 import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
 import type { BucketChange } from "../../kube/journal.js";
 import type { PoolKinds } from "../pools/registry.js";
-import type { PoolKind, PoolRecord } from "../pools/kind.js";
+import type { ExternalClaim, PoolKind, PoolRecord } from "../pools/kind.js";
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
 import { planCapiClaim } from "./plan.js";
-import { capiAddressToPool, capiClaimClusterName, capiClaimToPool } from "./translate.js";
+import { capiAddressToPool, capiClaimClusterName, capiClaimToPool, capiHolderName } from "./translate.js";
 
 /** The selectable field naming the pool of a Cluster API IPAddress (not selectable in Cluster API's CRDs: read here). */
 const CAPI_ADDRESS_POOL_FIELD = {
@@ -123,6 +124,7 @@ export class IPAddressClaimApi implements ClaimApi {
           addressApiVersion: capi.addresses.client.apiVersion(),
           heldByAnother: pass.heldByAnother,
           now: ctx.now,
+          ...(pass.external ? { external: pass.external } : {}),
         });
         return { write: () => applyCapiClaimAction(pass, capi, action), settled: action.kind === "bind" };
       },
@@ -152,8 +154,31 @@ export class IPAddressClaimApi implements ClaimApi {
         ipAddress: address.metadata.name,
         claim: address.spec.claimRef.name,
       });
+      await this.releaseOrphanExternally(pass, address);
       await releaseCapiAddress(pass.ctx, pass.kind, capi, address);
     }
+  }
+
+  externalClaim(pass: Pass, object: KubeObject): ExternalClaim | undefined {
+    const claim = object as IPAddressClaim;
+    if (!pass.pool || !this.needsAllocation(claim) || this.store.movedAway.has(claim.metadata.uid ?? ""))
+      return undefined;
+    const clusterName = capiClaimClusterName(claim, pass.kind, pass.pool);
+    const pause = pauseState(claim.metadata, clusterName, this.store.lookupCluster);
+    if (pause.paused || pause.clusterMissing) return undefined;
+    const namespace = claim.metadata.namespace ?? "";
+    return { holder: capiHolderName(pass.kind, namespace, claim.metadata.name ?? ""), claim, cluster: clusterName };
+  }
+
+  /** An orphan's record in an external engine (NetBox) goes first, named by the claim the orphan was made for. */
+  private async releaseOrphanExternally(pass: Pass, address: CapiIPAddress): Promise<void> {
+    if (!pass.kind.external || !pass.pool) return;
+    const identity = {
+      namespace: address.metadata.namespace ?? "",
+      name: address.spec.claimRef.name,
+      cluster: address.metadata.labels?.[CLUSTER_NAME_LABEL],
+    };
+    await pass.kind.external.release(pass.pool, identity, { store: this.store, log: pass.ctx.log });
   }
 
   pending(key: string): number {

@@ -11,7 +11,14 @@ import type { PoolKind } from "../pools/kind.js";
 import type { ApplyContext, Pass } from "../pools/pass.js";
 import type { CapiInformers } from "../store.js";
 import type { CapiClaimAction } from "./plan.js";
-import { capiHolderName, capiReason, claimStatus, recordRepair, type ReadyInput } from "./translate.js";
+import {
+  capiClaimClusterName,
+  capiHolderName,
+  capiReason,
+  claimStatus,
+  recordRepair,
+  type ReadyInput,
+} from "./translate.js";
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
 export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, action: CapiClaimAction): Promise<void> {
@@ -20,6 +27,7 @@ export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, acti
     case "skip":
       return;
     case "release":
+      await releaseExternal(pass, action.claim);
       return await release(ctx, kind, capi, action.claim, action.addresses);
     case "hold":
       // The address stays held by its record; the pool runs again when the period ends (the claim stays unsettled,
@@ -69,6 +77,26 @@ async function release(
       ipAddressClaim: claim.metadata.name,
       addresses: addresses.map((a) => a.spec.address),
     });
+}
+
+/**
+ * Gives back what an external engine (NetBox) recorded for `claim`, before anything is released here: if the engine
+ * cannot be reached the pass fails, the claim keeps its finalizer and the release is retried, so nothing is left
+ * behind in the engine. A pool that is gone names no engine to ask: logged, and the release goes on.
+ */
+async function releaseExternal(pass: Pass, claim: IPAddressClaim): Promise<void> {
+  const { kind, pool, ctx } = pass;
+  if (!kind.external) return;
+  const identity = {
+    namespace: claim.metadata.namespace ?? "",
+    name: claim.metadata.name ?? "",
+    cluster: capiClaimClusterName(claim, kind, pool),
+  };
+  if (!pool) {
+    ctx.log.warn("Pool is gone: its engine's record of the claim cannot be released", identity);
+    return;
+  }
+  await kind.external.release(pool, identity, { store: ctx.store, log: ctx.log });
 }
 
 /** The allocator's holder of a Cluster API IPAddress in a pool of `kind`: its claim. */

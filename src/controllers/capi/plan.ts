@@ -9,7 +9,7 @@ import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
 import { byName, isDeletedForMove, isDeleting, onlyOurFinalizers } from "../meta.js";
 import { allocationRefusal, chooseAddress, requestedAddressOf } from "../pools/choose.js";
-import type { PoolKind, PoolObject } from "../pools/kind.js";
+import type { ExternalAnswer, PoolKind, PoolObject } from "../pools/kind.js";
 import { belongsToCapiClaim, capiHolderName, desiredCapiAddress, madeForCapiClaim, samePool } from "./translate.js";
 
 export type CapiClaimAction =
@@ -44,6 +44,8 @@ export interface CapiClaimPlanInput {
   heldByAnother?: (record: CapiIPAddress) => boolean;
   /** The pass's clock, for the reuse grace period of a deleted claim. */
   now: Date;
+  /** The external engine's answers of this pass (kinds with one only), by holder name. */
+  external?: ReadonlyMap<string, ExternalAnswer>;
 }
 
 /** The next step for `input.claim`. */
@@ -132,6 +134,7 @@ function allocate(
         : undefined;
     },
     onCollision: input.onCollision,
+    ...(input.external ? { external: input.external } : {}),
   });
   if (!choice.ok) return fail(claim, choice.reason, choice.message);
   return {

@@ -4,7 +4,7 @@
  */
 import { IP_ADDRESS_ANNOTATION, Reasons, type ObjectMeta, type Reason } from "../../../api/v1alpha1/types.js";
 import type { AllocationResult, PoolAllocator } from "../../ipam/allocator.js";
-import type { PoolKind, PoolObject } from "./kind.js";
+import type { ExternalAnswer, PoolKind, PoolObject } from "./kind.js";
 
 /** The `ipAddress` annotation as a request; empty means absent, as Metal3 reads it (spec §6). */
 export function requestedAddressOf(meta: ObjectMeta): string | undefined {
@@ -39,6 +39,8 @@ export interface AddressChoiceInput {
   /** The pool of the object (of the kind the claim's record will be) that already bears `name`, when not this pool. */
   nameHeldByOtherPool: (name: string) => string | undefined;
   onCollision: (message: string) => void;
+  /** The external engine's answers of this pass (kinds with one only), by holder name. */
+  external?: ReadonlyMap<string, ExternalAnswer>;
 }
 
 type Allocated = Extract<AllocationResult, { ok: true }>;
@@ -54,8 +56,12 @@ export type AddressChoice =
  * that asked for exactly that address fails); a kind naming records after the claim fails the claim.
  */
 export function chooseAddress(input: AddressChoiceInput): AddressChoice {
-  const { claimName, claimKind, requestedAddress, kind, pool, allocator } = input;
+  const { claimName, claimKind, kind, pool, allocator } = input;
   const holderName = input.holderName ?? claimName;
+  const external = input.external && externalRequest(input.external, holderName);
+  if (external && !external.ok) return { ok: false, reason: external.reason, message: external.message };
+  // An engine's address is the claim's request: the allocator still refuses it when another record holds it.
+  const requestedAddress = external ? external.address : input.requestedAddress;
   // Each round either succeeds or marks one colliding address taken, so this ends within the pool's size; the cap
   // only bounds a pathological pass (the claim then fails and is retried on the next event).
   for (let round = 0; round < 256; round++) {
@@ -85,4 +91,21 @@ export function chooseAddress(input: AddressChoiceInput): AddressChoice {
     return { ok: true, name, result };
   }
   return { ok: false, reason: Reasons.AllocationFailed, message: "Too many name collisions in one pass; will retry" };
+}
+
+/**
+ * The engine's address for `holder` as a request, or why there is none. No answer means the claim arrived after the
+ * engine was asked (it is planned again on the next pass).
+ */
+function externalRequest(
+  answers: ReadonlyMap<string, ExternalAnswer>,
+  holder: string,
+): { ok: true; address: string } | { ok: false; reason: Reason; message: string } {
+  return (
+    answers.get(holder) ?? {
+      ok: false,
+      reason: Reasons.AllocationFailed,
+      message: "Waiting for the address engine to be asked for this claim",
+    }
+  );
 }

@@ -64,6 +64,49 @@ export interface KindContext {
   log: Logger;
 }
 
+/** A claim about to be given a new address by an engine outside Kubernetes (see {@link ExternalEngine}). */
+export interface ExternalClaim {
+  /** The claim's name in the allocator (see capiHolderName): how the pass finds the engine's answer. */
+  holder: string;
+  claim: KubeObject;
+  /** The claim's Cluster, when it names one (recorded in the engine for people). */
+  cluster: string | undefined;
+}
+
+/** The engine's answer for one claim: the address it recorded for the claim, or why there is none. */
+export type ExternalAnswer =
+  | { ok: true; address: string }
+  | {
+      ok: false;
+      reason: Reason;
+      message: string;
+      /** Set when the engine could not be asked: the pool runs again after this long (a full pass). */
+      retryAfterMs?: number;
+    };
+
+/**
+ * An engine outside Kubernetes that decides addresses (NetBox): the pass asks it, in one call before it decides,
+ * for every claim it is about to give an address, and then decides with the engine's addresses as the claims'
+ * requests, so the allocator still refuses an address another record of the pool holds. Contract:
+ * - `obtain` is idempotent per claim: a claim asked for again (a lost answer, a crash before its record was created,
+ *   a retry) gets the address the engine already recorded for it, never a second one. It never throws for one
+ *   claim's sake: failures are answers; it throws only when nothing could be asked (the pass then backs off).
+ * - `release` gives the engine back whatever it recorded for a claim that is gone; absent records are done.
+ */
+export interface ExternalEngine<P extends PoolObject = PoolObject> {
+  obtain(pool: P, claims: readonly ExternalClaim[], ctx: KindContext): Promise<Map<string, ExternalAnswer>>;
+  /** Releases what the engine recorded for the claim `claim` (namespace, name, cluster) of `pool`. */
+  release(pool: P, claim: ClaimIdentity, ctx: KindContext): Promise<void>;
+}
+
+/** Who a record in an external engine was made for: what survives `clusterctl move` (names, not uids). */
+export interface ClaimIdentity {
+  namespace: string;
+  name: string;
+  /** The claim's Cluster (spec.clusterName or the cluster-name label), when it names one. */
+  cluster: string | undefined;
+}
+
 /** One kind of pool. `P` is its object type. */
 export interface PoolKind<P extends PoolObject = PoolObject> {
   /** Group, kind, plural, scope and versions (api/registry.ts). A cluster-scoped kind serves claims of every namespace. */
@@ -132,6 +175,8 @@ export interface PoolKind<P extends PoolObject = PoolObject> {
    * the pass drops those series when the pool is gone.
    */
   desiredStatus(pool: P, input: StatusInput): StatusDecision | undefined;
+  /** Set for kinds whose addresses an engine outside Kubernetes hands out; absent for in-memory kinds. */
+  readonly external?: ExternalEngine<P>;
 }
 
 /** The {@link PoolRef} of a pool object of `kind`. */

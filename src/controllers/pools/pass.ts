@@ -12,7 +12,7 @@ import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
 import type { PoolRef } from "./indexes.js";
-import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
+import type { ExternalAnswer, ExternalClaim, PoolKind, PoolObject, PoolRecord } from "./kind.js";
 
 /** What the pass reads of a claim API's records cache (an Informer of the record type satisfies it). */
 export interface RecordCache {
@@ -35,6 +35,8 @@ export interface ApplyContext {
   now: Date;
   /** Set when a write lost a race; the pool is reconciled again soon. */
   requeue: boolean;
+  /** Set when an external engine could not be asked: the pool runs again (a full pass) after this long. */
+  retryAfterMs?: number;
   /** Set when the pool's status write was held back: the pass to run once it is due. */
   statusDueInMs?: number;
   /** Set when a decision waits for a time (a deleted claim's reuse grace period): the pass to run then. */
@@ -63,6 +65,8 @@ export interface Pass {
   onCollision: (message: string) => void;
   /** Whether another record of the pool (of either API) holds the address `record` holds. */
   heldByAnother: (record: PoolRecord) => boolean;
+  /** For a kind with an external engine: its answers for this pass's claims, by holder name (see ExternalEngine). */
+  external?: ReadonlyMap<string, ExternalAnswer>;
 }
 
 /** One claim's decision, taken in pass order; the write it returns runs later, a few at a time. */
@@ -114,4 +118,9 @@ export interface ClaimApi {
   cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void>;
   /** Live claims of the pool that no record of this API names yet. */
   pending(key: string): number;
+  /**
+   * For pools whose kind has an external engine: `claim` as the engine is asked for it, when this pass would give it
+   * a new address (live, unpaused, no record yet); undefined otherwise. Absent for APIs that never use such kinds.
+   */
+  externalClaim?(pass: Pass, claim: KubeObject): ExternalClaim | undefined;
 }

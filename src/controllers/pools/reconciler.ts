@@ -150,6 +150,7 @@ export class PoolReconciler {
     const confirm = await freshnessBarrier(pass, apis, claims);
     if (confirm) ctx.confirm = confirm;
     const state = await this.stateFor(pass, apis, pool, full ? undefined : kept, changes);
+    if (pool && state) await this.askEngine(pass, pool, claims);
     await this.reconcileClaims(pass, claims, state);
     for (const api of apis) await api.cleanupOrphans(pass, full ? undefined : orphanCandidates(api, key, changes));
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(pass, apis, pools, pool);
@@ -182,6 +183,30 @@ export class PoolReconciler {
     ctx.allocator = state.allocator;
     pass.collisions.push(...state.collisions);
     return state;
+  }
+
+  /**
+   * For a kind whose addresses an external engine hands out: asks it, in one call, for every claim this pass is about
+   * to give an address (ExternalEngine's contract). Its answers become the claims' requests in chooseAddress. When
+   * the engine cannot be asked at all the pass fails and the queue backs off; per-claim failures are answers.
+   */
+  private async askEngine(
+    pass: Pass,
+    pool: PoolObject,
+    claims: ReadonlyMap<ClaimApi, readonly KubeObject[]>,
+  ): Promise<void> {
+    const engine = pass.kind.external;
+    if (!engine || pass.allocationBlocked) return;
+    const asked = [...claims].flatMap(([api, list]) => list.flatMap((claim) => api.externalClaim?.(pass, claim) ?? []));
+    if (asked.length === 0) return;
+    pass.external = await engine.obtain(pool, asked, { store: this.store, log: pass.ctx.log });
+    const waits = [...pass.external.values()].flatMap((a) =>
+      !a.ok && a.retryAfterMs !== undefined ? [a.retryAfterMs] : [],
+    );
+    if (waits.length > 0) {
+      pass.ctx.retryAfterMs = Math.min(...waits);
+      this.fullNext.add(pass.key);
+    }
   }
 
   /**
@@ -421,7 +446,9 @@ export class PoolReconciler {
  * waits for a time (a reuse grace period ends).
  */
 function requeueOf(ctx: ApplyContext): ReconcileResult {
-  const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs, ctx.wakeInMs].filter((ms) => ms !== undefined);
+  const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs, ctx.wakeInMs, ctx.retryAfterMs].filter(
+    (ms) => ms !== undefined,
+  );
   return after.length > 0 ? { requeueAfterMs: Math.min(...after) } : undefined;
 }
 

@@ -1,0 +1,188 @@
+/**
+ * CustomResourceDefinitions of the NetBox pool kinds (api/netbox/types.ts), rendered by `hack/generate-crds.ts` into
+ * `config/crd/bases/` with ours. The structural rules a user gets wrong most (one of prefix and range; a way to find
+ * each) are CEL rules of the schema, so `kubectl apply` refuses them with the field named; what only NetBox can
+ * answer (does the prefix exist, is the token good) is reported on the pool's Ready condition and on its claims.
+ * Plain data, no runtime dependencies.
+ */
+import { GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL } from "../registry.js";
+import type { CrdDefinition, JSONSchemaProps, PrinterColumn } from "../v1alpha1/schema.js";
+import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./types.js";
+
+const str = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSchemaProps => ({
+  type: "string",
+  description,
+  ...extra,
+});
+const int = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSchemaProps => ({
+  type: "integer",
+  format: "int64",
+  description,
+  ...extra,
+});
+
+function instance(global: boolean): JSONSchemaProps {
+  return {
+    type: "object",
+    description: "The NetBox instance: where it is and how to authenticate.",
+    properties: {
+      url: str("Base URL of NetBox, e.g. https://netbox.example.com.", { pattern: "^https?://", minLength: 8 }),
+      credentialsRef: {
+        type: "object",
+        description: global
+          ? "The Secret holding the API token (namespace required for a global pool)."
+          : "The Secret holding the API token, in the pool's namespace.",
+        properties: {
+          name: str("Name of the Secret.", { minLength: 1 }),
+          namespace: str(global ? "Namespace of the Secret." : "Must be empty or the pool's namespace."),
+          key: str("Key of the token in the Secret's data; default token."),
+        },
+        required: global ? ["name", "namespace"] : ["name"],
+      },
+      caBundle: str("PEM certificates to trust for url besides the system roots."),
+    },
+    required: ["url", "credentialsRef"],
+  };
+}
+
+function spec(global: boolean): JSONSchemaProps {
+  const id = int("NetBox id.", { minimum: 1 });
+  const vrfId = int("NetBox VRF id, when the CIDR or bounds are not unique across VRFs.", { minimum: 1 });
+  return {
+    type: "object",
+    description: "Which NetBox prefix or IP range hands out the addresses, and what each IPAddress carries.",
+    properties: {
+      netbox: instance(global),
+      prefix: {
+        type: "object",
+        description: "A NetBox prefix: by id, or by CIDR (and VRF).",
+        properties: { id, cidr: str("CIDR of the prefix, e.g. 10.0.0.0/24."), vrfId },
+        "x-kubernetes-validations": [{ rule: "has(self.id) || has(self.cidr)", message: "prefix needs id or cidr" }],
+      },
+      range: {
+        type: "object",
+        description: "A NetBox IP range: by id, or by its first and last address (and VRF).",
+        properties: {
+          id,
+          start: str("First address of the range."),
+          end: str("Last address of the range."),
+          vrfId,
+        },
+        "x-kubernetes-validations": [
+          { rule: "has(self.id) || (has(self.start) && has(self.end))", message: "range needs id or start and end" },
+        ],
+      },
+      addressPrefix: int("Prefix length written on each IPAddress; default: NetBox's.", { minimum: 0, maximum: 128 }),
+      gateway: str("Gateway written on each IPAddress."),
+      tenantId: int("NetBox tenant id set on each record.", { minimum: 1 }),
+      tags: { type: "array", description: "Tag slugs set on each record besides ours.", items: { type: "string" } },
+      dnsNameTemplate: str("DNS name of each record; {namespace}, {name} and {cluster} are the claim's."),
+    },
+    required: ["netbox"],
+    "x-kubernetes-validations": [
+      { rule: "has(self.prefix) != has(self.range)", message: "exactly one of prefix and range must be set" },
+    ],
+  };
+}
+
+function status(): JSONSchemaProps {
+  return {
+    type: "object",
+    description: "NetBox's view of the pool, and whether NetBox answers.",
+    properties: {
+      ipAddresses: {
+        type: "object",
+        description: "NetBox's utilisation of the prefix or range (everyone's addresses, not only ours).",
+        properties: { total: int("Addresses."), used: int("In use in NetBox."), free: int("total - used.") },
+      },
+      netbox: {
+        type: "object",
+        description: "The prefix or range the pool resolved to.",
+        properties: { kind: str("prefix or ip-range."), id: int("NetBox id."), display: str("How people name it.") },
+      },
+      conditions: {
+        type: "array",
+        description: "Ready: whether NetBox answers and the prefix or range exists.",
+        items: {
+          type: "object",
+          properties: {
+            type: str("Condition type."),
+            status: str("True, False or Unknown."),
+            reason: str("Why, in one word."),
+            message: str("Why, for people."),
+            lastTransitionTime: str("When status last changed.", { format: "date-time" }),
+          },
+          required: ["type", "status", "reason", "message", "lastTransitionTime"],
+        },
+      },
+    },
+  };
+}
+
+function poolSchema(description: string, global: boolean): JSONSchemaProps {
+  return {
+    type: "object",
+    description,
+    properties: {
+      apiVersion: str("Versioned schema of this representation of an object."),
+      kind: str("REST resource this object represents, in CamelCase."),
+      metadata: { type: "object" },
+      spec: spec(global),
+      status: status(),
+    },
+    required: ["spec"],
+  };
+}
+
+function printerColumns(): PrinterColumn[] {
+  return [
+    { name: "NetBox", type: "string", jsonPath: ".status.netbox.display", description: "Prefix or range in NetBox" },
+    { name: "Total", type: "integer", jsonPath: ".status.ipAddresses.total", description: "Addresses in NetBox" },
+    { name: "Used", type: "integer", jsonPath: ".status.ipAddresses.used", description: "In use in NetBox" },
+    {
+      name: "Ready",
+      type: "string",
+      jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+      description: "NetBox answers",
+    },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp", description: "Time since creation" },
+  ];
+}
+
+export const NETBOX_IPPOOL_CRD: CrdDefinition = {
+  group: NETBOX_GROUP,
+  version: NETBOX_VERSION,
+  kind: NETBOX_POOL_KIND,
+  listKind: `${NETBOX_POOL_KIND}List`,
+  plural: NETBOX_IPPOOL.plural,
+  singular: "netboxippool",
+  scope: "Namespaced",
+  shortNames: [],
+  categories: ["cluster-api"],
+  statusSubresource: true,
+  printerColumns: printerColumns(),
+  schema: poolSchema(
+    "NetBoxIPPool hands out addresses NetBox allocates, to the IPAddressClaims of its namespace.",
+    false,
+  ),
+};
+
+export const GLOBAL_NETBOX_IPPOOL_CRD: CrdDefinition = {
+  group: NETBOX_GROUP,
+  version: NETBOX_VERSION,
+  kind: GLOBAL_NETBOX_POOL_KIND,
+  listKind: `${GLOBAL_NETBOX_POOL_KIND}List`,
+  plural: GLOBAL_NETBOX_IPPOOL.plural,
+  singular: "globalnetboxippool",
+  scope: "Cluster",
+  shortNames: [],
+  categories: ["cluster-api"],
+  statusSubresource: true,
+  printerColumns: printerColumns(),
+  schema: poolSchema(
+    "GlobalNetBoxIPPool hands out addresses NetBox allocates, to IPAddressClaims of any namespace.",
+    true,
+  ),
+};
+
+export const NETBOX_CRDS: readonly CrdDefinition[] = [NETBOX_IPPOOL_CRD, GLOBAL_NETBOX_IPPOOL_CRD];

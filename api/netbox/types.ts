@@ -1,0 +1,99 @@
+/**
+ * Pools whose addresses a NetBox instance hands out (issue 26): `NetBoxIPPool` (namespaced) and `GlobalNetBoxIPPool`
+ * (cluster-scoped), served through Cluster API's IPAddressClaim contract. NetBox stays the source of truth: it decides
+ * each address under its own lock, and every record we make there carries the claim's identity (src/netbox/identity.ts).
+ *
+ * Group: the Cluster API IPAM providers that front an external engine name their pools after it in a group of their
+ * own project (Infoblox `InfobloxIPPool`, Nutanix, phpIPAM, an early NetBox provider's `NetboxIPPool` in
+ * `ipam.cluster.x-k8s.io`). Sharing `ipam.cluster.x-k8s.io` would give our CRD the name of that provider's
+ * (`netboxippools.ipam.cluster.x-k8s.io`), and two CRDs of one name cannot be installed side by side; a group of our
+ * own (`netbox.ipam.cluster.x-k8s.io`) keeps both installable and says what serves it. Types and constants only.
+ */
+import type { ObjectMeta } from "../v1alpha1/types.js";
+
+export const NETBOX_GROUP = "netbox.ipam.cluster.x-k8s.io";
+export const NETBOX_VERSION = "v1alpha1";
+export const NETBOX_POOL_KIND = "NetBoxIPPool";
+export const GLOBAL_NETBOX_POOL_KIND = "GlobalNetBoxIPPool";
+
+/** On NetBox pools until no IPAddress refers to them. */
+export const NETBOX_POOL_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ProtectPool";
+/** On IPAddressClaims of NetBox pools until their address is released in NetBox and in Kubernetes. */
+export const NETBOX_CLAIM_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ReleaseAddress";
+/** On the IPAddresses made for claims of NetBox pools, until their claim releases them. */
+export const NETBOX_ADDRESS_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ProtectAddress";
+
+/** The key of the token in the credentials Secret when `credentialsRef.key` is not set. */
+export const DEFAULT_TOKEN_KEY = "token";
+
+/** Where the NetBox instance is and how to authenticate. */
+export interface NetBoxInstance {
+  /** Base URL, e.g. `https://netbox.example.com` (http only for loopback and tests). */
+  url: string;
+  /**
+   * The Secret holding the API token (NetBox v2 tokens `nbt_<key>.<secret>`, or v1). Namespaced pools: a Secret of the
+   * pool's namespace (`namespace` must be absent or equal). Global pools: `namespace` is required.
+   */
+  credentialsRef: { name: string; namespace?: string; key?: string };
+  /** PEM CA bundle to trust for `url` besides the system roots. */
+  caBundle?: string;
+}
+
+/** A NetBox prefix: by id, or by CIDR (and VRF id when the CIDR is not unique). */
+export interface NetBoxPrefixRef {
+  id?: number;
+  cidr?: string;
+  vrfId?: number;
+}
+
+/** A NetBox IP range: by id, or by its first and last address (and VRF id). */
+export interface NetBoxRangeRef {
+  id?: number;
+  start?: string;
+  end?: string;
+  vrfId?: number;
+}
+
+/** `spec` of both NetBox pool kinds. Exactly one of `prefix` and `range`. */
+export interface NetBoxIPPoolSpec {
+  netbox: NetBoxInstance;
+  prefix?: NetBoxPrefixRef;
+  range?: NetBoxRangeRef;
+  /** Prefix length written on each IPAddress; default: the one NetBox gives the address (its prefix's or range's). */
+  addressPrefix?: number;
+  /** Gateway written on each IPAddress. */
+  gateway?: string;
+  /** NetBox tenant id set on each record. */
+  tenantId?: number;
+  /** Tag slugs set on each record besides ours (they must exist in NetBox). */
+  tags?: string[];
+  /**
+   * DNS name written on each record: `{namespace}`, `{name}` (the claim's) and `{cluster}` are replaced, e.g.
+   * `{name}.{cluster}.example.com`.
+   */
+  dnsNameTemplate?: string;
+}
+
+/** `status`: NetBox's view of the pool, and whether we can reach it. */
+export interface NetBoxIPPoolStatus {
+  /** What NetBox reports of the prefix or range. */
+  ipAddresses?: { total: number; used: number; free: number };
+  /** The prefix or range the pool resolved to (id and CIDR or bounds). */
+  netbox?: { kind: "prefix" | "ip-range"; id: number; display: string };
+  conditions?: {
+    type: string;
+    status: "True" | "False" | "Unknown";
+    reason: string;
+    message: string;
+    lastTransitionTime: string;
+  }[];
+}
+
+/** A `NetBoxIPPool` or a `GlobalNetBoxIPPool` (the latter has no namespace). */
+export interface NetBoxIPPool {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: NetBoxIPPoolSpec;
+  status?: NetBoxIPPoolStatus;
+}

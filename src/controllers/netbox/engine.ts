@@ -1,0 +1,277 @@
+/**
+ * NetBox as the engine of the NetBox pool kinds (pools/kind.ts ExternalEngine): NetBox decides every address under its
+ * own lock (`available-ips`), and every record we make there carries the claim's identity (identity.ts), so asking
+ * again for a claim finds its record instead of taking a second address.
+ *
+ * What the engine keeps per pool, and why it is safe:
+ * - the prefix or range the pool names, resolved once per spec (ids do not change under a name in NetBox);
+ * - the records of ours in it (tag + description), listed when unknown: at the first pass, after a call whose answer
+ *   was lost (a timeout, a 5xx: NetBox may have created the records), and after any failure. Only the one leader
+ *   allocates, so between listings the records it made itself are all there are; a record someone deletes in NetBox
+ *   is found at the next listing (every full pass, see pools/state.ts).
+ * Calls are batched: one `available-ips` POST creates up to {@link BATCH} records.
+ */
+import { Reasons } from "../../../api/v1alpha1/types.js";
+import type { NetBoxIPPool } from "../../../api/netbox/types.js";
+import type { ExternalAnswer, ExternalClaim, ExternalEngine, ClaimIdentity, KindContext } from "../pools/kind.js";
+import type { NetBoxAddressRecord, NetBoxApi, NetBoxErrorLike, NetBoxParent } from "./api.js";
+import { netBoxFailureOf } from "./api.js";
+import { dnsNameOf, ownerComments, ownerDescription, OWNER_TAG, splitCidr, type RecordOwner } from "./identity.js";
+import { resolveParent, type ResolvedParent } from "./parent.js";
+
+/** Records created per `available-ips` call (NetBox takes a list; one call holds its lock once). */
+export const BATCH = 50;
+/** Backoff after a failed call: doubles per consecutive failure of the pool, up to the maximum. */
+const BACKOFF_MIN_MS = 2_000;
+const BACKOFF_MAX_MS = 60_000;
+
+/** Connects a pool to its NetBox (URL, the token from its Secret, CA bundle): see connect.ts. */
+export type NetBoxConnector = (pool: NetBoxIPPool, ctx: KindContext) => Promise<NetBoxApi>;
+
+interface PoolEngineState {
+  /** The spec the parent was resolved from (re-resolved when it changes). */
+  specKey: string;
+  parent?: ResolvedParent;
+  /** Our records in the parent by description; undefined when they must be listed before they are trusted. */
+  owned?: Map<string, NetBoxAddressRecord[]>;
+  /** The last failure, until a call succeeds (status condition). */
+  failure?: NetBoxErrorLike;
+  /** Consecutive failed passes (backoff). */
+  failures: number;
+}
+
+/** The claim a pass asks for, as NetBox will record it. */
+interface Asked {
+  holder: string;
+  owner: RecordOwner;
+  description: string;
+}
+
+export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
+  private readonly pools = new Map<string, PoolEngineState>();
+
+  constructor(private readonly connect: NetBoxConnector) {}
+
+  /** The parent of `pool` (resolved in NetBox when not known for its spec). Throws NetBox's errors. */
+  async parentOf(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent> {
+    const state = this.stateOf(pool);
+    if (state.parent) return state.parent;
+    const api = await this.connect(pool, ctx);
+    state.parent = await this.recording(state, () => resolveParent(api, pool.spec));
+    return state.parent;
+  }
+
+  /** What NetBox last said of the pool: its parent (with utilisation) and the failure, if the last call failed. */
+  view(pool: NetBoxIPPool): { parent?: ResolvedParent; failure?: NetBoxErrorLike } {
+    const state = this.pools.get(poolId(pool));
+    return {
+      ...(state?.parent ? { parent: state.parent } : {}),
+      ...(state?.failure ? { failure: state.failure } : {}),
+    };
+  }
+
+  async obtain(
+    pool: NetBoxIPPool,
+    claims: readonly ExternalClaim[],
+    ctx: KindContext,
+  ): Promise<Map<string, ExternalAnswer>> {
+    const state = this.stateOf(pool);
+    const asked = claims.map((c) => askedOf(c));
+    try {
+      const api = await this.connect(pool, ctx);
+      const parent = await this.parentOf(pool, ctx);
+      const owned = await this.ownedOf(api, state, parent.parent);
+      const missing = uniqueBy(
+        asked.filter((a) => !owned.has(a.description)),
+        (a) => a.description,
+      );
+      const exhausted = await this.allocate(api, state, pool, parent.parent, missing);
+      state.failures = 0;
+      delete state.failure;
+      return new Map(asked.map((a) => [a.holder, answerOf(owned, a, parent, exhausted)]));
+    } catch (err) {
+      const failure = netBoxFailureOf(err);
+      if (!failure) throw err;
+      const retryAfterMs = this.failed(state, failure);
+      ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
+      const answer = failedAnswer(pool, failure, retryAfterMs);
+      return new Map(asked.map((a) => [a.holder, answer]));
+    }
+  }
+
+  async release(pool: NetBoxIPPool, claim: ClaimIdentity, ctx: KindContext): Promise<void> {
+    const state = this.stateOf(pool);
+    const description = ownerDescription(claim);
+    const api = await this.connect(pool, ctx);
+    const parent = await this.parentOf(pool, ctx);
+    // Listed from NetBox (not the kept view): the release must see every record of the claim, duplicates included.
+    const records = await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, description));
+    for (const record of records) {
+      await this.recording(state, () => api.deleteAddress(record.id));
+      ctx.log.info("Released the NetBox record of a claim", { description, address: record.address, id: record.id });
+    }
+    state.owned?.delete(description);
+  }
+
+  /** Forgets a pool that is gone. */
+  forget(pool: { metadata: { uid?: string } }): void {
+    this.pools.delete(pool.metadata.uid ?? "");
+  }
+
+  /** Asks for the next pass to list the pool's records from NetBox (a full pass: records may have changed there). */
+  relist(pool: NetBoxIPPool): void {
+    const state = this.pools.get(poolId(pool));
+    if (state) delete state.owned;
+  }
+
+  private stateOf(pool: NetBoxIPPool): PoolEngineState {
+    const id = poolId(pool);
+    const specKey = JSON.stringify([pool.spec.netbox.url, pool.spec.prefix, pool.spec.range]);
+    let state = this.pools.get(id);
+    if (!state || state.specKey !== specKey) {
+      state = { specKey, failures: 0 };
+      this.pools.set(id, state);
+    }
+    return state;
+  }
+
+  /** Our records in `parent`, listed from NetBox when not known. */
+  private async ownedOf(
+    api: NetBoxApi,
+    state: PoolEngineState,
+    parent: NetBoxParent,
+  ): Promise<Map<string, NetBoxAddressRecord[]>> {
+    if (state.owned) return state.owned;
+    const records = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug));
+    const owned = new Map<string, NetBoxAddressRecord[]>();
+    for (const record of records.sort((a, b) => a.id - b.id)) {
+      owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
+    }
+    state.owned = owned;
+    return owned;
+  }
+
+  /**
+   * Creates records for `missing`, in batches. A batch NetBox cannot fill whole (409: fewer addresses left than
+   * asked) is retried one claim at a time, so the addresses that are left still go to the first claims. Returns
+   * whether NetBox ran out.
+   */
+  private async allocate(
+    api: NetBoxApi,
+    state: PoolEngineState,
+    pool: NetBoxIPPool,
+    parent: NetBoxParent,
+    missing: readonly Asked[],
+  ): Promise<boolean> {
+    if (missing.length > 0) await this.recording(state, () => api.ensureTag(OWNER_TAG.slug, OWNER_TAG.name));
+    for (let i = 0; i < missing.length; i += BATCH) {
+      const batch = missing.slice(i, i + BATCH);
+      const done = await this.allocateBatch(api, state, pool, parent, batch);
+      if (!done) {
+        for (const one of batch) if (!(await this.allocateBatch(api, state, pool, parent, [one]))) return true;
+      }
+    }
+    return false;
+  }
+
+  /** One `available-ips` call; false when NetBox has fewer addresses left than asked. */
+  private async allocateBatch(
+    api: NetBoxApi,
+    state: PoolEngineState,
+    pool: NetBoxIPPool,
+    parent: NetBoxParent,
+    batch: readonly Asked[],
+  ): Promise<boolean> {
+    const requests = batch.map((a) => requestOf(pool, a));
+    let created: NetBoxAddressRecord[];
+    try {
+      created = await api.allocate(parent, requests);
+    } catch (err) {
+      if (netBoxFailureOf(err)?.reason === "Exhausted") return false;
+      // The answer may be lost while NetBox created the records: list them before deciding again.
+      delete state.owned;
+      throw err;
+    }
+    const owned = state.owned ?? new Map<string, NetBoxAddressRecord[]>();
+    for (const record of created) owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
+    state.owned = owned;
+    return true;
+  }
+
+  /** Runs one NetBox call; a failure makes the kept records untrusted (the next pass lists them). */
+  private async recording<T>(state: PoolEngineState, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      const failure = netBoxFailureOf(err);
+      if (failure && failure.reason !== "Exhausted") delete state.owned;
+      throw err;
+    }
+  }
+
+  /** Records a failed pass; returns how long to wait before the next. */
+  private failed(state: PoolEngineState, failure: NetBoxErrorLike): number {
+    state.failure = failure;
+    state.failures++;
+    delete state.parent;
+    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(10, state.failures - 1));
+    const asked = (failure.retryAfterSeconds ?? 0) * 1000;
+    return Math.max(backoff, Math.min(asked, BACKOFF_MAX_MS));
+  }
+}
+
+function poolId(pool: { metadata: { uid?: string } }): string {
+  return pool.metadata.uid ?? "";
+}
+
+function askedOf(c: ExternalClaim): Asked {
+  const owner: RecordOwner = {
+    namespace: c.claim.metadata.namespace ?? "",
+    name: c.claim.metadata.name ?? "",
+    cluster: c.cluster,
+  };
+  return { holder: c.holder, owner, description: ownerDescription(owner) };
+}
+
+function requestOf(pool: NetBoxIPPool, a: Asked) {
+  const { spec } = pool;
+  const dnsName = dnsNameOf(spec.dnsNameTemplate, a.owner);
+  return {
+    description: a.description,
+    tags: [OWNER_TAG.slug, ...(spec.tags ?? [])],
+    comments: ownerComments(a.owner, `${pool.kind ?? "NetBoxIPPool"} ${pool.metadata.name ?? ""}`),
+    ...(spec.tenantId !== undefined ? { tenantId: spec.tenantId } : {}),
+    ...(dnsName ? { dnsName } : {}),
+  };
+}
+
+function answerOf(
+  owned: ReadonlyMap<string, NetBoxAddressRecord[]>,
+  a: Asked,
+  parent: ResolvedParent,
+  exhausted: boolean,
+): ExternalAnswer {
+  const record = owned.get(a.description)?.[0];
+  if (record) return { ok: true, address: splitCidr(record.address).address };
+  return {
+    ok: false,
+    reason: Reasons.PoolExhausted,
+    message: exhausted
+      ? `NetBox ${parent.display} has no free address left`
+      : "NetBox did not record an address for this claim; will ask again",
+  };
+}
+
+function failedAnswer(pool: NetBoxIPPool, failure: NetBoxErrorLike, retryAfterMs: number): ExternalAnswer {
+  return {
+    ok: false,
+    reason: Reasons.PoolNotReady,
+    message: `NetBox ${pool.spec.netbox.url}: ${failure.reason}: ${failure.message}`,
+    retryAfterMs,
+  };
+}
+
+function uniqueBy<T>(items: readonly T[], key: (item: T) => string): T[] {
+  const seen = new Set<string>();
+  return items.filter((item) => !seen.has(key(item)) && seen.add(key(item)));
+}

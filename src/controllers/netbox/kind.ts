@@ -1,0 +1,140 @@
+/**
+ * The NetBox pool kinds (`NetBoxIPPool`, namespaced; `GlobalNetBoxIPPool`, cluster-scoped): IPAddressClaims whose
+ * addresses NetBox hands out. The claim lifecycle is the one every kind shares (capi/); what is NetBox's is the engine
+ * (engine.ts): the pass asks it for the claims it is about to serve, and it gives a record back when a claim goes.
+ * Records in Kubernetes are named after their claim, with this kind's finalizers; the pool's status is NetBox's view.
+ */
+import isEqual from "lodash/isEqual.js";
+import {
+  NETBOX_ADDRESS_FINALIZER,
+  NETBOX_CLAIM_FINALIZER,
+  NETBOX_POOL_FINALIZER,
+  type NetBoxIPPool,
+  type NetBoxIPPoolStatus,
+} from "../../../api/netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL, type ResourceDescriptor } from "../../../api/registry.js";
+import { Reasons } from "../../../api/v1alpha1/types.js";
+import { PoolAllocator, type AddressSpace } from "../../ipam/allocator.js";
+import type { CompiledEntry } from "../../ipam/entries.js";
+import { setCondition } from "../conditions.js";
+import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
+import { netBoxFailureOf } from "./api.js";
+import type { NetBoxEngine } from "./engine.js";
+import type { ResolvedParent } from "./parent.js";
+
+function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolKind<NetBoxIPPool> {
+  return {
+    descriptor,
+    servesIPClaims: false,
+    finalizers: { pool: NETBOX_POOL_FINALIZER, claim: NETBOX_CLAIM_FINALIZER, record: NETBOX_ADDRESS_FINALIZER },
+    recordNamedByAddress: false,
+    repairsRecordOwners: true,
+    honoursRequests: false,
+    clusterName: () => undefined,
+    poolMetadata(pool, _cluster, unpaused) {
+      const finalizers = pool.metadata.finalizers ?? [];
+      if (!unpaused || finalizers.includes(NETBOX_POOL_FINALIZER)) return undefined;
+      return { finalizers: [...finalizers, NETBOX_POOL_FINALIZER] };
+    },
+    openAllocator: async (pool, ctx) => PoolAllocator.fromSpace(await spaceOf(engine, pool, ctx)),
+    recordName: (_pool, claimName) => claimName,
+    describeNameCollision: (_pool, name, _address, otherPool) =>
+      `IPAddress ${name} already exists and belongs to pool ${otherPool}; it is not this claim's`,
+    preallocated: () => false,
+    desiredStatus: (pool, input) => netBoxStatus(pool, input, engine),
+    external: engine,
+  };
+}
+
+/**
+ * The allocator's space: the prefix or range in NetBox, so an address NetBox hands out is refused only when another
+ * record of the pool holds it (or it lies outside). Opened on every full pass, which also lists the pool's records in
+ * NetBox again (a record deleted there is noticed). When NetBox cannot be reached the space is empty and says why;
+ * the engine's answers then fail the claims with the reason and the pass is retried.
+ */
+async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContext): Promise<AddressSpace> {
+  engine.relist(pool);
+  try {
+    const parent = await engine.parentOf(pool, ctx);
+    return { entries: [entryOf(pool, parent)], specErrors: [] };
+  } catch (err) {
+    const failure = netBoxFailureOf(err);
+    if (!failure) throw err;
+    return { entries: [], specErrors: [`NetBox: ${failure.reason}: ${failure.message}`] };
+  }
+}
+
+function entryOf(pool: NetBoxIPPool, parent: ResolvedParent): CompiledEntry {
+  const size = parent.last - parent.first + 1n;
+  return {
+    index: 0,
+    family: parent.family,
+    first: parent.first,
+    last: parent.last,
+    size,
+    bounded: true,
+    indexSpace: size,
+    prefix: pool.spec.addressPrefix ?? parent.prefixLength,
+    ...(pool.spec.gateway ? { gateway: pool.spec.gateway } : {}),
+  };
+}
+
+/** NetBox's utilisation and a Ready condition saying whether NetBox answers. */
+function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngine): StatusDecision | undefined {
+  const { parent, failure } = engine.view(pool);
+  const ready = failure
+    ? {
+        type: "Ready",
+        status: "False" as const,
+        reason: Reasons.PoolNotReady,
+        message: `NetBox: ${failure.reason}: ${failure.message}`,
+      }
+    : parent
+      ? {
+          type: "Ready",
+          status: "True" as const,
+          reason: Reasons.PoolReady,
+          message: `Serving NetBox ${parent.display}`,
+        }
+      : undefined;
+  const status: NetBoxIPPoolStatus = { ...(pool.status ?? {}) };
+  if (parent) {
+    status.ipAddresses = { total: parent.size, used: parent.used, free: Math.max(0, parent.size - parent.used) };
+    status.netbox = { kind: parent.parent.kind, id: parent.parent.id, display: parent.display };
+  }
+  if (ready) status.conditions = setCondition(pool.status?.conditions, ready, input.now);
+  if (isEqual(status, pool.status ?? {})) return undefined;
+  const conditionsSame = isEqual(status.conditions, pool.status?.conditions);
+  return {
+    patch: status,
+    viewOnly: pool.status !== undefined && conditionsSame,
+    ...(failure && !conditionsSame && ready ? { notReady: { reason: ready.reason, message: ready.message } } : {}),
+  };
+}
+
+/** The NetBox pool kinds, sharing one engine (one set of connections per NetBox instance). */
+export function netBoxPoolKinds(engine: NetBoxEngine): [PoolKind<NetBoxIPPool>, PoolKind<NetBoxIPPool>] {
+  return [netBoxKind(NETBOX_IPPOOL, engine), netBoxKind(GLOBAL_NETBOX_IPPOOL, engine)];
+}
+
+/** RBAC for serving the NetBox kinds, and reading (get only) the Secrets that hold their tokens. */
+export const NETBOX_RULES = [
+  {
+    apiGroups: [NETBOX_IPPOOL.group],
+    resources: [NETBOX_IPPOOL.plural, GLOBAL_NETBOX_IPPOOL.plural],
+    verbs: ["get", "list", "watch", "patch"],
+  },
+  {
+    apiGroups: [NETBOX_IPPOOL.group],
+    resources: [`${NETBOX_IPPOOL.plural}/status`, `${GLOBAL_NETBOX_IPPOOL.plural}/status`],
+    verbs: ["patch"],
+  },
+  {
+    apiGroups: [NETBOX_IPPOOL.group],
+    resources: [`${NETBOX_IPPOOL.plural}/finalizers`, `${GLOBAL_NETBOX_IPPOOL.plural}/finalizers`],
+    verbs: ["update"],
+  },
+  // `get` only: the controller reads the Secret a pool names, by name; it can neither list nor watch Secrets, so it
+  // learns no Secret nobody pointed it at.
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
+];

@@ -1,0 +1,65 @@
+/**
+ * The prefix or IP range a NetBox pool names, resolved in NetBox: its id (what `available-ips` takes), its bounds (the
+ * allocator's space: an address NetBox hands out outside them is refused) and NetBox's utilisation (the pool's status).
+ */
+import type { NetBoxIPPoolSpec } from "../../../api/netbox/types.js";
+import { parseAddress, parseSubnet, type Family } from "../../ipam/address.js";
+import type { NetBoxApi, NetBoxParent } from "./api.js";
+import { splitCidr } from "./identity.js";
+
+export interface ResolvedParent {
+  parent: NetBoxParent;
+  /** How people name it: `prefix 10.0.0.0/24 (#7)`, `ip-range 10.0.0.10-10.0.0.20 (#3)`. */
+  display: string;
+  family: Family;
+  first: bigint;
+  last: bigint;
+  /** The mask length NetBox gives its addresses (the prefix's, the range's). */
+  prefixLength: number;
+  /** NetBox's utilisation: addresses it counts, and those in use (ours and everyone's). */
+  size: number;
+  used: number;
+}
+
+/** A pool whose spec names no usable parent: thrown as a NetBox-style BadRequest, so the claims say so. */
+export class ParentSpecError extends Error {
+  readonly reason = "BadRequest";
+}
+
+export async function resolveParent(api: NetBoxApi, spec: NetBoxIPPoolSpec): Promise<ResolvedParent> {
+  if (spec.prefix) {
+    const found = await api.findPrefix(spec.prefix);
+    const subnet = parseSubnet(found.cidr);
+    if (!subnet) throw new ParentSpecError(`NetBox prefix #${found.id} has an unreadable CIDR ${found.cidr}`);
+    return {
+      parent: { kind: "prefix", id: found.id },
+      display: `prefix ${found.cidr} (#${found.id})`,
+      family: subnet.network.family,
+      first: subnet.first,
+      last: subnet.last,
+      prefixLength: subnet.prefixLength,
+      size: found.size,
+      used: found.used,
+    };
+  }
+  if (spec.range) {
+    const found = await api.findRange(spec.range);
+    const start = splitCidr(found.start);
+    const end = splitCidr(found.end);
+    const first = parseAddress(start.address);
+    const last = parseAddress(end.address);
+    if (!first || !last || first.family !== last.family || start.length === undefined)
+      throw new ParentSpecError(`NetBox IP range #${found.id} has unreadable bounds ${found.start}-${found.end}`);
+    return {
+      parent: { kind: "ip-range", id: found.id },
+      display: `ip-range ${start.address}-${end.address} (#${found.id})`,
+      family: first.family,
+      first: first.value,
+      last: last.value,
+      prefixLength: start.length,
+      size: found.size,
+      used: found.used,
+    };
+  }
+  throw new ParentSpecError("spec names neither a prefix nor a range");
+}
