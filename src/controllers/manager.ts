@@ -25,14 +25,19 @@ import { BY_CLUSTER } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
 import { PoolReconciler } from "./pools/reconciler.js";
 import { PoolKinds } from "./pools/registry.js";
+import type { NetBoxApi } from "./netbox/api.js";
+import { netBoxConnector, type NetBoxEndpointConfig } from "./netbox/connect.js";
+import { NetBoxEngine } from "./netbox/engine.js";
+import { netBoxPoolKinds } from "./netbox/kind.js";
 
 /**
- * Every pool kind this controller serves. Metal3's IPPool is always served (its CRD ships with us); the others are
- * optional and served once their CRDs are (pools/discovery.ts). A new kind is one adapter and one line here.
+ * Every pool kind a manager serves. Metal3's IPPool is always served (its CRD ships with us); the others are optional
+ * and served once their CRDs are (pools/discovery.ts). A new kind is one adapter and one line here. The NetBox kinds
+ * share the manager's engine (what it keeps of each pool, one client per NetBox instance), hence one list per manager.
  */
-const POOL_KINDS = new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND]);
-/** The kinds served only where their CRDs are installed. */
-const OPTIONAL_POOL_KINDS = POOL_KINDS.all.filter((kind) => kind !== METAL3_POOL_KIND);
+function servedPoolKinds(netbox: NetBoxEngine): PoolKinds {
+  return new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND, ...netBoxPoolKinds(netbox)]);
+}
 
 export interface ManagerOptions {
   /** Namespace to watch; empty or undefined watches all. */
@@ -46,6 +51,8 @@ export interface ManagerOptions {
   metrics?: ControllerMetrics;
   /** Retry period of Cluster API IPAM discovery while it is not served (default 30 s). */
   capiDiscoveryRetryMs?: number;
+  /** How NetBox clients are made (default: src/netbox/client.ts with its defaults). */
+  netBoxClient?: (endpoint: NetBoxEndpointConfig) => NetBoxApi;
 }
 
 export class Manager {
@@ -53,11 +60,14 @@ export class Manager {
   private queue?: WorkQueue;
   private bridge?: CapiBridge;
   private discovery?: PoolKindDiscovery;
+  private readonly kinds: PoolKinds;
 
   constructor(
     private readonly kubeConfig: Kube,
     private readonly options: ManagerOptions,
-  ) {}
+  ) {
+    this.kinds = servedPoolKinds(new NetBoxEngine(netBoxConnector(options.netBoxClient ?? defaultNetBoxClient)));
+  }
 
   /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */
   async start(): Promise<void> {
@@ -77,8 +87,8 @@ export class Manager {
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
     const metrics = this.options.metrics ?? noMetrics;
     store.servePools(METAL3_POOL_KIND, store.pools);
-    const apis = [new IPClaimApi(store), new IPAddressClaimApi(store, POOL_KINDS)];
-    const reconciler = new PoolReconciler(store, POOL_KINDS, apis, events, log, { metrics });
+    const apis = [new IPClaimApi(store), new IPAddressClaimApi(store, this.kinds)];
+    const reconciler = new PoolReconciler(store, this.kinds, apis, events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
       onMetrics: metrics.queue("ippool"),
@@ -106,7 +116,7 @@ export class Manager {
     this.bridge = new CapiBridge(store, {
       logger: log,
       enqueuePool: add,
-      kinds: POOL_KINDS,
+      kinds: this.kinds,
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
     });
     await this.bridge.start();
@@ -126,14 +136,15 @@ export class Manager {
    * the records of the other namespaces could hand out an address twice. It leaves such pools alone and says so.
    */
   private optionalKinds(): PoolKind[] {
-    if (!this.options.namespace) return OPTIONAL_POOL_KINDS;
-    const scoped = OPTIONAL_POOL_KINDS.filter((kind) => !kind.descriptor.namespaced);
+    const optional = this.kinds.all.filter((kind) => kind !== METAL3_POOL_KIND);
+    if (!this.options.namespace) return optional;
+    const scoped = optional.filter((kind) => !kind.descriptor.namespaced);
     for (const kind of scoped)
       this.options.logger.info("Cluster-scoped pools are not served by a controller limited to one namespace", {
         kind: kind.descriptor.kind,
         namespace: this.options.namespace,
       });
-    return OPTIONAL_POOL_KINDS.filter((kind) => kind.descriptor.namespaced);
+    return optional.filter((kind) => kind.descriptor.namespaced);
   }
 
   /** Pools affected by a Cluster: those naming it, and the pools of claims (both kinds) that name it themselves. */
@@ -143,7 +154,7 @@ export class Manager {
     return [
       ...store.pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
       ...store.claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
-      ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap((c) => capiClaimToPool(POOL_KINDS, c)) ?? []),
+      ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap((c) => capiClaimToPool(this.kinds, c)) ?? []),
     ];
   }
 
@@ -163,4 +174,9 @@ export class Manager {
     this.discovery?.stop();
     await this.queue?.shutdown();
   }
+}
+
+/** Placeholder until the NetBox client lands: every call fails as NetBox being unreachable. */
+function defaultNetBoxClient(): NetBoxApi {
+  throw new Error("NetBox client not wired");
 }

@@ -38,6 +38,8 @@ interface PoolEngineState {
   failure?: NetBoxErrorLike;
   /** Consecutive failed passes (backoff). */
   failures: number;
+  /** Set while the last call failed: when to try again. */
+  retryAfterMs?: number;
 }
 
 /** The claim a pass asks for, as NetBox will record it. */
@@ -86,15 +88,14 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
         (a) => a.description,
       );
       const exhausted = await this.allocate(api, state, pool, parent.parent, missing);
-      state.failures = 0;
-      delete state.failure;
+      this.succeeded(state);
       return new Map(asked.map((a) => [a.holder, answerOf(owned, a, parent, exhausted)]));
     } catch (err) {
       const failure = netBoxFailureOf(err);
       if (!failure) throw err;
       const retryAfterMs = this.failed(state, failure);
       ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
-      const answer = failedAnswer(pool, failure, retryAfterMs);
+      const answer = failedAnswer(pool, failure);
       return new Map(asked.map((a) => [a.holder, answer]));
     }
   }
@@ -108,9 +109,27 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const records = await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, description));
     for (const record of records) {
       await this.recording(state, () => api.deleteAddress(record.id));
+      if (state.parent) state.parent.used = Math.max(0, state.parent.used - 1);
       ctx.log.info("Released the NetBox record of a claim", { description, address: record.address, id: record.id });
     }
     state.owned?.delete(description);
+  }
+
+  /**
+   * Records of the pool in Kubernetes (claim namespace, claim name, address) whose NetBox record is gone or holds
+   * another address: someone deleted or changed it in NetBox while the claim lives. Empty while the engine does not
+   * know the pool's records (they are listed on the next pass).
+   */
+  missingRecords(
+    pool: NetBoxIPPool,
+    records: readonly { namespace: string; claim: string; address: string }[],
+  ): { namespace: string; claim: string; address: string }[] {
+    const owned = this.pools.get(poolId(pool))?.owned;
+    if (!owned) return [];
+    return records.filter((r) => {
+      const mine = owned.get(ownerDescription({ namespace: r.namespace, name: r.claim })) ?? [];
+      return !mine.some((m) => splitCidr(m.address).address === r.address);
+    });
   }
 
   /** Forgets a pool that is gone. */
@@ -118,10 +137,25 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     this.pools.delete(pool.metadata.uid ?? "");
   }
 
-  /** Asks for the next pass to list the pool's records from NetBox (a full pass: records may have changed there). */
-  relist(pool: NetBoxIPPool): void {
-    const state = this.pools.get(poolId(pool));
-    if (state) delete state.owned;
+  /**
+   * A full pass's start: resolves the pool's parent afresh (NetBox's utilisation with it) and lists the pool's records
+   * in NetBox, so records deleted or changed there since are seen. Throws NetBox's errors.
+   */
+  async open(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent> {
+    const state = this.stateOf(pool);
+    delete state.parent;
+    delete state.owned;
+    const parent = await this.parentOf(pool, ctx);
+    await this.ownedOf(await this.connect(pool, ctx), state, parent.parent);
+    this.succeeded(state);
+    return parent;
+  }
+
+  /** The engine answered: no failure to report, no retry to schedule. */
+  private succeeded(state: PoolEngineState): void {
+    state.failures = 0;
+    delete state.failure;
+    delete state.retryAfterMs;
   }
 
   private stateOf(pool: NetBoxIPPool): PoolEngineState {
@@ -195,6 +229,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const owned = state.owned ?? new Map<string, NetBoxAddressRecord[]>();
     for (const record of created) owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
     state.owned = owned;
+    if (state.parent) state.parent.used += created.length;
     return true;
   }
 
@@ -209,15 +244,28 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     }
   }
 
-  /** Records a failed pass; returns how long to wait before the next. */
-  private failed(state: PoolEngineState, failure: NetBoxErrorLike): number {
+  /** Records a failed call of the pool's; returns how long to wait before the next pass. */
+  failed(pool: NetBoxIPPool, failure: NetBoxErrorLike): number;
+  failed(state: PoolEngineState, failure: NetBoxErrorLike): number;
+  failed(target: NetBoxIPPool | PoolEngineState, failure: NetBoxErrorLike): number {
+    const state = "specKey" in target ? target : this.stateOf(target);
     state.failure = failure;
     state.failures++;
     delete state.parent;
-    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(10, state.failures - 1));
-    const asked = (failure.retryAfterSeconds ?? 0) * 1000;
-    return Math.max(backoff, Math.min(asked, BACKOFF_MAX_MS));
+    state.retryAfterMs = backoffOf(state.failures, failure);
+    return state.retryAfterMs;
   }
+
+  retryAfterMs(pool: NetBoxIPPool): number | undefined {
+    return this.pools.get(poolId(pool))?.retryAfterMs;
+  }
+}
+
+/** Doubles per consecutive failure from the minimum to the maximum; a Retry-After NetBox sent is honoured. */
+function backoffOf(failures: number, failure: NetBoxErrorLike): number {
+  const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(10, failures - 1));
+  const asked = (failure.retryAfterSeconds ?? 0) * 1000;
+  return Math.max(backoff, Math.min(asked, BACKOFF_MAX_MS));
 }
 
 function poolId(pool: { metadata: { uid?: string } }): string {
@@ -262,12 +310,11 @@ function answerOf(
   };
 }
 
-function failedAnswer(pool: NetBoxIPPool, failure: NetBoxErrorLike, retryAfterMs: number): ExternalAnswer {
+function failedAnswer(pool: NetBoxIPPool, failure: NetBoxErrorLike): ExternalAnswer {
   return {
     ok: false,
     reason: Reasons.PoolNotReady,
     message: `NetBox ${pool.spec.netbox.url}: ${failure.reason}: ${failure.message}`,
-    retryAfterMs,
   };
 }
 

@@ -12,6 +12,7 @@ import {
   type NetBoxIPPool,
   type NetBoxIPPoolStatus,
 } from "../../../api/netbox/types.js";
+import type { CapiIPAddress } from "../../../api/capi/types.js";
 import { GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL, type ResourceDescriptor } from "../../../api/registry.js";
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator, type AddressSpace } from "../../ipam/allocator.js";
@@ -53,13 +54,14 @@ function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolK
  * the engine's answers then fail the claims with the reason and the pass is retried.
  */
 async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContext): Promise<AddressSpace> {
-  engine.relist(pool);
   try {
-    const parent = await engine.parentOf(pool, ctx);
+    const parent = await engine.open(pool, ctx);
     return { entries: [entryOf(pool, parent)], specErrors: [] };
   } catch (err) {
     const failure = netBoxFailureOf(err);
     if (!failure) throw err;
+    const retryAfterMs = engine.failed(pool, failure);
+    ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
     return { entries: [], specErrors: [`NetBox: ${failure.reason}: ${failure.message}`] };
   }
 }
@@ -79,9 +81,42 @@ function entryOf(pool: NetBoxIPPool, parent: ResolvedParent): CompiledEntry {
   };
 }
 
-/** NetBox's utilisation and a Ready condition saying whether NetBox answers. */
+/** The condition saying whether every IPAddress of the pool still has its record in NetBox. */
+export const RECORDS_CONDITION = "RecordsInNetBox";
+/** Its reason when some do not: a record was deleted (or moved to another address) in NetBox while its claim lives. */
+export const RECORD_MISSING_REASON = "RecordMissingInNetBox";
+
+/**
+ * NetBox's utilisation, a Ready condition saying whether NetBox answers, and {@link RECORDS_CONDITION}: a record
+ * deleted in NetBox under a live claim is reported (never replaced: the claim keeps its address, and NetBox may
+ * hand that address to someone else, which a person must sort out).
+ */
 function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngine): StatusDecision | undefined {
   const { parent, failure } = engine.view(pool);
+  const missing = engine.missingRecords(
+    pool,
+    (input.records.capiAddresses as CapiIPAddress[]).map((r) => ({
+      namespace: r.metadata.namespace ?? "",
+      claim: r.spec.claimRef?.name ?? "",
+      address: r.spec.address,
+    })),
+  );
+  const recordsCondition = missing.length
+    ? {
+        type: RECORDS_CONDITION,
+        status: "False" as const,
+        reason: RECORD_MISSING_REASON,
+        message: `${missing.length} IPAddress(es) have no record in NetBox any more: ${missing
+          .slice(0, 5)
+          .map((m) => `${m.namespace}/${m.claim} ${m.address}`)
+          .join(", ")}`,
+      }
+    : {
+        type: RECORDS_CONDITION,
+        status: "True" as const,
+        reason: "RecordsPresent",
+        message: "Every IPAddress has its NetBox record",
+      };
   const ready = failure
     ? {
         type: "Ready",
@@ -108,7 +143,7 @@ function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngi
   return {
     patch: status,
     viewOnly: pool.status !== undefined && conditionsSame,
-    ...(failure && !conditionsSame && ready ? { notReady: { reason: ready.reason, message: ready.message } } : {}),
+    ...notReadyOf(conditionsSame, failure && ready, missing.length > 0 ? recordsCondition : undefined),
   };
 }
 
@@ -138,3 +173,13 @@ export const NETBOX_RULES = [
   // learns no Secret nobody pointed it at.
   { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
 ];
+
+/** The Warning Event a changed condition deserves: NetBox failing, or records missing there. */
+function notReadyOf(
+  conditionsSame: boolean,
+  ready: { reason: string; message: string } | undefined,
+  records: { reason: string; message: string } | undefined,
+): Pick<StatusDecision, "notReady"> {
+  const bad = ready ?? records;
+  return !conditionsSame && bad ? { notReady: { reason: bad.reason, message: bad.message } } : {};
+}

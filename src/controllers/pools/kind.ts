@@ -74,15 +74,7 @@ export interface ExternalClaim {
 }
 
 /** The engine's answer for one claim: the address it recorded for the claim, or why there is none. */
-export type ExternalAnswer =
-  | { ok: true; address: string }
-  | {
-      ok: false;
-      reason: Reason;
-      message: string;
-      /** Set when the engine could not be asked: the pool runs again after this long (a full pass). */
-      retryAfterMs?: number;
-    };
+export type ExternalAnswer = { ok: true; address: string } | { ok: false; reason: Reason; message: string };
 
 /**
  * An engine outside Kubernetes that decides addresses (NetBox): the pass asks it, in one call before it decides,
@@ -97,6 +89,11 @@ export interface ExternalEngine<P extends PoolObject = PoolObject> {
   obtain(pool: P, claims: readonly ExternalClaim[], ctx: KindContext): Promise<Map<string, ExternalAnswer>>;
   /** Releases what the engine recorded for the claim `claim` (namespace, name, cluster) of `pool`. */
   release(pool: P, claim: ClaimIdentity, ctx: KindContext): Promise<void>;
+  /**
+   * Set while the engine's last call for `pool` failed: how long to wait before the pool runs again (a full pass,
+   * which asks the engine afresh). Undefined while the engine answers.
+   */
+  retryAfterMs(pool: P): number | undefined;
 }
 
 /** Who a record in an external engine was made for: what survives `clusterctl move` (names, not uids). */

@@ -155,6 +155,7 @@ export class PoolReconciler {
     for (const api of apis) await api.cleanupOrphans(pass, full ? undefined : orphanCandidates(api, key, changes));
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(pass, apis, pools, pool);
     else if (pool && state) await this.writePoolStatus(pass, apis, pools, pool, state, full);
+    this.retryFailingEngine(pass, pool);
     return requeueOf(ctx);
   }
 
@@ -198,15 +199,15 @@ export class PoolReconciler {
     const engine = pass.kind.external;
     if (!engine || pass.allocationBlocked) return;
     const asked = [...claims].flatMap(([api, list]) => list.flatMap((claim) => api.externalClaim?.(pass, claim) ?? []));
-    if (asked.length === 0) return;
-    pass.external = await engine.obtain(pool, asked, { store: this.store, log: pass.ctx.log });
-    const waits = [...pass.external.values()].flatMap((a) =>
-      !a.ok && a.retryAfterMs !== undefined ? [a.retryAfterMs] : [],
-    );
-    if (waits.length > 0) {
-      pass.ctx.retryAfterMs = Math.min(...waits);
-      this.fullNext.add(pass.key);
-    }
+    if (asked.length > 0) pass.external = await engine.obtain(pool, asked, { store: this.store, log: pass.ctx.log });
+  }
+
+  /** A pool whose engine failed runs again after the engine's backoff, as a full pass (it asks the engine afresh). */
+  private retryFailingEngine(pass: Pass, pool: PoolObject | undefined): void {
+    const retryAfterMs = pool && pass.kind.external?.retryAfterMs(pool);
+    if (retryAfterMs === undefined) return;
+    pass.ctx.retryAfterMs = retryAfterMs;
+    this.fullNext.add(pass.key);
   }
 
   /**

@@ -1,0 +1,92 @@
+/**
+ * Fixtures of the NetBox pool suites: clients of the NetBox pool kinds and of Cluster API's claims, a pool pointing at
+ * the run's real NetBox (hack/testkit/netbox.ts) with its token in a Secret, and reads of what NetBox recorded.
+ */
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
+import { NETBOX_GROUP, NETBOX_POOL_KIND, type NetBoxIPPool, type NetBoxIPPoolSpec } from "../api/netbox/types.js";
+import {
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  GLOBAL_NETBOX_IPPOOL,
+  NETBOX_IPPOOL,
+  resourceType,
+} from "../api/registry.js";
+import { ResourceClient } from "../src/kube/resource.js";
+import { OWNER_TAG } from "../src/controllers/netbox/identity.js";
+import type { NetBoxServer } from "../hack/testkit/netbox.js";
+
+export interface NetBoxClients {
+  pools: ResourceClient<NetBoxIPPool>;
+  globals: ResourceClient<NetBoxIPPool>;
+  claims: ResourceClient<IPAddressClaim>;
+  addresses: ResourceClient<CapiIPAddress>;
+  core: CoreV1Api;
+}
+
+export function netBoxClients(kc: KubeConfig): NetBoxClients {
+  return {
+    pools: new ResourceClient<NetBoxIPPool>(kc, resourceType(NETBOX_IPPOOL)),
+    globals: new ResourceClient<NetBoxIPPool>(kc, resourceType(GLOBAL_NETBOX_IPPOOL)),
+    claims: new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM)),
+    addresses: new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
+    core: kc.makeApiClient(CoreV1Api),
+  };
+}
+
+/** The Secret name every suite pool reads its token from. */
+export const TOKEN_SECRET = "netbox-token";
+
+/** Writes (or replaces) the token Secret in `namespace`. */
+export async function writeToken(k: NetBoxClients, namespace: string, token: string): Promise<void> {
+  const body = { metadata: { name: TOKEN_SECRET, namespace }, stringData: { token } };
+  try {
+    await k.core.createNamespacedSecret({ namespace, body });
+  } catch {
+    await k.core.replaceNamespacedSecret({ name: TOKEN_SECRET, namespace, body });
+  }
+}
+
+/** A NetBoxIPPool of `namespace` on `server`, with `place` (a prefix or a range) and extras. */
+export function netBoxPool(
+  server: Pick<NetBoxServer, "url">,
+  namespace: string,
+  name: string,
+  place: Pick<NetBoxIPPoolSpec, "prefix" | "range">,
+  extra: Partial<NetBoxIPPoolSpec> = {},
+): NetBoxIPPool {
+  return {
+    metadata: { name, namespace },
+    spec: { netbox: { url: server.url, credentialsRef: { name: TOKEN_SECRET } }, ...place, ...extra },
+  };
+}
+
+export const netBoxRef = (name: string, kind = NETBOX_POOL_KIND) => ({ apiGroup: NETBOX_GROUP, kind, name });
+
+/** An IP address record as the admin reads it from NetBox. */
+export interface NetBoxRecordView {
+  id: number;
+  address: string;
+  description: string;
+  dns_name: string;
+  comments: string;
+  tags: { slug: string }[];
+  tenant: { id: number } | null;
+}
+
+/** Every record inside `cidr` (any tag), by the admin's token. */
+export async function recordsIn(server: NetBoxServer, cidr: string): Promise<NetBoxRecordView[]> {
+  const page = (await server.admin.request(
+    "GET",
+    `/api/ipam/ip-addresses/?parent=${encodeURIComponent(cidr)}&limit=1000`,
+  )) as { results: NetBoxRecordView[] };
+  return page.results;
+}
+
+/** The records of ours (our tag) inside `cidr`. */
+export async function ourRecordsIn(server: NetBoxServer, cidr: string): Promise<NetBoxRecordView[]> {
+  return (await recordsIn(server, cidr)).filter((r) => r.tags.some((t) => t.slug === OWNER_TAG.slug));
+}
+
+/** `10.0.0.5` of `10.0.0.5/24`. */
+export const hostOf = (cidr: string): string => cidr.split("/")[0] ?? cidr;

@@ -1,0 +1,284 @@
+/**
+ * NetBox pools against a real NetBox (hack/testkit/netbox.ts: NetBox 4.7 from PyPI, its PostgreSQL and Redis, one per
+ * run) and the real API server: addresses are NetBox's, every record carries the claim's identity, a retry never takes
+ * a second address, releases give records back, and each fault says what it is where the user looks.
+ */
+import { expect } from "chai";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { NETBOX_CLAIM_FINALIZER, NETBOX_POOL_FINALIZER } from "../api/netbox/types.js";
+import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
+import { OWNER_TAG, ownerDescription } from "../src/controllers/netbox/identity.js";
+import { RECORD_MISSING_REASON, RECORDS_CONDITION } from "../src/controllers/netbox/kind.js";
+import { sharedCluster } from "../hack/testkit/cluster.js";
+import { eventReasons, gone, withController } from "../hack/testkit/ipam.js";
+import { sharedNetBox, type NetBoxServer } from "../hack/testkit/netbox.js";
+import { netBoxUnavailable } from "../hack/testkit/netboxinstall.js";
+import { eventually, sleep } from "../hack/testkit/wait.js";
+import { addressClaim, readyOf, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
+import {
+  hostOf,
+  netBoxClients,
+  netBoxPool,
+  netBoxRef,
+  ourRecordsIn,
+  recordsIn,
+  writeToken,
+  type NetBoxClients,
+} from "./netbox-support.js";
+
+describe("NetBox pools (a real NetBox)", function () {
+  this.timeout(300_000);
+  let kc: KubeConfig;
+  let k: NetBoxClients;
+  let nb: NetBoxServer;
+
+  before(async function () {
+    const missing = netBoxUnavailable();
+    if (missing) {
+      console.log(`      skipped: ${missing}`);
+      this.skip();
+    }
+    this.timeout(1_800_000);
+    [kc, nb] = await Promise.all([sharedCluster().then((c) => c.kubeConfig), sharedNetBox()]);
+    k = netBoxClients(kc);
+  });
+
+  /** The claim helpers of the in-cluster suites work on any IPAddressClaim: the same clients, typed loosely. */
+  const asClaims = (): InClusterClients => k as unknown as InClusterClients;
+
+  async function claims(ns: string, pool: string, names: readonly string[], cluster?: string): Promise<void> {
+    const labels = cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {};
+    await Promise.all(names.map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef(pool), labels))));
+  }
+
+  it("binds claims of a prefix pool to the addresses NetBox recorded, each record carrying the claim's identity", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const tenant = await nb.admin.createTenant(`t-${prefix.id}`);
+    await withController(kc, "nb-prefix", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(
+        ns,
+        netBoxPool(
+          nb,
+          ns,
+          "p",
+          { prefix: { cidr: prefix.cidr } },
+          {
+            gateway: `${hostOf(prefix.cidr).replace(/\.0$/, ".1")}`,
+            tenantId: tenant,
+            dnsNameTemplate: "{name}.{cluster}.example.com",
+          },
+        ),
+      );
+      await claims(ns, "p", ["m-0", "m-1", "m-2"], "c1");
+      const bound = await Promise.all(["m-0", "m-1", "m-2"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      const records = await ourRecordsIn(nb, prefix.cidr);
+      expect(records).to.have.length(3);
+      for (const [i, record] of bound.entries()) {
+        const name = `m-${i}`;
+        const mine = records.filter((r) => r.description === ownerDescription({ namespace: ns, name }));
+        expect(mine, `one NetBox record for ${name}`).to.have.length(1);
+        expect(hostOf(mine[0]?.address ?? "")).to.equal(record.spec.address);
+        expect(mine[0]?.dns_name).to.equal(`${name}.c1.example.com`);
+        expect(mine[0]?.tenant?.id).to.equal(tenant);
+        expect(mine[0]?.tags.map((t) => t.slug)).to.include(OWNER_TAG.slug);
+        expect(record.spec.prefix).to.equal(24);
+        expect(record.spec.gateway).to.equal(hostOf(prefix.cidr).replace(/\.0$/, ".1"));
+      }
+      // NetBox hands out the lowest free addresses (the network address excluded).
+      expect(bound.map((r) => r.spec.address).sort()).to.deep.equal(
+        [1, 2, 3].map((n) => hostOf(prefix.cidr).replace(/\.0$/, `.${n}`)),
+      );
+      const pool = await eventually("the pool's finalizer and NetBox's utilisation", async () => {
+        const p = await k.pools.get(ns, "p");
+        return p.metadata.finalizers?.includes(NETBOX_POOL_FINALIZER) && p.status?.ipAddresses?.used === 3
+          ? p
+          : undefined;
+      });
+      expect(pool.status?.netbox).to.deep.equal({
+        kind: "prefix",
+        id: prefix.id,
+        display: `prefix ${prefix.cidr} (#${prefix.id})`,
+      });
+      expect((await k.claims.get(ns, "m-0")).metadata.finalizers).to.deep.equal([NETBOX_CLAIM_FINALIZER]);
+    });
+  });
+
+  it("binds claims of a range pool inside the range, and never an address reserved by hand in NetBox", async () => {
+    const range = await nb.admin.freshRange(10, 20);
+    const base = hostOf(range.start).replace(/\.10$/, "");
+    await nb.admin.reserveAddress(`${base}.10/24`);
+    await nb.admin.reserveAddress(`${base}.12/24`);
+    await withController(kc, "nb-range", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "r", { range: { id: range.id } }));
+      await claims(ns, "r", ["a", "b", "c"]);
+      const bound = await Promise.all(["a", "b", "c"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      expect(bound.map((r) => r.spec.address).sort()).to.deep.equal([`${base}.11`, `${base}.13`, `${base}.14`]);
+      expect(bound.every((r) => r.spec.prefix === 24)).to.equal(true);
+    });
+  });
+
+  it("releases: the claim's deletion deletes its NetBox record, and the address is handed out again", async () => {
+    const prefix = await nb.admin.freshPrefix(29);
+    await withController(kc, "nb-release", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a"]);
+      const first = await waitBound(asClaims(), ns, "a", 60_000);
+      expect(await ourRecordsIn(nb, prefix.cidr)).to.have.length(1);
+      await k.claims.delete(ns, "a");
+      await eventually(
+        "claim and IPAddress gone",
+        async () => (await gone(k.claims, ns, "a")) && (await gone(k.addresses, ns, first.metadata.name ?? "")),
+      );
+      expect(await ourRecordsIn(nb, prefix.cidr)).to.deep.equal([]);
+      await claims(ns, "p", ["b"]);
+      expect((await waitBound(asClaims(), ns, "b", 60_000)).spec.address).to.equal(first.spec.address);
+    });
+  });
+
+  it("reuses the record NetBox already holds for a claim (a crash between NetBox's answer and the IPAddress): no second address", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const base = hostOf(prefix.cidr).replace(/\.0$/, "");
+    await withController(kc, "nb-crash", async (ns) => {
+      // What a controller killed right after NetBox answered leaves: our record for the claim, no IPAddress.
+      await nb.admin
+        .request("POST", "/api/extras/tags/", { name: OWNER_TAG.name, slug: OWNER_TAG.slug })
+        .catch(() => undefined);
+      await nb.admin.reserveAddress(`${base}.7/24`, {
+        status: "active",
+        description: ownerDescription({ namespace: ns, name: "m" }),
+        tags: [OWNER_TAG.slug],
+      });
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["m", "n"]);
+      expect((await waitBound(asClaims(), ns, "m", 60_000)).spec.address).to.equal(`${base}.7`);
+      expect((await waitBound(asClaims(), ns, "n", 60_000)).spec.address).to.equal(`${base}.1`);
+      const records = await ourRecordsIn(nb, prefix.cidr);
+      expect(records.map((r) => r.description).sort()).to.deep.equal(
+        [ownerDescription({ namespace: ns, name: "m" }), ownerDescription({ namespace: ns, name: "n" })].sort(),
+      );
+    });
+  });
+
+  it("200 claims at once on one prefix: every claim bound, no address twice in NetBox or in Kubernetes", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const names = Array.from({ length: 200 }, (_, i) => `m-${i}`);
+    await withController(kc, "nb-burst", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", names);
+      await eventually(
+        "200 claims bound",
+        async () =>
+          (await k.claims.list(ns)).items.filter((c) => readyOf(c as never)?.status === "True").length === 200,
+        180_000,
+      );
+      const addresses = (await k.addresses.list(ns)).items.map((a) => a.spec.address);
+      expect(addresses).to.have.length(200);
+      expect(new Set(addresses).size).to.equal(200);
+      const records = await ourRecordsIn(nb, prefix.cidr);
+      expect(records).to.have.length(200);
+      expect(new Set(records.map((r) => hostOf(r.address)))).to.deep.equal(new Set(addresses));
+      expect(new Set(records.map((r) => r.description)).size).to.equal(200);
+    });
+  });
+
+  it("NetBox stopped mid-burst: claims say NetBox is unreachable, and once it is back every claim is bound once, no orphan record", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const names = Array.from({ length: 40 }, (_, i) => `m-${i}`);
+    await withController(kc, "nb-down", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", names.slice(0, 20));
+      await nb.stopServer();
+      try {
+        await claims(ns, "p", names.slice(20));
+        const waiting = await waitNotReady(asClaims(), ns, "m-39", "PoolNotReady");
+        expect(waiting.message).to.match(/Unreachable|Timeout/);
+        expect(waiting.message).to.not.include(nb.token);
+        expect(await eventReasons(k as never, ns, "m-39")).to.include("PoolNotReady");
+      } finally {
+        await nb.startServer();
+      }
+      await eventually(
+        "40 claims bound",
+        async () => (await k.claims.list(ns)).items.filter((c) => readyOf(c as never)?.status === "True").length === 40,
+        180_000,
+      );
+      const addresses = (await k.addresses.list(ns)).items.map((a) => a.spec.address);
+      expect(new Set(addresses).size).to.equal(40);
+      const records = await ourRecordsIn(nb, prefix.cidr);
+      expect(records.map((r) => hostOf(r.address)).sort()).to.deep.equal([...addresses].sort());
+    });
+  });
+
+  it("a revoked token: claims and the pool say Unauthorized (never the token), and a new token in the Secret heals them", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const token = await nb.admin.createToken();
+    await withController(kc, "nb-token", async (ns) => {
+      await writeToken(k, ns, token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a"]);
+      await waitBound(asClaims(), ns, "a", 60_000);
+      await nb.admin.revokeToken(token);
+      await claims(ns, "p", ["b"]);
+      const refused = await waitNotReady(asClaims(), ns, "b", "PoolNotReady");
+      expect(refused.message).to.match(/Unauthorized|Forbidden/);
+      expect(refused.message).to.not.include(token);
+      const pool = await eventually("the pool Ready=False", async () => {
+        const p = await k.pools.get(ns, "p");
+        const ready = p.status?.conditions?.find((c) => c.type === "Ready");
+        return ready?.status === "False" ? ready : undefined;
+      });
+      expect(pool.message).to.match(/Unauthorized|Forbidden/);
+      await writeToken(k, ns, nb.token);
+      // The controller reads the Secret again within its token lifetime (a minute at most).
+      expect((await waitBound(asClaims(), ns, "b", 120_000)).spec.address).to.be.a("string");
+    });
+  });
+
+  it("a full prefix: the claim says PoolExhausted and is served once an address frees", async () => {
+    const prefix = await nb.admin.freshPrefix(30); // two usable addresses
+    await withController(kc, "nb-full", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a", "b"]);
+      await Promise.all(["a", "b"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      await sleep(200);
+      await claims(ns, "p", ["c"]);
+      const waiting = await waitNotReady(asClaims(), ns, "c", "PoolExhausted");
+      expect(waiting.message).to.include("no free address");
+      await k.claims.delete(ns, "a");
+      expect((await waitBound(asClaims(), ns, "c", 60_000)).spec.address).to.be.a("string");
+      expect(await ourRecordsIn(nb, prefix.cidr)).to.have.length(2);
+    });
+  });
+
+  it("a record deleted in NetBox under a live claim is reported on the pool (condition and Event), never replaced", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    await withController(kc, "nb-deleted", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a"]);
+      const bound = await waitBound(asClaims(), ns, "a", 60_000);
+      const [record] = await ourRecordsIn(nb, prefix.cidr);
+      await nb.admin.deleteRecord("ipam/ip-addresses", record?.id ?? 0);
+      // A change of the pool's metadata makes its next pass a full one, which lists NetBox's records again.
+      await k.pools.patch(ns, "p", { metadata: { annotations: { touch: "1" } } });
+      const condition = await eventually("RecordsInNetBox=False", async () => {
+        const p = await k.pools.get(ns, "p");
+        const c = p.status?.conditions?.find((x) => x.type === RECORDS_CONDITION);
+        return c?.status === "False" ? c : undefined;
+      });
+      expect(condition.reason).to.equal(RECORD_MISSING_REASON);
+      expect(condition.message).to.include(`${ns}/a ${bound.spec.address}`);
+      expect(await eventReasons(k as never, ns, "p")).to.include(RECORD_MISSING_REASON);
+      // Not replaced: the claim keeps its address, and NetBox holds no new record of ours.
+      expect((await k.addresses.get(ns, bound.metadata.name ?? "")).spec.address).to.equal(bound.spec.address);
+      expect(await recordsIn(nb, prefix.cidr)).to.deep.equal([]);
+    });
+  });
+});
