@@ -4,7 +4,14 @@
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
-import { NETBOX_GROUP, NETBOX_POOL_KIND, type NetBoxIPPool, type NetBoxIPPoolSpec } from "../api/netbox/types.js";
+import {
+  ALLOWED_NAMESPACES_ANNOTATION,
+  NETBOX_GROUP,
+  NETBOX_POOL_KIND,
+  type NetBoxIPPool,
+  type NetBoxIPPoolSpec,
+} from "../api/netbox/types.js";
+import { CONTROLLER_NAMESPACE } from "../hack/testkit/serviceaccount.js";
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
@@ -34,16 +41,20 @@ export function netBoxClients(kc: KubeConfig): NetBoxClients {
   };
 }
 
-/** The Secret name every suite pool reads its token from. */
-export const TOKEN_SECRET = "netbox-token";
+/** The token Secret of the pools of `namespace`: in the controller's namespace, as tokens must be. */
+export const tokenSecret = (namespace: string): string => `netbox-token-${namespace}`;
 
-/** Writes (or replaces) the token Secret in `namespace`. */
+/** Writes (or replaces) the token Secret of `namespace`'s pools, allowing that namespace only. */
 export async function writeToken(k: NetBoxClients, namespace: string, token: string): Promise<void> {
-  const body = { metadata: { name: TOKEN_SECRET, namespace }, stringData: { token } };
+  const name = tokenSecret(namespace);
+  const body = {
+    metadata: { name, namespace: CONTROLLER_NAMESPACE, annotations: { [ALLOWED_NAMESPACES_ANNOTATION]: namespace } },
+    stringData: { token },
+  };
   try {
-    await k.core.createNamespacedSecret({ namespace, body });
+    await k.core.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
   } catch {
-    await k.core.replaceNamespacedSecret({ name: TOKEN_SECRET, namespace, body });
+    await k.core.replaceNamespacedSecret({ name, namespace: CONTROLLER_NAMESPACE, body });
   }
 }
 
@@ -57,7 +68,7 @@ export function netBoxPool(
 ): NetBoxIPPool {
   return {
     metadata: { name, namespace },
-    spec: { netbox: { url: server.url, credentialsRef: { name: TOKEN_SECRET } }, ...place, ...extra },
+    spec: { netbox: { url: server.url, credentialsRef: { name: tokenSecret(namespace) } }, ...place, ...extra },
   };
 }
 

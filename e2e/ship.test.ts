@@ -40,6 +40,12 @@ const EXPECTED = [
   "ipam.metal3.io/ippools: get list patch watch",
   "ipam.metal3.io/ippools/finalizers: update",
   "ipam.metal3.io/ippools/status: patch",
+  "netbox.ipam.cluster.x-k8s.io/globalnetboxippools: get list patch watch",
+  "netbox.ipam.cluster.x-k8s.io/globalnetboxippools/finalizers: update",
+  "netbox.ipam.cluster.x-k8s.io/globalnetboxippools/status: patch",
+  "netbox.ipam.cluster.x-k8s.io/netboxippools: get list patch watch",
+  "netbox.ipam.cluster.x-k8s.io/netboxippools/finalizers: update",
+  "netbox.ipam.cluster.x-k8s.io/netboxippools/status: patch",
 ];
 
 function kubectlAvailable(): boolean {
@@ -53,7 +59,7 @@ describe("shipping: RBAC and manifests", function () {
     for (const [path, text] of renderRbac()) expect(readFileSync(join(repoRoot, path), "utf8"), path).to.equal(text);
   });
 
-  it("grants exactly the listed verbs and resources: no wildcards, no Secrets, Leases only in its namespace", () => {
+  it("grants exactly the listed verbs and resources: no wildcards, Secrets (get) and Leases only in its namespace", () => {
     const table = normalizeRules(CLUSTER_ROLE_RULES).map(
       (r) =>
         `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}: ${r.verbs.join(" ")}`,
@@ -62,9 +68,11 @@ describe("shipping: RBAC and manifests", function () {
     const all = [...CLUSTER_ROLE_RULES, ...NAMESPACE_ROLE_RULES];
     for (const r of all) {
       expect([...r.apiGroups, ...r.resources, ...r.verbs]).to.not.include("*");
-      expect(r.resources).to.not.include("secrets");
     }
+    // Secrets: none cluster-wide; in its own namespace `get` only (NetBox tokens, by name; never listed or watched).
+    for (const r of CLUSTER_ROLE_RULES) expect(r.resources).to.not.include("secrets");
     expect(normalizeRules(NAMESPACE_ROLE_RULES)).to.deep.equal([
+      { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
       { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "patch"] },
     ]);
   });
@@ -113,7 +121,10 @@ describe("shipping: RBAC and manifests", function () {
       ["list", "cluster.x-k8s.io", "clusters", "default", true],
       ["patch", "coordination.k8s.io", "leases", CONTROLLER_NAMESPACE, true],
       ["patch", "coordination.k8s.io", "leases", "default", false],
-      ["get", "", "secrets", CONTROLLER_NAMESPACE, false],
+      ["get", "", "secrets", CONTROLLER_NAMESPACE, true],
+      ["list", "", "secrets", CONTROLLER_NAMESPACE, false],
+      ["watch", "", "secrets", CONTROLLER_NAMESPACE, false],
+      ["get", "", "secrets", "default", false],
       ["list", "", "secrets", "default", false],
       ["list", "", "pods", "default", false],
       ["delete", "ipam.metal3.io", "ippools", "default", false],

@@ -99,6 +99,7 @@ async function main(): Promise<void> {
     poolConcurrency: flags.poolConcurrency,
     logger,
     metrics,
+    controllerNamespace: flags.leaderElectionNamespace,
   });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
   const releaser = startMemoryReleaser(flags, logger, metrics);

@@ -7,6 +7,7 @@ import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
 import { CLUSTER_RULES } from "./controllers/clusters.js";
 import { EVENT_RULES } from "./controllers/events.js";
 import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
+import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
@@ -35,7 +36,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...LOOKUP_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */
-export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES];
+export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES, ...NETBOX_SECRET_RULES];
 
 /**
  * Merges rules per (group, resource, resource names), verbs united and sorted, for a stable rendering. Rules limited

@@ -21,7 +21,7 @@ const int = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSch
   ...extra,
 });
 
-function instance(global: boolean): JSONSchemaProps {
+function instance(): JSONSchemaProps {
   return {
     type: "object",
     description: "The NetBox instance: where it is and how to authenticate.",
@@ -29,15 +29,14 @@ function instance(global: boolean): JSONSchemaProps {
       url: str("Base URL of NetBox, e.g. https://netbox.example.com.", { pattern: "^https?://", minLength: 8 }),
       credentialsRef: {
         type: "object",
-        description: global
-          ? "The Secret holding the API token (namespace required for a global pool)."
-          : "The Secret holding the API token, in the pool's namespace.",
+        description:
+          "The Secret holding the API token, in the controller's namespace; a namespaced pool may use it when the " +
+          "Secret's netbox.ipam.cluster.x-k8s.io/allowed-namespaces annotation names the pool's namespace or *.",
         properties: {
           name: str("Name of the Secret.", { minLength: 1 }),
-          namespace: str(global ? "Namespace of the Secret." : "Must be empty or the pool's namespace."),
           key: str("Key of the token in the Secret's data; default token."),
         },
-        required: global ? ["name", "namespace"] : ["name"],
+        required: ["name"],
       },
       caBundle: str("PEM certificates to trust for url besides the system roots."),
     },
@@ -45,14 +44,14 @@ function instance(global: boolean): JSONSchemaProps {
   };
 }
 
-function spec(global: boolean): JSONSchemaProps {
+function spec(): JSONSchemaProps {
   const id = int("NetBox id.", { minimum: 1 });
   const vrfId = int("NetBox VRF id, when the CIDR or bounds are not unique across VRFs.", { minimum: 1 });
   return {
     type: "object",
     description: "Which NetBox prefix or IP range hands out the addresses, and what each IPAddress carries.",
     properties: {
-      netbox: instance(global),
+      netbox: instance(),
       prefix: {
         type: "object",
         description: "A NetBox prefix: by id, or by CIDR (and VRF).",
@@ -119,7 +118,7 @@ function status(): JSONSchemaProps {
   };
 }
 
-function poolSchema(description: string, global: boolean): JSONSchemaProps {
+function poolSchema(description: string): JSONSchemaProps {
   return {
     type: "object",
     description,
@@ -127,7 +126,7 @@ function poolSchema(description: string, global: boolean): JSONSchemaProps {
       apiVersion: str("Versioned schema of this representation of an object."),
       kind: str("REST resource this object represents, in CamelCase."),
       metadata: { type: "object" },
-      spec: spec(global),
+      spec: spec(),
       status: status(),
     },
     required: ["spec"],
@@ -161,10 +160,7 @@ export const NETBOX_IPPOOL_CRD: CrdDefinition = {
   categories: ["cluster-api"],
   statusSubresource: true,
   printerColumns: printerColumns(),
-  schema: poolSchema(
-    "NetBoxIPPool hands out addresses NetBox allocates, to the IPAddressClaims of its namespace.",
-    false,
-  ),
+  schema: poolSchema("NetBoxIPPool hands out addresses NetBox allocates, to the IPAddressClaims of its namespace."),
 };
 
 export const GLOBAL_NETBOX_IPPOOL_CRD: CrdDefinition = {
@@ -179,10 +175,7 @@ export const GLOBAL_NETBOX_IPPOOL_CRD: CrdDefinition = {
   categories: ["cluster-api"],
   statusSubresource: true,
   printerColumns: printerColumns(),
-  schema: poolSchema(
-    "GlobalNetBoxIPPool hands out addresses NetBox allocates, to IPAddressClaims of any namespace.",
-    true,
-  ),
+  schema: poolSchema("GlobalNetBoxIPPool hands out addresses NetBox allocates, to IPAddressClaims of any namespace."),
 };
 
 export const NETBOX_CRDS: readonly CrdDefinition[] = [NETBOX_IPPOOL_CRD, GLOBAL_NETBOX_IPPOOL_CRD];

@@ -23,6 +23,12 @@ export const NETBOX_CLAIM_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ReleaseAddre
 /** On the IPAddresses made for claims of NetBox pools, until their claim releases them. */
 export const NETBOX_ADDRESS_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ProtectAddress";
 
+/**
+ * On a credentials Secret: the namespaces (comma-separated, or `*`) whose NetBoxIPPools may use it. Without it only
+ * GlobalNetBoxIPPools and pools of the controller's own namespace may.
+ */
+export const ALLOWED_NAMESPACES_ANNOTATION = "netbox.ipam.cluster.x-k8s.io/allowed-namespaces";
+
 /** The key of the token in the credentials Secret when `credentialsRef.key` is not set. */
 export const DEFAULT_TOKEN_KEY = "token";
 
@@ -31,10 +37,12 @@ export interface NetBoxInstance {
   /** Base URL, e.g. `https://netbox.example.com` (http only for loopback and tests). */
   url: string;
   /**
-   * The Secret holding the API token (NetBox v2 tokens `nbt_<key>.<secret>`, or v1). Namespaced pools: a Secret of the
-   * pool's namespace (`namespace` must be absent or equal). Global pools: `namespace` is required.
+   * The Secret holding the API token (NetBox v2 tokens `nbt_<key>.<secret>`, or v1), in the CONTROLLER's namespace:
+   * the controller may read Secrets there only (by name, never listed), so no pool can make it read a Secret of
+   * another namespace. A namespaced pool may use it only if the Secret's {@link ALLOWED_NAMESPACES_ANNOTATION} names
+   * the pool's namespace (or `*`); global pools, made by cluster administrators, may use any.
    */
-  credentialsRef: { name: string; namespace?: string; key?: string };
+  credentialsRef: { name: string; key?: string };
   /** PEM CA bundle to trust for `url` besides the system roots. */
   caBundle?: string;
 }

@@ -39,6 +39,9 @@ function servedPoolKinds(netbox: NetBoxEngine): PoolKinds {
   return new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND, ...netBoxPoolKinds(netbox)]);
 }
 
+/** The namespace config/default installs the controller in. */
+const DEFAULT_CONTROLLER_NAMESPACE = "metal3-ipam-system";
+
 export interface ManagerOptions {
   /** Namespace to watch; empty or undefined watches all. */
   namespace?: string;
@@ -51,6 +54,8 @@ export interface ManagerOptions {
   metrics?: ControllerMetrics;
   /** Retry period of Cluster API IPAM discovery while it is not served (default 30 s). */
   capiDiscoveryRetryMs?: number;
+  /** The controller's own namespace: NetBox tokens are read from Secrets there (netbox/connect.ts). */
+  controllerNamespace?: string;
   /** How NetBox clients are made (default: src/netbox/client.ts with its defaults). */
   netBoxClient?: (endpoint: NetBoxEndpointConfig) => NetBoxApi;
 }
@@ -66,7 +71,11 @@ export class Manager {
     private readonly kubeConfig: Kube,
     private readonly options: ManagerOptions,
   ) {
-    this.kinds = servedPoolKinds(new NetBoxEngine(netBoxConnector(options.netBoxClient ?? defaultNetBoxClient)));
+    const connector = netBoxConnector(
+      options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE,
+      options.netBoxClient ?? defaultNetBoxClient,
+    );
+    this.kinds = servedPoolKinds(new NetBoxEngine(connector));
   }
 
   /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */

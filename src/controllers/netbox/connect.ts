@@ -1,15 +1,20 @@
 /**
  * Connects a NetBox pool to its NetBox: the URL and CA bundle from its spec, the API token from the Secret it names.
- * Secrets are read by name (`get`, never listed or watched: see NETBOX_RULES) and kept for {@link TOKEN_TTL_MS}, so a
- * rotated token is picked up within that time; a client is kept per (URL, token, CA) and shared by every pool of one
- * NetBox, so its connections and its bound on concurrent calls are per instance. Errors name the Secret and the key,
- * never the token.
+ *
+ * Where tokens live, and why: in the controller's own namespace. The controller may `get` Secrets there and nowhere
+ * else (NETBOX_SECRET_RULES, a Role of that namespace; no list, no watch), so a pool cannot make it read a Secret of
+ * another namespace, and it learns no Secret nobody named. Which pools may use a token is the Secret's to say:
+ * {@link ALLOWED_NAMESPACES_ANNOTATION} names the namespaces whose NetBoxIPPools may (or `*`); cluster-scoped
+ * GlobalNetBoxIPPools, which only cluster administrators create, may use any.
+ *
+ * A token is kept for {@link TOKEN_TTL_MS} (a rotated token is picked up within it); a client is kept per (URL, token,
+ * CA) and shared by every pool of one NetBox, so connections are per instance. Errors name the Secret and key, never
+ * the token.
  */
 import { createHash } from "node:crypto";
-import { DEFAULT_TOKEN_KEY, type NetBoxIPPool } from "../../../api/netbox/types.js";
+import { ALLOWED_NAMESPACES_ANNOTATION, DEFAULT_TOKEN_KEY, type NetBoxIPPool } from "../../../api/netbox/types.js";
 import { isNotFound } from "../../kube/errors.js";
-import type { KubeObject } from "../../kube/resource.js";
-import { ResourceClient } from "../../kube/resource.js";
+import { ResourceClient, type KubeObject } from "../../kube/resource.js";
 import type { KindContext } from "../pools/kind.js";
 import type { NetBoxApi } from "./api.js";
 import type { NetBoxConnector } from "./engine.js";
@@ -28,42 +33,70 @@ type Secret = KubeObject & { data?: Record<string, string> };
 
 const SECRETS = { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true };
 
-/** A bad credentials reference: fails the claims with this message (a NetBox-style failure, so they say it). */
+/** A credentials problem: fails the claims with this message (a NetBox-style failure, so they say it). */
 export class CredentialsError extends Error {
   readonly reason = "Unauthorized";
 }
 
-export function netBoxConnector(makeClient: (endpoint: NetBoxEndpointConfig) => NetBoxApi): NetBoxConnector {
-  const tokens = new Map<string, { token: string; readAt: number }>();
-  const clients = new Map<string, NetBoxApi>();
-  let secrets: ResourceClient<Secret> | undefined;
+/** RBAC in the controller's namespace: read a named Secret, nothing else. */
+export const NETBOX_SECRET_RULES = [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }];
 
-  const readToken = async (pool: NetBoxIPPool, ctx: KindContext): Promise<string> => {
-    const ref = pool.spec.netbox.credentialsRef;
-    const namespace = pool.metadata.namespace ?? ref.namespace ?? "";
-    const key = ref.key ?? DEFAULT_TOKEN_KEY;
-    const where = `Secret ${namespace}/${ref.name} key ${key}`;
-    const cacheKey = `${namespace}/${ref.name}/${key}`;
-    const kept = tokens.get(cacheKey);
-    if (kept && Date.now() - kept.readAt < TOKEN_TTL_MS) return kept.token;
-    if (!namespace) throw new CredentialsError(`credentialsRef of a global pool needs a namespace`);
-    secrets ??= new ResourceClient<Secret>(ctx.store.kubeConfig, SECRETS);
-    let secret: Secret;
+/** Whether a pool of `poolNamespace` ("" for a global pool) may use a Secret with these annotations. */
+export function mayUseSecret(
+  annotations: Readonly<Record<string, string>> | undefined,
+  poolNamespace: string,
+  controllerNamespace: string,
+): boolean {
+  if (poolNamespace === "" || poolNamespace === controllerNamespace) return true;
+  const allowed = (annotations?.[ALLOWED_NAMESPACES_ANNOTATION] ?? "").split(",").map((s) => s.trim());
+  return allowed.includes("*") || allowed.includes(poolNamespace);
+}
+
+interface KeptSecret {
+  secret: Secret;
+  readAt: number;
+}
+
+export function netBoxConnector(
+  controllerNamespace: string,
+  makeClient: (endpoint: NetBoxEndpointConfig) => NetBoxApi,
+): NetBoxConnector {
+  const secrets = new Map<string, KeptSecret>();
+  const clients = new Map<string, NetBoxApi>();
+  let api: ResourceClient<Secret> | undefined;
+
+  const readSecret = async (name: string, ctx: KindContext): Promise<Secret> => {
+    const kept = secrets.get(name);
+    if (kept && Date.now() - kept.readAt < TOKEN_TTL_MS) return kept.secret;
+    api ??= new ResourceClient<Secret>(ctx.store.kubeConfig, SECRETS);
     try {
-      secret = await secrets.get(namespace, ref.name);
+      const secret = await api.get(controllerNamespace, name);
+      secrets.set(name, { secret, readAt: Date.now() });
+      return secret;
     } catch (err) {
-      if (isNotFound(err)) throw new CredentialsError(`${where}: the Secret does not exist`);
+      if (isNotFound(err))
+        throw new CredentialsError(`Secret ${controllerNamespace}/${name} (credentialsRef) does not exist`);
       throw err;
     }
+  };
+
+  const tokenOf = async (pool: NetBoxIPPool, ctx: KindContext): Promise<string> => {
+    const ref = pool.spec.netbox.credentialsRef;
+    const key = ref.key ?? DEFAULT_TOKEN_KEY;
+    const where = `Secret ${controllerNamespace}/${ref.name}`;
+    const secret = await readSecret(ref.name, ctx);
+    const poolNamespace = pool.metadata.namespace ?? "";
+    if (!mayUseSecret(secret.metadata.annotations, poolNamespace, controllerNamespace))
+      throw new CredentialsError(
+        `${where} may not be used by pools of namespace ${poolNamespace}: its ${ALLOWED_NAMESPACES_ANNOTATION} annotation does not name it`,
+      );
     const encoded = secret.data?.[key];
-    if (!encoded) throw new CredentialsError(`${where}: the Secret has no such key`);
-    const token = Buffer.from(encoded, "base64").toString("utf8").trim();
-    tokens.set(cacheKey, { token, readAt: Date.now() });
-    return token;
+    if (!encoded) throw new CredentialsError(`${where} has no key ${key}`);
+    return Buffer.from(encoded, "base64").toString("utf8").trim();
   };
 
   return async (pool, ctx) => {
-    const token = await readToken(pool, ctx);
+    const token = await tokenOf(pool, ctx);
     const { url, caBundle } = pool.spec.netbox;
     const id = createHash("sha256")
       .update(JSON.stringify([url, token, caBundle ?? ""]))

@@ -152,7 +152,7 @@ export function netBoxPoolKinds(engine: NetBoxEngine): [PoolKind<NetBoxIPPool>, 
   return [netBoxKind(NETBOX_IPPOOL, engine), netBoxKind(GLOBAL_NETBOX_IPPOOL, engine)];
 }
 
-/** RBAC for serving the NetBox kinds, and reading (get only) the Secrets that hold their tokens. */
+/** RBAC for serving the NetBox kinds (their tokens: NETBOX_SECRET_RULES in connect.ts, the controller's namespace). */
 export const NETBOX_RULES = [
   {
     apiGroups: [NETBOX_IPPOOL.group],
@@ -169,9 +169,6 @@ export const NETBOX_RULES = [
     resources: [`${NETBOX_IPPOOL.plural}/finalizers`, `${GLOBAL_NETBOX_IPPOOL.plural}/finalizers`],
     verbs: ["update"],
   },
-  // `get` only: the controller reads the Secret a pool names, by name; it can neither list nor watch Secrets, so it
-  // learns no Secret nobody pointed it at.
-  { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
 ];
 
 /** The Warning Event a changed condition deserves: NetBox failing, or records missing there. */
