@@ -35,7 +35,7 @@ const RULES: Readonly<Record<SrcFolder, readonly string[]>> = {
   ipam: ["api/v1alpha1/types.ts", "api/incluster/types.ts"],
   kube: ["api/"],
   runtime: ["src/kube/"],
-  controllers: ["api/", "src/ipam/", "src/kube/", "src/runtime/"],
+  controllers: ["api/", "src/ipam/", "src/kube/", "src/netbox/", "src/runtime/"],
   webhooks: ["api/", "src/ipam/", "src/certs/", "src/kube/", "src/runtime/"],
   certs: ["src/kube/", "src/runtime/"],
   cli: ["api/", "src/ipam/", "src/kube/kubeconfig-file.ts"],

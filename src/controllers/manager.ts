@@ -28,6 +28,7 @@ import { PoolKinds } from "./pools/registry.js";
 import type { NetBoxApi } from "./netbox/api.js";
 import { netBoxConnector, type NetBoxEndpointConfig } from "./netbox/connect.js";
 import { NetBoxEngine } from "./netbox/engine.js";
+import { netBoxClient } from "../netbox/client.js";
 import { netBoxPoolKinds } from "./netbox/kind.js";
 
 /**
@@ -38,6 +39,10 @@ import { netBoxPoolKinds } from "./netbox/kind.js";
 function servedPoolKinds(netbox: NetBoxEngine): PoolKinds {
   return new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND, ...netBoxPoolKinds(netbox)]);
 }
+
+/** Deadline of one NetBox request (an allocation takes about 50 ms; a list of a full prefix a second or two). */
+const NETBOX_TIMEOUT_MS = 30_000;
+const NETBOX_USER_AGENT = "metal3-ipam-ts";
 
 /** The namespace config/default installs the controller in. */
 const DEFAULT_CONTROLLER_NAMESPACE = "metal3-ipam-system";
@@ -71,9 +76,16 @@ export class Manager {
     private readonly kubeConfig: Kube,
     private readonly options: ManagerOptions,
   ) {
+    const metrics = options.metrics ?? noMetrics;
     const connector = netBoxConnector(
       options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE,
-      options.netBoxClient ?? defaultNetBoxClient,
+      options.netBoxClient ??
+        ((endpoint) =>
+          netBoxClient(endpoint, {
+            timeoutMs: NETBOX_TIMEOUT_MS,
+            userAgent: NETBOX_USER_AGENT,
+            observe: (o) => metrics.netBoxRequest(o),
+          })),
     );
     this.kinds = servedPoolKinds(new NetBoxEngine(connector));
   }
@@ -183,9 +195,4 @@ export class Manager {
     this.discovery?.stop();
     await this.queue?.shutdown();
   }
-}
-
-/** Placeholder until the NetBox client lands: every call fails as NetBox being unreachable. */
-function defaultNetBoxClient(): NetBoxApi {
-  throw new Error("NetBox client not wired");
 }

@@ -57,6 +57,7 @@ export function allocationBody(request: AllocationRequest): Json {
     ...(request.tags && request.tags.length > 0 ? { tags: request.tags.map((slug) => ({ slug })) } : {}),
     ...(request.tenantId !== undefined ? { tenant: request.tenantId } : {}),
     ...(request.dnsName !== undefined ? { dns_name: request.dnsName } : {}),
+    ...(request.comments !== undefined ? { comments: request.comments } : {}),
   };
 }
 

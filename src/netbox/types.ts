@@ -42,6 +42,8 @@ export interface AllocationRequest {
   tags?: string[];
   tenantId?: number;
   dnsName?: string;
+  /** Free text for people (NetBox's `comments`). */
+  comments?: string;
 }
 
 /** A prefix and how full it is. */

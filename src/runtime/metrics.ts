@@ -34,6 +34,8 @@ export interface ControllerMetrics {
   reconcileError(controller: string): void;
   queue(controller: string): WorkQueueMetrics;
   leader(isLeader: boolean): void;
+  /** One finished NetBox request: templated route, method, HTTP status or failure reason, duration. */
+  netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void;
 }
 
 export const noMetrics: ControllerMetrics = {
@@ -45,6 +47,7 @@ export const noMetrics: ControllerMetrics = {
   reconcileError: () => undefined,
   queue: () => ({ queued: () => undefined, processed: () => undefined }),
   leader: () => undefined,
+  netBoxRequest: () => undefined,
 };
 
 /** How an admission request ended: answered allowed or denied, failed inside a handler, or refused at HTTP level. */
@@ -96,6 +99,19 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     name: `${PREFIX}allocation_duration_seconds`,
     help: "Time to write an allocation (IPAddress create and claim status)",
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  private readonly netBoxRequests = new Counter({
+    name: `${PREFIX}netbox_requests_total`,
+    help: "NetBox API requests by templated route, method and outcome (HTTP status, or the failure reason)",
+    labelNames: ["route", "method", "code"],
+    registers: [this.registry],
+  });
+  private readonly netBoxSeconds = new Histogram({
+    name: `${PREFIX}netbox_request_duration_seconds`,
+    help: "NetBox API request latency by templated route and method",
+    labelNames: ["route", "method"],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
   private readonly releases = new Counter({
@@ -295,5 +311,11 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
 
   leader(isLeader: boolean): void {
     this.leaderGauge.set(isLeader ? 1 : 0);
+  }
+
+  netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void {
+    const code = o.status !== undefined ? String(o.status) : (o.reason ?? "unknown");
+    this.netBoxRequests.inc({ route: o.route, method: o.method, code });
+    this.netBoxSeconds.observe({ route: o.route, method: o.method }, o.seconds);
   }
 }

@@ -132,6 +132,8 @@ function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngi
           message: `Serving NetBox ${parent.display}`,
         }
       : undefined;
+  if (parent) input.metrics.poolCapacity(input.ref, parent.size, parent.used, Math.max(0, parent.size - parent.used));
+  input.metrics.pendingClaims(input.ref, input.records.pending);
   const status: NetBoxIPPoolStatus = { ...(pool.status ?? {}) };
   if (parent) {
     status.ipAddresses = { total: parent.size, used: parent.used, free: Math.max(0, parent.size - parent.used) };
