@@ -7,7 +7,8 @@
  * {@link ALLOWED_NAMESPACES_ANNOTATION} names the namespaces whose NetBoxIPPools may (or `*`); cluster-scoped
  * GlobalNetBoxIPPools, which only cluster administrators create, may use any.
  *
- * A token is kept for {@link TOKEN_TTL_MS} (a rotated token is picked up within it); a client is kept per (URL, token,
+ * A token is kept for {@link TOKEN_TTL_MS}, or until NetBox refuses it (a rotated token is picked up at the next
+ * call after that, or within the TTL); a client is kept per (URL, token,
  * CA) and shared by every pool of one NetBox, so connections are per instance. Errors name the Secret and key, never
  * the token.
  */
@@ -95,7 +96,7 @@ export function netBoxConnector(
     return Buffer.from(encoded, "base64").toString("utf8").trim();
   };
 
-  return async (pool, ctx) => {
+  const connect = async (pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxApi> => {
     const token = await tokenOf(pool, ctx);
     const { url, caBundle } = pool.spec.netbox;
     const id = createHash("sha256")
@@ -108,4 +109,5 @@ export function netBoxConnector(
     }
     return client;
   };
+  return { connect, tokenRejected: (pool) => void secrets.delete(pool.spec.netbox.credentialsRef.name) };
 }

@@ -23,10 +23,14 @@ import { resolveParent, type ResolvedParent } from "./parent.js";
 export const BATCH = 50;
 /** Backoff after a failed call: doubles per consecutive failure of the pool, up to the maximum. */
 const BACKOFF_MIN_MS = 2_000;
-const BACKOFF_MAX_MS = 60_000;
+const BACKOFF_MAX_MS = 30_000;
 
 /** Connects a pool to its NetBox (URL, the token from its Secret, CA bundle): see connect.ts. */
-export type NetBoxConnector = (pool: NetBoxIPPool, ctx: KindContext) => Promise<NetBoxApi>;
+export interface NetBoxConnector {
+  connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxApi>;
+  /** NetBox refused the pool's token: read its Secret again on the next call (it may have been rotated). */
+  tokenRejected(pool: NetBoxIPPool): void;
+}
 
 interface PoolEngineState {
   /** The spec the parent was resolved from (re-resolved when it changes). */
@@ -52,7 +56,11 @@ interface Asked {
 export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   private readonly pools = new Map<string, PoolEngineState>();
 
-  constructor(private readonly connect: NetBoxConnector) {}
+  constructor(private readonly connector: NetBoxConnector) {}
+
+  private async connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxApi> {
+    return await this.connector.connect(pool, ctx);
+  }
 
   /** The parent of `pool` (resolved in NetBox when not known for its spec). Throws NetBox's errors. */
   async parentOf(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent> {
@@ -93,7 +101,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     } catch (err) {
       const failure = netBoxFailureOf(err);
       if (!failure) throw err;
-      const retryAfterMs = this.failed(state, failure);
+      const retryAfterMs = this.failed(pool, failure);
       ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
       const answer = failedAnswer(pool, failure);
       return new Map(asked.map((a) => [a.holder, answer]));
@@ -245,10 +253,9 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   /** Records a failed call of the pool's; returns how long to wait before the next pass. */
-  failed(pool: NetBoxIPPool, failure: NetBoxErrorLike): number;
-  failed(state: PoolEngineState, failure: NetBoxErrorLike): number;
-  failed(target: NetBoxIPPool | PoolEngineState, failure: NetBoxErrorLike): number {
-    const state = "specKey" in target ? target : this.stateOf(target);
+  failed(pool: NetBoxIPPool, failure: NetBoxErrorLike): number {
+    const state = this.stateOf(pool);
+    if (failure.reason === "Unauthorized") this.connector.tokenRejected(pool);
     state.failure = failure;
     state.failures++;
     delete state.parent;

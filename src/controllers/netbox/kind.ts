@@ -93,6 +93,7 @@ export const RECORD_MISSING_REASON = "RecordMissingInNetBox";
  */
 function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngine): StatusDecision | undefined {
   const { parent, failure } = engine.view(pool);
+
   const missing = engine.missingRecords(
     pool,
     (input.records.capiAddresses as CapiIPAddress[]).map((r) => ({
@@ -140,6 +141,7 @@ function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngi
     status.netbox = { kind: parent.parent.kind, id: parent.parent.id, display: parent.display };
   }
   if (ready) status.conditions = setCondition(pool.status?.conditions, ready, input.now);
+  if (parent) status.conditions = setCondition(status.conditions, recordsCondition, input.now);
   if (isEqual(status, pool.status ?? {})) return undefined;
   const conditionsSame = isEqual(status.conditions, pool.status?.conditions);
   return {
