@@ -12,7 +12,7 @@ import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
 import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
 import type { BucketChange } from "../../kube/journal.js";
 import type { PoolKinds } from "../pools/registry.js";
-import type { ExternalClaim, PoolKind, PoolRecord } from "../pools/kind.js";
+import type { ClaimIdentity, ExternalClaim, PoolKind, PoolRecord } from "../pools/kind.js";
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
@@ -168,6 +168,21 @@ export class IPAddressClaimApi implements ClaimApi {
     if (pause.paused || pause.clusterMissing) return undefined;
     const namespace = claim.metadata.namespace ?? "";
     return { holder: capiHolderName(pass.kind, namespace, claim.metadata.name ?? ""), claim, cluster: clusterName };
+  }
+
+  externalHoldings(pass: Pass): (ClaimIdentity & { address?: string | undefined })[] {
+    return this.claimsOf(pass.key)
+      .filter((c) => !isDeleting(c.metadata))
+      .map((object) => {
+        const claim = object as IPAddressClaim;
+        const record = this.recordsOfClaim(keyOf(claim), pass.key)[0];
+        return {
+          namespace: claim.metadata.namespace ?? "",
+          name: claim.metadata.name ?? "",
+          cluster: capiClaimClusterName(claim, pass.kind, pass.pool),
+          address: record?.spec.address,
+        };
+      });
   }
 
   /** An orphan's record in an external engine (NetBox) goes first, named by the claim the orphan was made for. */

@@ -21,6 +21,14 @@ import { resolveParent, type ResolvedParent } from "./parent.js";
 
 /** Records created per `available-ips` call (NetBox takes a list; one call holds its lock once). */
 export const BATCH = 50;
+/**
+ * A full pass this long after the first listing of a pool by this process: a request of a predecessor killed mid-call
+ * may commit in NetBox after that listing (NetBox finishes a request whose client went away), and only a second
+ * listing sees it; the claim it was for then has two records, and the second pass keeps one (settle).
+ */
+export const RECHECK_AFTER_START_MS = 30_000;
+/** While NetBox has no room for waiting claims, it is asked again this often (people free addresses in NetBox too). */
+export const EXHAUSTED_RECHECK_MS = 15_000;
 /** Backoff after a failed call: doubles per consecutive failure of the pool, up to the maximum. */
 const BACKOFF_MIN_MS = 2_000;
 const BACKOFF_MAX_MS = 30_000;
@@ -31,6 +39,9 @@ export interface NetBoxConnector {
   /** NetBox refused the pool's token: read its Secret again on the next call (it may have been rotated). */
   tokenRejected(pool: NetBoxIPPool): void;
 }
+
+/** A live claim of the pool, and the address it is bound to in Kubernetes (none while pending). */
+export type BoundClaim = ClaimIdentity & { address?: string | undefined };
 
 interface PoolEngineState {
   /** The spec the parent was resolved from (re-resolved when it changes). */
@@ -44,6 +55,10 @@ interface PoolEngineState {
   failures: number;
   /** Set while the last call failed: when to try again. */
   retryAfterMs?: number;
+  /** Whether this process has listed the pool's records yet. */
+  opened?: boolean;
+  /** When a full pass should list the records again though nothing failed (see {@link RECHECK_AFTER_START_MS}). */
+  recheckAt?: number;
 }
 
 /** The claim a pass asks for, as NetBox will record it. */
@@ -91,13 +106,18 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       const api = await this.connect(pool, ctx);
       const parent = await this.parentOf(pool, ctx);
       const owned = await this.ownedOf(api, state, parent.parent);
+      await this.keepOneEach(api, state, asked, ctx);
       const missing = uniqueBy(
         asked.filter((a) => !owned.has(a.description)),
         (a) => a.description,
       );
       const exhausted = await this.allocate(api, state, pool, parent.parent, missing);
       this.succeeded(state);
-      return new Map(asked.map((a) => [a.holder, answerOf(owned, a, parent, exhausted)]));
+      const answers = new Map(asked.map((a) => [a.holder, answerOf(owned, a, parent, exhausted)]));
+      // Full: records NetBox committed after our last listing (a request of a killed controller) may take the room,
+      // and people free addresses in NetBox: list again soon.
+      if (exhausted) state.recheckAt = Date.now() + EXHAUSTED_RECHECK_MS;
+      return answers;
     } catch (err) {
       const failure = netBoxFailureOf(err);
       if (!failure) throw err;
@@ -105,6 +125,55 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
       const answer = failedAnswer(pool, failure);
       return new Map(asked.map((a) => [a.holder, answer]));
+    }
+  }
+
+  /**
+   * A full pass's clean-up of duplicates: a request of a controller killed mid-call can commit in NetBox after the
+   * next controller listed the records and asked again, leaving a claim two records. For each live claim of the pool
+   * the record it is bound to (its IPAddress's address), or the oldest when it is not bound yet, is kept; the others
+   * are deleted. Records of claims that do not exist here are never touched (they may be another cluster's after a
+   * move).
+   */
+  async settle(pool: NetBoxIPPool, claims: readonly BoundClaim[], ctx: KindContext): Promise<void> {
+    const state = this.stateOf(pool);
+    if (!state.owned) return;
+    try {
+      const api = await this.connect(pool, ctx);
+      const asked = claims.map((c) => ({ description: ownerDescription(c), address: c.address }));
+      await this.keepOneEach(api, state, asked, ctx);
+    } catch (err) {
+      const failure = netBoxFailureOf(err);
+      if (!failure) throw err;
+      this.failed(pool, failure);
+    }
+  }
+
+  /** Deletes all but one record of each claim (see settle); `address` names the one to keep when the claim is bound. */
+  private async keepOneEach(
+    api: NetBoxApi,
+    state: PoolEngineState,
+    claims: readonly { description: string; address?: string | undefined }[],
+    ctx: KindContext,
+  ): Promise<void> {
+    const owned = state.owned;
+    if (!owned) return;
+    for (const claim of claims) {
+      const mine = owned.get(claim.description) ?? [];
+      const keep =
+        claim.address === undefined ? mine[0] : mine.find((r) => splitCidr(r.address).address === claim.address);
+      // A bound claim whose record is gone is reported (RecordsInNetBox), never repaired here.
+      if (!keep || mine.length < 2) continue;
+      for (const extra of mine.filter((r) => r !== keep)) {
+        await this.recording(state, () => api.deleteAddress(extra.id));
+        if (state.parent) state.parent.used = Math.max(0, state.parent.used - 1);
+        ctx.log.warn("Deleted a second NetBox record of a claim", {
+          description: claim.description,
+          kept: keep.address,
+          deleted: extra.address,
+        });
+      }
+      owned.set(claim.description, [keep]);
     }
   }
 
@@ -156,6 +225,9 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const parent = await this.parentOf(pool, ctx);
     await this.ownedOf(await this.connect(pool, ctx), state, parent.parent);
     this.succeeded(state);
+    if (!state.opened) state.recheckAt = Date.now() + RECHECK_AFTER_START_MS;
+    else if (state.recheckAt !== undefined && state.recheckAt <= Date.now()) delete state.recheckAt;
+    state.opened = true;
     return parent;
   }
 
@@ -264,7 +336,9 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   retryAfterMs(pool: NetBoxIPPool): number | undefined {
-    return this.pools.get(poolId(pool))?.retryAfterMs;
+    const state = this.pools.get(poolId(pool));
+    if (state?.retryAfterMs !== undefined) return state.retryAfterMs;
+    return state?.recheckAt !== undefined ? Math.max(1, state.recheckAt - Date.now()) : undefined;
   }
 }
 

@@ -90,8 +90,18 @@ export interface ExternalEngine<P extends PoolObject = PoolObject> {
   /** Releases what the engine recorded for the claim `claim` (namespace, name, cluster) of `pool`. */
   release(pool: P, claim: ClaimIdentity, ctx: KindContext): Promise<void>;
   /**
-   * Set while the engine's last call for `pool` failed: how long to wait before the pool runs again (a full pass,
-   * which asks the engine afresh). Undefined while the engine answers.
+   * Optional, on a full pass (after `openAllocator`): given every live claim of the pool and the address each is bound
+   * to, lets the engine put its own records in order (NetBox: a second record of one claim, left by a request that
+   * committed after a controller was killed). Never touches what no live claim names.
+   */
+  settle?(
+    pool: P,
+    claims: readonly (ClaimIdentity & { address?: string | undefined })[],
+    ctx: KindContext,
+  ): Promise<void>;
+  /**
+   * Set while the engine's last call for `pool` failed, or while it wants to look again (NetBox: soon after a restart,
+   * and while it is full): how long to wait before the pool runs again, as a full pass. Undefined otherwise.
    */
   retryAfterMs(pool: P): number | undefined;
 }

@@ -264,6 +264,14 @@ export class PoolReconciler {
   private async buildState(pass: Pass, apis: readonly ClaimApi[], pool: PoolObject): Promise<PoolState> {
     const kctx = { store: this.store, log: pass.ctx.log };
     const allocator = await pass.kind.openAllocator(pool, kctx);
+    // Before the records are read into the allocator, so no await falls between reading them and deciding.
+    const engine = pass.kind.external;
+    if (engine?.settle)
+      await engine.settle(
+        pool,
+        apis.flatMap((api) => api.externalHoldings?.(pass) ?? []),
+        kctx,
+      );
     for (const api of apis) {
       for (const record of api.recordsOf(pass.key)) allocator.reserve(record.spec.address, api.holderOf(record, pass));
       api.recordChanges(pass.key);
