@@ -646,7 +646,9 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
         .replace(/^#(\s+- \.\.\/components\/incluster)$/m, "$1");
       expect(enabled).to.not.equal(defaults);
       writeFileSync(join(work, "default", "kustomization.yaml"), enabled);
-      const theirs = crdsOf(join(work, "default")).filter((o) => o.metadata.name.split(".").slice(1).join(".") === INCLUSTER_GROUP);
+      const theirs = crdsOf(join(work, "default")).filter(
+        (o) => o.metadata.name.split(".").slice(1).join(".") === INCLUSTER_GROUP,
+      );
       expect(theirs.map((o) => o.metadata.name)).to.have.members(
         INCLUSTER_CRDS.map((d) => `${d.plural}.${INCLUSTER_GROUP}`),
       );
