@@ -18,6 +18,7 @@ import { sharedNetBox, type NetBoxServer } from "../../hack/testkit/netbox.js";
 import { netBoxUnavailable } from "../../hack/testkit/netboxinstall.js";
 import { CONTROLLER_NAMESPACE } from "../../hack/testkit/serviceaccount.js";
 import { consistently, eventually } from "../../hack/testkit/wait.js";
+import { runCli } from "../../hack/testkit/cli.js";
 import { netBoxClients, netBoxPool, netBoxRef, ourRecordsIn, tokenSecret, writeToken } from "../netbox-support.js";
 import { claimCount, createTopology, pictureOf, settledPicture, type Topology } from "./fixtures.js";
 import {
@@ -92,6 +93,20 @@ describe("clusterctl move of NetBox pools (a real NetBox)", function () {
   const controllers = new Map<string, RecordedController>();
   const ctl = (side: Side): RecordedController => controllers.get(side.name)!;
 
+  /** `kubectl ipam preflight-move` of `namespace` on the source, told the target (--to-kubeconfig), as JSON. */
+  async function preflightTo(namespace: string): Promise<{
+    code: number | null;
+    leftBehind: string[];
+    findings: { severity: string; kind: string; name: string; problem: string; fix: string }[];
+  }> {
+    const args = ["preflight-move", "-n", namespace, "-o", "json", "--to-kubeconfig", target.kubeconfigPath];
+    if (source.context) args.push("--context", source.context);
+    if (target.context) args.push("--to-kubeconfig-context", target.context);
+    const r = await runCli(args, { KUBECONFIG: source.kubeconfigPath });
+    const doc = JSON.parse(r.stdout || "{}") as { leftBehind?: string[]; findings?: [] };
+    return { code: r.code, leftBehind: doc.leftBehind ?? [], findings: doc.findings ?? [] };
+  }
+
   before(async function () {
     const missing = netBoxUnavailable();
     if (missing) {
@@ -151,6 +166,29 @@ describe("clusterctl move of NetBox pools (a real NetBox)", function () {
     // Every bound address is its NetBox record's.
     const hosts = [...localBefore, ...globalBefore].map((r) => r.address.split("/")[0]);
     expect(Object.values(s0.claims).every((a) => hosts.includes(a))).to.equal(true);
+
+    // preflight-move names both pools: the token Secret to make on the target, the global pool copied and left here
+    // (shared, and still no blocker: NetBox hands out every address). A target pool of that name pointing elsewhere
+    // in NetBox is a blocker.
+    const pre = await preflightTo(NS);
+    expect(pre.code, JSON.stringify(pre.findings)).to.equal(0);
+    expect(pre.leftBehind).to.deep.equal([]);
+    expect(pre.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.deep.equal([
+      `warning GlobalNetBoxIPPool/${GLOBAL}`,
+      "warning NetBoxIPPool/local",
+    ]);
+    for (const f of pre.findings) expect(f.fix).to.include(`create Secret ${tokenSecret(NS)} on the target`);
+    expect(pre.findings[0]!.problem).to.match(/^is missing on the target: clusterctl copies it there/);
+    expect(pre.findings[0]!.problem).to.include("shared with 2 claim(s) of namespaces that stay, which is safe");
+    const elsewhere = await nb.admin.freshPrefix(28);
+    await dst.globals.create("", { ...global, spec: { ...global.spec, prefix: { id: elsewhere.id } } });
+    const blocked = await preflightTo(NS);
+    expect(blocked.code).to.equal(1);
+    expect(blocked.findings.map((f) => `${f.severity} ${f.kind}/${f.name}`)).to.include(
+      `blocker GlobalNetBoxIPPool/${GLOBAL}`,
+    );
+    await dst.globals.delete("", GLOBAL);
+    await eventually("the target's stray pool gone", async () => (await preflightTo(NS)).code === 0, 30_000, 500);
 
     // The token Secret lives in the controller's namespace, which clusterctl does not move: made on the target first.
     await writeToken(dst, NS, nb.token);
