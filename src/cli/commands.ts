@@ -9,7 +9,7 @@ import { machine, styleFor, type Format, type Io } from "./output.js";
 import { idOf, isGlobalKind, parsePoolArgument, type PoolKindName } from "./poolkind.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
-import { ifServed, INCLUSTER_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
+import { ifServed, OPTIONAL_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
 import { readGlobalPoolUse, readTargetGlobalPools } from "./read-global.js";
 import { readNetBoxPoolUse, readTargetNetBoxPools } from "./read-netbox.js";
 import { watchPools } from "./watch.js";
@@ -58,8 +58,8 @@ async function free(inv: Invocation, namespace: string, io: Io): Promise<number>
     return id.kind === wanted.kind && id.name === wanted.name && (isGlobalKind(id.kind) || id.namespace === namespace);
   });
   if (!pool) {
-    // An in-cluster pool asked for on a cluster without the provider's CRD: say that, not "not found".
-    const k = wanted.kind === "IPPool" ? undefined : INCLUSTER_POOL_RESOURCES[wanted.kind];
+    // An optional kind's pool asked for on a cluster without its CRD: say that, not "not found".
+    const k = wanted.kind === "IPPool" ? undefined : OPTIONAL_POOL_RESOURCES[wanted.kind];
     if (k && !(await ifServed(k))) throw new CliError(crdMissing(k));
     throw unknownPool(wanted.kind, wanted.name, namespace, inventory);
   }
