@@ -14,6 +14,7 @@ import {
   INCLUSTER_GROUP,
   type INCLUSTER_POOL_KIND,
 } from "../../api/incluster/types.js";
+import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND } from "../../api/netbox/types.js";
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
@@ -97,9 +98,17 @@ export interface ClaimPlan {
   suffix: string;
   kind: "IPClaim" | "IPAddressClaim";
   pool: string;
-  /** For an IPAddressClaim: the in-cluster provider's pool kind it names instead of Metal3's IPPool. */
-  poolKind?: typeof INCLUSTER_POOL_KIND | typeof GLOBAL_INCLUSTER_POOL_KIND;
+  /** For an IPAddressClaim: the in-cluster provider's or a NetBox pool kind it names instead of Metal3's IPPool. */
+  poolKind?:
+    | typeof INCLUSTER_POOL_KIND
+    | typeof GLOBAL_INCLUSTER_POOL_KIND
+    | typeof NETBOX_POOL_KIND
+    | typeof GLOBAL_NETBOX_POOL_KIND;
 }
+
+/** The API group of a claim plan's pool kind. */
+const groupOfPoolKind = (kind: NonNullable<ClaimPlan["poolKind"]>): string =>
+  kind === NETBOX_POOL_KIND || kind === GLOBAL_NETBOX_POOL_KIND ? NETBOX_GROUP : INCLUSTER_GROUP;
 
 /** A workload cluster: its machines, the claims each machine's data object makes, and per-claim requests. */
 export interface ClusterPlan {
@@ -357,7 +366,7 @@ export async function createMachine(
         metadata: m,
         spec: {
           poolRef: c.poolKind
-            ? { apiGroup: INCLUSTER_GROUP, kind: c.poolKind, name: c.pool }
+            ? { apiGroup: groupOfPoolKind(c.poolKind), kind: c.poolKind, name: c.pool }
             : { apiGroup: GROUP, kind: IPPOOL_KIND, name: c.pool },
           ...(plan.unlabelled ? {} : { clusterName: plan.name }),
         },

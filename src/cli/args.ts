@@ -15,7 +15,7 @@ export interface Invocation {
   kubeconfig?: string;
   context?: string;
   namespace?: string;
-  /** preflight-move: the target management cluster, to check the GlobalInClusterIPPools it has. */
+  /** preflight-move: the target management cluster, to check the global pools (in-cluster and NetBox) it has. */
   toKubeconfig?: string;
   toContext?: string;
   allNamespaces: boolean;
@@ -24,7 +24,8 @@ export interface Invocation {
 }
 
 export const USAGE = `kubectl ipam: read-only views of Metal3 IP pools (ipam.metal3.io), the in-cluster provider's
-InClusterIPPools and GlobalInClusterIPPools (ipam.cluster.x-k8s.io), and Cluster API IP claims
+InClusterIPPools and GlobalInClusterIPPools (ipam.cluster.x-k8s.io), NetBoxIPPools and GlobalNetBoxIPPools
+(netbox.ipam.cluster.x-k8s.io), and Cluster API IP claims
 
 Usage:
   kubectl ipam pools [-A] [--watch]        fill of each pool (every kind), pending and failed claims
@@ -34,7 +35,9 @@ Usage:
       [--to-kubeconfig FILE] [--to-kubeconfig-context NAME]   the target, to check its global pools
 
 POOL is NAME for a Metal3 IPPool, inclusterippool/NAME for an InClusterIPPool, globalinclusterippool/NAME for a
-GlobalInClusterIPPool (cluster-scoped: -n does not apply). pools shows global pools in every namespace.
+GlobalInClusterIPPool (cluster-scoped: -n does not apply), netboxippool/NAME or globalnetboxippool/NAME for a NetBox
+pool. pools shows global pools in every namespace. NetBox pools' counts are NetBox's, as the controller wrote them to
+the pool's status: kubectl ipam reads only the Kubernetes API, never NetBox, and never sees the NetBox token.
 
 Flags:
   -n, --namespace NS       namespace (default: the context's, else "default")
@@ -62,7 +65,7 @@ function checkCombination(inv: Invocation): void {
   }
   if (inv.command === "free" && !parsePoolArgument(inv.args[0] ?? ""))
     throw usage(
-      `unknown pool kind in "${inv.args[0] ?? ""}": use NAME (an IPPool), inclusterippool/NAME or globalinclusterippool/NAME`,
+      `unknown pool kind in "${inv.args[0] ?? ""}": use NAME (an IPPool), inclusterippool/NAME, globalinclusterippool/NAME, netboxippool/NAME or globalnetboxippool/NAME`,
     );
   if (inv.watch && inv.command !== "pools") throw usage("--watch only applies to pools");
   if (inv.watch && inv.output !== "text") throw usage("--watch draws text; it cannot be combined with -o");

@@ -9,9 +9,9 @@ import { machine, styleFor, type Format, type Io } from "./output.js";
 import { idOf, isGlobalKind, parsePoolArgument, type PoolKindName } from "./poolkind.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
-import { ifServed, INCLUSTER_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
+import { ifServed, OPTIONAL_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
 import { readGlobalPoolUse, readTargetGlobalPools } from "./read-global.js";
-import type { InClusterIPPoolSpec } from "../../api/incluster/types.js";
+import { readNetBoxPoolUse, readTargetNetBoxPools } from "./read-netbox.js";
 import { watchPools } from "./watch.js";
 import {
   isAddressQuery,
@@ -58,8 +58,8 @@ async function free(inv: Invocation, namespace: string, io: Io): Promise<number>
     return id.kind === wanted.kind && id.name === wanted.name && (isGlobalKind(id.kind) || id.namespace === namespace);
   });
   if (!pool) {
-    // An in-cluster pool asked for on a cluster without the provider's CRD: say that, not "not found".
-    const k = wanted.kind === "IPPool" ? undefined : INCLUSTER_POOL_RESOURCES[wanted.kind];
+    // An optional kind's pool asked for on a cluster without its CRD: say that, not "not found".
+    const k = wanted.kind === "IPPool" ? undefined : OPTIONAL_POOL_RESOURCES[wanted.kind];
     if (k && !(await ifServed(k))) throw new CliError(crdMissing(k));
     throw unknownPool(wanted.kind, wanted.name, namespace, inventory);
   }
@@ -122,16 +122,16 @@ async function who(inv: Invocation, namespace: string | undefined, io: Io): Prom
 }
 
 /**
- * The target's GlobalInClusterIPPools of `names`, read through a second connection (clusterctl's --to-kubeconfig and
+ * What `read` finds on the target, read through a second connection (clusterctl's --to-kubeconfig and
  * --to-kubeconfig-context); the source connection is restored afterwards. Undefined when no target was given.
  */
-async function targetGlobalPools(
+async function onTarget<T>(
   inv: Invocation,
-  names: readonly string[],
   io: Io,
   source: { server: string },
-): Promise<Map<string, InClusterIPPoolSpec | null> | undefined> {
-  if (!(inv.toKubeconfig || inv.toContext) || names.length === 0) return undefined;
+  read: () => Promise<T>,
+): Promise<T | undefined> {
+  if (!(inv.toKubeconfig || inv.toContext)) return undefined;
   const sourceKubeconfig = io.env.KUBECONFIG;
   try {
     const flags = {
@@ -139,7 +139,7 @@ async function targetGlobalPools(
       ...(inv.toContext ? { context: inv.toContext } : {}),
     };
     useServer((await connect(flags, io.env)).server);
-    return await readTargetGlobalPools(names);
+    return await read();
   } finally {
     if (sourceKubeconfig === undefined) delete io.env.KUBECONFIG;
     else io.env.KUBECONFIG = sourceKubeconfig;
@@ -152,13 +152,19 @@ async function preflightMove(inv: Invocation, namespace: string, io: Io, source:
   const graph = await readMoveGraph(namespace);
   const globalPools = await readGlobalPoolUse(namespace, inventory);
   const names = globalPools.map((u) => u.name);
-  const target = await targetGlobalPools(inv, names, io, source);
+  const netBoxPools = await readNetBoxPoolUse(namespace, inventory);
+  const netBoxGlobals = netBoxPools.filter((u) => u.kind === "GlobalNetBoxIPPool").map((u) => u.name);
+  const target = names.length > 0 ? await onTarget(inv, io, source, () => readTargetGlobalPools(names)) : undefined;
+  const targetNetBox =
+    netBoxGlobals.length > 0 ? await onTarget(inv, io, source, () => readTargetNetBoxPools(netBoxGlobals)) : undefined;
   const report = preflight({
     namespace,
     inv: inventory,
     ...graph,
     globalPools,
     ...(target ? { targetGlobalPools: target } : {}),
+    netBoxPools,
+    ...(targetNetBox ? { targetNetBoxPools: targetNetBox } : {}),
   });
   emit(
     io,

@@ -110,6 +110,8 @@ export function inventory(parts: Partial<Inventory>): Inventory {
     pools: [],
     inClusterPools: [],
     globalPools: [],
+    netBoxPools: [],
+    globalNetBoxPools: [],
     claims: [],
     addresses: [],
     capiClaims: [],

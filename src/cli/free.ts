@@ -2,12 +2,18 @@
  * `kubectl ipam free POOL`: the pool's free addresses as compact ranges, and the address the next claim would get.
  * Pure: computed with the allocator of src/ipam from the pool spec and its allocation records, for every pool kind
  * (an in-cluster pool's space is its addresses minus excluded, reserved and gateway, as the controller sees it).
+ *
+ * A NetBox pool's free addresses are NetBox's to know: the CLI never calls NetBox and never reads its token, so it
+ * reports the counts the controller last wrote to the pool's status (NetBox's utilisation), the prefix or range they
+ * are of, and the addresses bound here; which address the next claim gets is NetBox's choice.
  */
 import { formatAddress, parseAddress, type Family } from "../ipam/index.js";
 import { allocatorOf, holdingsOf, type Inventory } from "./inventory.js";
 import { jsonCount, table } from "./output.js";
 import {
   idOf,
+  isGlobalKind,
+  isNetBoxKind,
   kindKey,
   poolSpans,
   poolTitle,
@@ -43,6 +49,52 @@ export interface FreeReport {
   reserved: Reservation[];
   /** The next claim's address under a sequential strategy; for random, undefined with `random` set. */
   next: { address?: string; random: boolean; error?: string };
+  /** NetBox pools: what the pool's status says of NetBox, and the addresses bound here. */
+  netbox?: NetBoxFree;
+}
+
+/** A NetBox pool as `free` can tell it: from the pool's status, never from NetBox. */
+export interface NetBoxFree {
+  /** Whether the controller has written NetBox's utilisation to the status (else the counts are unknown). */
+  reported: boolean;
+  /** NetBox's free count. */
+  free: bigint;
+  /** The prefix or range, as the controller resolved it: `prefix 10.0.0.0/24 (#7)`. */
+  place?: string;
+  /** The addresses of the pool's IPAddresses (its claims bound here), sorted. */
+  bound: string[];
+}
+
+const HOW_TO_KNOW =
+  "kubectl ipam reads only the Kubernetes API (never NetBox, never the token): the counts are NetBox's as the controller last wrote them to the pool's status";
+
+/** `free` of a NetBox pool: its status and its records here; no ranges, no next address (NetBox chooses). */
+function netBoxFreeReport(pool: AnyPool, inv: Inventory): FreeReport {
+  const id = idOf(pool);
+  const status = pool.kind === "NetBoxIPPool" || pool.kind === "GlobalNetBoxIPPool" ? pool.object.status : undefined;
+  const counts = status?.ipAddresses;
+  const bound = holdingsOf(pool, inv)
+    .map((h) => parseAddress(h.address))
+    .filter((a) => a !== undefined)
+    .sort((a, b) => a.family - b.family || ascending(a.value, b.value))
+    .map(formatAddress);
+  return {
+    kind: id.kind,
+    namespace: id.namespace,
+    pool: id.name,
+    strategy: strategyOf(pool),
+    total: BigInt(counts?.total ?? 0),
+    used: BigInt(counts?.used ?? 0),
+    ranges: [],
+    reserved: [],
+    next: { random: false },
+    netbox: {
+      reported: counts !== undefined,
+      free: BigInt(counts?.free ?? 0),
+      ...(status?.netbox ? { place: status.netbox.display } : {}),
+      bound,
+    },
+  };
 }
 
 /** Subtracts sorted distinct `used` values from the sorted disjoint `spans`. */
@@ -74,6 +126,7 @@ function valuesOf(addresses: readonly string[], family: Family): bigint[] {
 
 /** Builds the report: free = the entries' union minus held and preallocated addresses. */
 export function freeReport(pool: AnyPool, inv: Inventory): FreeReport {
+  if (isNetBoxKind(pool.kind)) return netBoxFreeReport(pool, inv);
   const held = holdingsOf(pool, inv).map((h) => h.address);
   const pre = Object.entries(preAllocationsOf(pool));
   const taken = [...held, ...pre.map(([, a]) => a)];
@@ -129,9 +182,24 @@ export function rangeText(r: FreeRange): string {
   return r.first === r.last ? first : `${first}-${formatAddress({ family: r.family, value: r.last })}`;
 }
 
-/** Sum of the ranges' sizes. */
+/** Sum of the ranges' sizes; for a NetBox pool, NetBox's free count. */
 export function freeCount(report: FreeReport): bigint {
+  if (report.netbox) return report.netbox.free;
   return report.ranges.reduce((n, r) => n + rangeSize(r), 0n);
+}
+
+function renderNetBoxFree(report: FreeReport, netbox: NetBoxFree): string {
+  const title = poolTitle({ kind: report.kind, namespace: report.namespace, name: report.pool });
+  const place = netbox.place ? `NetBox ${netbox.place}` : "NetBox";
+  const counts = netbox.reported
+    ? `${netbox.free} free of ${report.total}, ${report.used} used (NetBox's count: its records of every user)`
+    : "counts not known yet (the controller has not written NetBox's utilisation to the pool's status)";
+  return [
+    `pool ${title} (${place}): ${counts}`,
+    `  ${netbox.bound.length} claim(s) bound here${netbox.bound.length > 0 ? `: ${netbox.bound.join(", ")}` : ""}`,
+    "next claim gets: the address NetBox hands out (available-ips)",
+    `note: ${HOW_TO_KNOW}`,
+  ].join("\n");
 }
 
 function nextLine(report: FreeReport): string {
@@ -143,6 +211,7 @@ function nextLine(report: FreeReport): string {
 
 /** The text form. */
 export function renderFree(report: FreeReport): string {
+  if (report.netbox) return renderNetBoxFree(report, report.netbox);
   const lines = [
     `pool ${poolTitle({ kind: report.kind, namespace: report.namespace, name: report.pool })} (${report.strategy}): ${freeCount(report)} free of ${report.total}, ${report.used} used`,
   ];
@@ -161,9 +230,10 @@ export function renderFree(report: FreeReport): string {
 
 /** The machine form; `kind` only for pools that are not Metal3 IPPools, a global pool's `namespace` null. */
 export function freeDocument(report: FreeReport): object {
+  if (report.netbox) return netBoxFreeDocument(report, report.netbox);
   return {
     ...kindKey(report.kind),
-    namespace: report.kind === "GlobalInClusterIPPool" ? null : report.namespace,
+    namespace: isGlobalKind(report.kind) ? null : report.namespace,
     pool: report.pool,
     strategy: report.strategy,
     total: jsonCount(report.total),
@@ -178,5 +248,24 @@ export function freeDocument(report: FreeReport): object {
           address: report.next.address ?? null,
           ...(report.next.error ? { error: report.next.error } : {}),
         },
+  };
+}
+
+/** The machine form of a NetBox pool's `free`: counts null until known, `next.address` null (NetBox chooses). */
+function netBoxFreeDocument(report: FreeReport, netbox: NetBoxFree): object {
+  const known = (n: bigint): number | string | null => (netbox.reported ? jsonCount(n) : null);
+  return {
+    ...kindKey(report.kind),
+    namespace: isGlobalKind(report.kind) ? null : report.namespace,
+    pool: report.pool,
+    strategy: report.strategy,
+    countedBy: "netbox",
+    netbox: netbox.place ?? null,
+    total: known(report.total),
+    used: known(report.used),
+    free: known(netbox.free),
+    bound: netbox.bound,
+    next: { strategy: "netbox", address: null },
+    note: HOW_TO_KNOW,
   };
 }

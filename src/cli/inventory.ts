@@ -4,11 +4,13 @@
  * The allocation record model (spec §3.2, §5): a Metal3 pool's used set is its `ipam.metal3.io` IPAddresses
  * (`spec.pool.name`), the Cluster API IPAddresses whose `poolRef` names it (apiGroup ipam.metal3.io, kind IPPool),
  * and its preallocations. An in-cluster pool's is the Cluster API IPAddresses whose `poolRef` names it (an
- * InClusterIPPool in their namespace, a GlobalInClusterIPPool from any). A Cluster API claim's only record is its
- * Cluster API IPAddress.
+ * InClusterIPPool in their namespace, a GlobalInClusterIPPool from any), and so is a NetBox pool's (NetBoxIPPool,
+ * GlobalNetBoxIPPool), whose fill in NetBox (everyone's records, not only ours) is what its status says. A Cluster API
+ * claim's only record is its Cluster API IPAddress.
  */
 import { CAPI_IPAM_GROUP, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
+import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import {
   GROUP,
   IPPOOL_KIND,
@@ -37,12 +39,16 @@ export interface Inventory {
   inClusterPools: InClusterIPPool[];
   /** Its GlobalInClusterIPPools: all of them, whatever namespaces are looked at (they serve every namespace). */
   globalPools: InClusterIPPool[];
+  /** NetBoxIPPools (none when the NetBox CRDs are not installed or not readable). */
+  netBoxPools: NetBoxIPPool[];
+  /** GlobalNetBoxIPPools: all of them, as for GlobalInClusterIPPools. */
+  globalNetBoxPools: NetBoxIPPool[];
   claims: IPClaim[];
   addresses: IPAddress[];
   capiClaims: IPAddressClaim[];
   capiAddresses: CapiIPAddress[];
   /**
-   * The IPAddressClaims and Cluster API IPAddresses of every namespace that name a GlobalInClusterIPPool: a global
+   * The IPAddressClaims and Cluster API IPAddresses of every namespace that name a global pool (either kind): a global
    * pool's fill is cluster-wide, whatever namespaces are looked at. May repeat objects of `capiClaims` and
    * `capiAddresses`; readers take each object once.
    */
@@ -139,6 +145,8 @@ export function allPools(inv: Inventory): AnyPool[] {
     ...inv.pools.map((object): AnyPool => ({ kind: "IPPool", object })),
     ...inv.inClusterPools.map((object): AnyPool => ({ kind: "InClusterIPPool", object })),
     ...inv.globalPools.map((object): AnyPool => ({ kind: "GlobalInClusterIPPool", object })),
+    ...inv.netBoxPools.map((object): AnyPool => ({ kind: "NetBoxIPPool", object })),
+    ...inv.globalNetBoxPools.map((object): AnyPool => ({ kind: "GlobalNetBoxIPPool", object })),
   ];
   const ids = new Map(tagged.map((p) => [p, idOf(p)]));
   return tagged.sort((a, b) => {

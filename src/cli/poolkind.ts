@@ -1,20 +1,42 @@
 /**
- * The kinds of pool `kubectl ipam` shows: Metal3's `IPPool` and the in-cluster provider's `InClusterIPPool`
- * (namespaced) and `GlobalInClusterIPPool` (cluster-scoped: claims of every namespace use it). Pure: the kinds' names,
- * how a person names a pool on the command line, how a Cluster API `poolRef` names one, and each kind's address space
- * as the controller sees it (the allocator and the free spans).
+ * The kinds of pool `kubectl ipam` shows: Metal3's `IPPool`, the in-cluster provider's `InClusterIPPool`
+ * (namespaced) and `GlobalInClusterIPPool` (cluster-scoped: claims of every namespace use it), and the NetBox pools
+ * `NetBoxIPPool` and `GlobalNetBoxIPPool`. Pure: the kinds' names, how a person names a pool on the command line, how
+ * a Cluster API `poolRef` names one, and each kind's address space as the controller sees it (the allocator and the
+ * free spans). A NetBox pool's space is NetBox's: the CLI never calls NetBox (nor reads its token), so it has no
+ * allocator of its own here, and its counts are the ones the controller wrote to the pool's status.
  */
 import { INCLUSTER_GROUP, type InClusterIPPool } from "../../api/incluster/types.js";
-import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL, IPPOOL, qualifiedName } from "../../api/registry.js";
+import { NETBOX_GROUP, type NetBoxIPPool } from "../../api/netbox/types.js";
+import {
+  GLOBAL_INCLUSTER_IPPOOL,
+  GLOBAL_NETBOX_IPPOOL,
+  INCLUSTER_IPPOOL,
+  IPPOOL,
+  NETBOX_IPPOOL,
+  qualifiedName,
+} from "../../api/registry.js";
 import { GROUP, IPPOOL_KIND, type IPPool } from "../../api/v1alpha1/types.js";
-import { compileEntries, entryUnion, inClusterSpace, PoolAllocator, type Family } from "../ipam/index.js";
+import {
+  compileEntries,
+  entryUnion,
+  inClusterSpace,
+  PoolAllocator,
+  type AddressSpace,
+  type Family,
+} from "../ipam/index.js";
 
 /** A pool kind by its Kubernetes kind name. */
-export type PoolKindName = "IPPool" | "InClusterIPPool" | "GlobalInClusterIPPool";
+export type PoolKindName = "IPPool" | "InClusterIPPool" | "GlobalInClusterIPPool" | NetBoxKindName;
+
+/** The NetBox pool kinds: addresses handed out by NetBox. */
+export type NetBoxKindName = "NetBoxIPPool" | "GlobalNetBoxIPPool";
 
 /** A pool of any kind, tagged with its kind. */
 export type AnyPool =
-  { kind: "IPPool"; object: IPPool } | { kind: "InClusterIPPool" | "GlobalInClusterIPPool"; object: InClusterIPPool };
+  | { kind: "IPPool"; object: IPPool }
+  | { kind: "InClusterIPPool" | "GlobalInClusterIPPool"; object: InClusterIPPool }
+  | { kind: NetBoxKindName; object: NetBoxIPPool };
 
 /** Where a pool is: its kind, namespace ("" for a global pool) and name. */
 export interface PoolId {
@@ -24,20 +46,35 @@ export interface PoolId {
 }
 
 /** Every kind, in the order a listing shows pools of one namespace and name. */
-export const POOL_KINDS: readonly PoolKindName[] = ["IPPool", "InClusterIPPool", "GlobalInClusterIPPool"];
+export const POOL_KINDS: readonly PoolKindName[] = [
+  "IPPool",
+  "InClusterIPPool",
+  "GlobalInClusterIPPool",
+  "NetBoxIPPool",
+  "GlobalNetBoxIPPool",
+];
 
 const DESCRIPTORS = {
   IPPool: IPPOOL,
   InClusterIPPool: INCLUSTER_IPPOOL,
   GlobalInClusterIPPool: GLOBAL_INCLUSTER_IPPOOL,
+  NetBoxIPPool: NETBOX_IPPOOL,
+  GlobalNetBoxIPPool: GLOBAL_NETBOX_IPPOOL,
 };
 
 /** Whether pools of `kind` are cluster-scoped (no namespace; claims of every namespace). */
-export const isGlobalKind = (kind: PoolKindName): boolean => kind === "GlobalInClusterIPPool";
+export const isGlobalKind = (kind: PoolKindName): boolean =>
+  kind === "GlobalInClusterIPPool" || kind === "GlobalNetBoxIPPool";
+
+/** Whether NetBox hands out the addresses of pools of `kind`. */
+export const isNetBoxKind = (kind: PoolKindName): kind is NetBoxKindName =>
+  kind === "NetBoxIPPool" || kind === "GlobalNetBoxIPPool";
 
 /** The pool kind a Cluster API `poolRef` (or an IPAddress's) names, or undefined for a pool kind we do not serve. */
 export function poolKindOfRef(ref: { apiGroup?: string; kind: string } | undefined): PoolKindName | undefined {
   if (ref?.apiGroup === GROUP && ref.kind === IPPOOL_KIND) return "IPPool";
+  if (ref?.apiGroup === NETBOX_GROUP)
+    return ref.kind === NETBOX_IPPOOL.kind || ref.kind === GLOBAL_NETBOX_IPPOOL.kind ? ref.kind : undefined;
   if (ref?.apiGroup !== INCLUSTER_GROUP) return undefined;
   return ref.kind === INCLUSTER_IPPOOL.kind || ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind ? ref.kind : undefined;
 }
@@ -51,7 +88,8 @@ function spellings(kind: PoolKindName): string[] {
 
 /**
  * Parses a pool argument: `NAME` (a Metal3 IPPool, as always), or `KIND/NAME` with KIND `ippool`,
- * `inclusterippool` or `globalinclusterippool` (plurals and `.group` forms too, any case). Undefined for an unknown
+ * `inclusterippool`, `globalinclusterippool`, `netboxippool` or `globalnetboxippool` (plurals and `.group` forms too,
+ * any case). Undefined for an unknown
  * KIND: the caller says so (names cannot contain "/").
  */
 export function parsePoolArgument(arg: string): { kind: PoolKindName; name: string } | undefined {
@@ -85,22 +123,34 @@ export function kindKey(kind: PoolKindName): { kind?: PoolKindName } {
   return kind === "IPPool" ? {} : { kind };
 }
 
-/** The allocator of a pool's spec, nothing reserved yet: the controller's view of the kind. */
+/** The address space of a non-Metal3 pool: NetBox pools have none the CLI knows (NetBox's space is NetBox's). */
+function spaceOf(p: Exclude<AnyPool, { kind: "IPPool" }>): AddressSpace {
+  switch (p.kind) {
+    case "NetBoxIPPool":
+    case "GlobalNetBoxIPPool":
+      return { entries: [], specErrors: [] };
+    default:
+      return inClusterSpace(p.object.spec);
+  }
+}
+
+/** The allocator of a pool's spec, nothing reserved yet: the controller's view of the kind (empty for NetBox). */
 export function openAllocator(p: AnyPool): PoolAllocator {
-  return p.kind === "IPPool"
-    ? new PoolAllocator(p.object.spec)
-    : PoolAllocator.fromSpace(inClusterSpace(p.object.spec));
+  return p.kind === "IPPool" ? new PoolAllocator(p.object.spec) : PoolAllocator.fromSpace(spaceOf(p));
 }
 
 /** The pool's addresses per family as sorted disjoint spans (before any is taken). */
 export function poolSpans(p: AnyPool): Record<Family, Array<[bigint, bigint]>> {
-  const entries = p.kind === "IPPool" ? compileEntries(p.object.spec).entries : inClusterSpace(p.object.spec).entries;
-  return entryUnion(entries);
+  return entryUnion(p.kind === "IPPool" ? compileEntries(p.object.spec).entries : spaceOf(p).entries);
 }
 
-/** How the next address is chosen: Metal3's strategy; the in-cluster kinds take the lowest free, i.e. sequential. */
+/**
+ * How the next address is chosen: Metal3's strategy; the in-cluster kinds take the lowest free, i.e. sequential;
+ * NetBox pools take what NetBox's `available-ips` gives.
+ */
 export function strategyOf(p: AnyPool): string {
-  return p.kind === "IPPool" ? p.object.spec.allocationStrategy || "sequential" : "sequential";
+  if (p.kind === "IPPool") return p.object.spec.allocationStrategy || "sequential";
+  return isNetBoxKind(p.kind) ? "netbox" : "sequential";
 }
 
 /** Metal3's `preAllocations` (claim name → address); the in-cluster kinds have none. */

@@ -8,7 +8,7 @@
  * - objects of kinds labelled `clusterctl.cluster.x-k8s.io/move` move on their own, owners permitting;
  * - a Cluster with `spec.paused: true` makes clusterctl refuse to start;
  * - objects of labelled cluster-scoped kinds are seen whatever the namespace (GlobalInClusterIPPool: copied, never
- *   deleted from the source; preflight-global.ts).
+ *   deleted from the source; preflight-global.ts). NetBox pools: preflight-netbox.ts.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
@@ -23,6 +23,7 @@ import { IPADDRESSCLAIM_FINALIZER, type PoolRef } from "../../api/capi/types.js"
 import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../../api/registry.js";
 import { byNamespaceAndName, claimPool, isOurPoolRef, type Inventory } from "./inventory.js";
 import { globalPoolFindings, type GlobalPoolUse, type TargetGlobalPools } from "./preflight-global.js";
+import { netBoxKindOfRef, netBoxPoolFindings, type NetBoxPoolUse, type TargetNetBoxPools } from "./preflight-netbox.js";
 
 /** One object of the move graph. */
 export interface MoveNode {
@@ -109,6 +110,10 @@ export interface PreflightInput {
   globalPools?: GlobalPoolUse[];
   /** The target's pools of those names, when preflight-move was told the target. */
   targetGlobalPools?: TargetGlobalPools;
+  /** The NetBox pools the namespace's IPAddressClaims name. */
+  netBoxPools?: NetBoxPoolUse[];
+  /** The target's GlobalNetBoxIPPools of those names, when preflight-move was told the target. */
+  targetNetBoxPools?: TargetNetBoxPools;
 }
 
 /** The result; `exitCode` is 1 when anything would be left behind or the move would be refused. */
@@ -238,12 +243,13 @@ function addressProblem(
   };
 }
 
-/** Whether a poolRef names one of the in-cluster provider's pool kinds, which we serve too. */
-const isInClusterPoolRef = (ref: PoolRef | undefined): boolean =>
-  ref?.apiGroup === INCLUSTER_IPPOOL.group &&
-  (ref.kind === INCLUSTER_IPPOOL.kind || ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind);
+/** Whether a poolRef names one of the in-cluster provider's pool kinds or a NetBox pool kind, which we serve too. */
+const isServedPoolRef = (ref: PoolRef | undefined): boolean =>
+  (ref?.apiGroup === INCLUSTER_IPPOOL.group &&
+    (ref.kind === INCLUSTER_IPPOOL.kind || ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind)) ||
+  netBoxKindOfRef(ref) !== undefined;
 
-/** The pool a Cluster API IPAddress names: a Metal3 IPPool of the inventory, or an in-cluster pool of the graph. */
+/** The pool a Cluster API IPAddress names: a Metal3 IPPool of the inventory, or another served pool of the graph. */
 function poolOfRef(c: Context, ref: PoolRef): PoolIdentity | undefined {
   if (isOurPoolRef(ref)) {
     const pool = c.input.inv.pools.find((p) => nameOf(p) === ref.name);
@@ -270,7 +276,7 @@ function checkAddresses(c: Context): void {
       fix,
     });
   }
-  const served = (x: CapiIPAddress): boolean => isOurPoolRef(x.spec.poolRef) || isInClusterPoolRef(x.spec.poolRef);
+  const served = (x: CapiIPAddress): boolean => isOurPoolRef(x.spec.poolRef) || isServedPoolRef(x.spec.poolRef);
   for (const a of byNamespaceAndName(inv.capiAddresses).filter(served)) {
     if (c.moved.has(uidOf(a))) continue;
     const claim = inv.capiClaims.find((x) => nameOf(x) === a.spec.claimRef?.name);
@@ -336,6 +342,7 @@ export function preflight(input: PreflightInput): PreflightReport {
   for (const cl of byNamespaceAndName(inv.capiClaims)) checkClaim(c, "IPAddressClaim", cl);
   checkAddresses(c);
   c.out.push(...globalPoolFindings(input.globalPools ?? [], input.targetGlobalPools));
+  c.out.push(...netBoxPoolFindings(input.netBoxPools ?? [], input.namespace, input.targetNetBoxPools));
   for (const cl of byNamespaceAndName(inv.claims)) checkDeleting(c, "IPClaim", cl);
   for (const cl of byNamespaceAndName(inv.capiClaims)) checkDeleting(c, "IPAddressClaim", cl);
   const findings = c.out

@@ -4,16 +4,19 @@
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
+import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
   CLUSTER,
   CLUSTER_API_VERSIONS,
   GLOBAL_INCLUSTER_IPPOOL,
+  GLOBAL_NETBOX_IPPOOL,
   INCLUSTER_IPPOOL,
   IPADDRESS,
   IPCLAIM,
   IPPOOL,
+  NETBOX_IPPOOL,
   qualifiedName,
   resourceType,
   type ResourceDescriptor,
@@ -21,7 +24,7 @@ import {
 import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { get, list, listCrds, raw, resourceName, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
 import type { Inventory } from "./inventory.js";
-import { poolKindOfRef } from "./poolkind.js";
+import { isGlobalKind, poolKindOfRef, type PoolKindName } from "./poolkind.js";
 import type { ClusterInfo, MoveNode } from "./preflight.js";
 import { BAREMETALHOST_ANNOTATION, type ChainLink } from "./who.js";
 
@@ -31,10 +34,15 @@ export const IPADDRESSES: ResourceKind = resourceType(IPADDRESS);
 export const INCLUSTER_POOLS: ResourceKind = resourceType(INCLUSTER_IPPOOL);
 export const GLOBAL_POOLS: ResourceKind = resourceType(GLOBAL_INCLUSTER_IPPOOL);
 
-/** The in-cluster provider's pool kinds as resource types. */
-export const INCLUSTER_POOL_RESOURCES: Record<"InClusterIPPool" | "GlobalInClusterIPPool", ResourceKind> = {
+export const NETBOX_POOLS: ResourceKind = resourceType(NETBOX_IPPOOL);
+export const GLOBAL_NETBOX_POOLS: ResourceKind = resourceType(GLOBAL_NETBOX_IPPOOL);
+
+/** The optional pool kinds (the in-cluster provider's, NetBox's) as resource types. */
+export const OPTIONAL_POOL_RESOURCES: Record<Exclude<PoolKindName, "IPPool">, ResourceKind> = {
   InClusterIPPool: INCLUSTER_POOLS,
   GlobalInClusterIPPool: GLOBAL_POOLS,
+  NetBoxIPPool: NETBOX_POOLS,
+  GlobalNetBoxIPPool: GLOBAL_NETBOX_POOLS,
 };
 
 /** `k` when the cluster serves it (discovery); an optional kind's CRD may be missing. */
@@ -69,12 +77,12 @@ const where = (namespace: string | undefined): string =>
   namespace ? `in namespace "${namespace}"` : "in all namespaces";
 
 /**
- * The in-cluster provider's pools: optional, so a cluster without its CRDs has none, and a user RBAC does not let
- * list them sees the other kinds, with a warning.
+ * The pools of an optional kind (the in-cluster provider's, NetBox's): a cluster without their CRDs has none, and a
+ * user RBAC does not let list them sees the other kinds, with a warning.
  */
-function listInClusterPools(k: ResourceKind, namespace: string | undefined, warn: Warn): Promise<InClusterIPPool[]> {
+function listOptionalPools<T extends Obj>(k: ResourceKind, namespace: string | undefined, warn: Warn): Promise<T[]> {
   const scope = k.namespaced ? namespace : undefined;
-  return list<InClusterIPPool & Obj>(k, scope, {
+  return list<T>(k, scope, {
     missing: "empty",
     onForbidden: () => warn(`not allowed to list ${resourceName(k)} ${where(scope)}; they are left out`),
   });
@@ -87,14 +95,17 @@ function listInClusterPools(k: ResourceKind, namespace: string | undefined, warn
  */
 async function readGlobalRecords(
   namespace: string | undefined,
-  globalPools: readonly InClusterIPPool[],
+  globalPools: { kind: string; pools: readonly Obj[] }[],
   local: { claims: IPAddressClaim[]; addresses: CapiIPAddress[] },
   warn: Warn,
 ): Promise<Inventory["globalRecords"]> {
-  const isGlobal = (o: IPAddressClaim | CapiIPAddress): boolean =>
-    poolKindOfRef(o.spec.poolRef) === "GlobalInClusterIPPool";
+  const isGlobal = (o: IPAddressClaim | CapiIPAddress): boolean => {
+    const kind = poolKindOfRef(o.spec.poolRef);
+    return kind !== undefined && isGlobalKind(kind);
+  };
   let all = local;
-  if (namespace !== undefined && globalPools.length > 0) {
+  const present = globalPools.filter((g) => g.pools.length > 0).map((g) => `${g.kind}s`);
+  if (namespace !== undefined && present.length > 0) {
     let forbidden = false;
     const onForbidden = (): void => void (forbidden = true);
     all = {
@@ -103,7 +114,7 @@ async function readGlobalRecords(
     };
     if (forbidden) {
       warn(
-        `not allowed to list IPAddressClaims and IPAddresses in all namespaces; GlobalInClusterIPPools count those ${where(namespace)} alone`,
+        `not allowed to list IPAddressClaims and IPAddresses in all namespaces; ${present.join(" and ")} count those ${where(namespace)} alone`,
       );
       all = local;
     }
@@ -125,22 +136,40 @@ async function served(group: string, version: string): Promise<boolean> {
 }
 
 /**
- * Everything about addresses in `namespace` (all namespaces when undefined), every GlobalInClusterIPPool with its
- * records from every namespace. Our CRDs must exist; the in-cluster provider's need not.
+ * Everything about addresses in `namespace` (all namespaces when undefined), every global pool (in-cluster and NetBox)
+ * with its records from every namespace. Our Metal3 CRDs must exist; the in-cluster provider's and NetBox's need not.
  */
 export async function readInventory(namespace: string | undefined, warn: Warn = () => undefined): Promise<Inventory> {
   const pools = await list<IPPool & Obj>(IPPOOLS, namespace);
-  const [inClusterPools, globalPools, claims, addresses, capiClaims, capiAddresses] = await Promise.all([
-    listInClusterPools(INCLUSTER_POOLS, namespace, warn),
-    listInClusterPools(GLOBAL_POOLS, namespace, warn),
-    list<IPClaim & Obj>(IPCLAIMS, namespace),
-    list<IPAddress & Obj>(IPADDRESSES, namespace),
-    listCapi<IPAddressClaim & Obj>(CAPI_IPADDRESSCLAIM, namespace),
-    listCapi<CapiIPAddress & Obj>(CAPI_IPADDRESS, namespace),
-  ]);
+  const [inClusterPools, globalPools, netBoxPools, globalNetBoxPools, claims, addresses, capiClaims, capiAddresses] =
+    await Promise.all([
+      listOptionalPools<InClusterIPPool & Obj>(INCLUSTER_POOLS, namespace, warn),
+      listOptionalPools<InClusterIPPool & Obj>(GLOBAL_POOLS, namespace, warn),
+      listOptionalPools<NetBoxIPPool & Obj>(NETBOX_POOLS, namespace, warn),
+      listOptionalPools<NetBoxIPPool & Obj>(GLOBAL_NETBOX_POOLS, namespace, warn),
+      list<IPClaim & Obj>(IPCLAIMS, namespace),
+      list<IPAddress & Obj>(IPADDRESSES, namespace),
+      listCapi<IPAddressClaim & Obj>(CAPI_IPADDRESSCLAIM, namespace),
+      listCapi<CapiIPAddress & Obj>(CAPI_IPADDRESS, namespace),
+    ]);
   const local = { claims: capiClaims, addresses: capiAddresses };
-  const globalRecords = await readGlobalRecords(namespace, globalPools, local, warn);
-  return { pools, inClusterPools, globalPools, claims, addresses, capiClaims, capiAddresses, globalRecords };
+  const globalKinds = [
+    { kind: GLOBAL_INCLUSTER_IPPOOL.kind, pools: globalPools },
+    { kind: GLOBAL_NETBOX_IPPOOL.kind, pools: globalNetBoxPools },
+  ];
+  const globalRecords = await readGlobalRecords(namespace, globalKinds, local, warn);
+  return {
+    pools,
+    inClusterPools,
+    globalPools,
+    netBoxPools,
+    globalNetBoxPools,
+    claims,
+    addresses,
+    capiClaims,
+    capiAddresses,
+    globalRecords,
+  };
 }
 
 interface ApiResourceList {

@@ -5,18 +5,21 @@
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
+import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import { ExitCode } from "./errors.js";
 import type { Inventory } from "./inventory.js";
 import { watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
 import { styleFor, type Io } from "./output.js";
-import { poolKindOfRef } from "./poolkind.js";
+import { isGlobalKind, poolKindOfRef } from "./poolkind.js";
 import { poolRows, renderPools } from "./pools.js";
 import {
   capiKind,
+  GLOBAL_NETBOX_POOLS,
   GLOBAL_POOLS,
   INCLUSTER_POOLS,
+  NETBOX_POOLS,
   IPADDRESSES,
   IPCLAIMS,
   IPPOOLS,
@@ -48,8 +51,10 @@ class Mirror<T extends Obj> {
 
 const CLEAR = "\u001b[H\u001b[2J";
 
-const namesGlobalPool = (o: IPAddressClaim | CapiIPAddress): boolean =>
-  poolKindOfRef(o.spec.poolRef) === "GlobalInClusterIPPool";
+const namesGlobalPool = (o: IPAddressClaim | CapiIPAddress): boolean => {
+  const kind = poolKindOfRef(o.spec.poolRef);
+  return kind !== undefined && isGlobalKind(kind);
+};
 
 /** Watches until SIGINT/SIGTERM; resolves to the exit code. */
 export async function watchPools(namespace: string | undefined, io: Io, withNamespace: boolean): Promise<number> {
@@ -64,6 +69,8 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
     pools: new Mirror<IPPool & Obj>(first.pools),
     inClusterPools: new Mirror<InClusterIPPool & Obj>(first.inClusterPools),
     globalPools: new Mirror<InClusterIPPool & Obj>(first.globalPools),
+    netBoxPools: new Mirror<NetBoxIPPool & Obj>(first.netBoxPools),
+    globalNetBoxPools: new Mirror<NetBoxIPPool & Obj>(first.globalNetBoxPools),
     claims: new Mirror<IPClaim & Obj>(first.claims),
     addresses: new Mirror<IPAddress & Obj>(first.addresses),
     capiClaims: new Mirror<IPAddressClaim & Obj>(first.capiClaims),
@@ -73,7 +80,7 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   };
   // Global pools count the records of every namespace: watched across namespaces when the first read found global
   // pools (a pool made later counts the namespace looked at until the next start); with -A the watches below see all.
-  const acrossNamespaces = namespace !== undefined && first.globalPools.length > 0;
+  const acrossNamespaces = namespace !== undefined && first.globalPools.length + first.globalNetBoxPools.length > 0;
   const style = styleFor(io.isTTY, io.env);
   let last = "";
   let timer: NodeJS.Timeout | undefined;
@@ -83,6 +90,8 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
       pools: mirrors.pools.values,
       inClusterPools: mirrors.inClusterPools.values,
       globalPools: mirrors.globalPools.values,
+      netBoxPools: mirrors.netBoxPools.values,
+      globalNetBoxPools: mirrors.globalNetBoxPools.values,
       claims: mirrors.claims.values,
       addresses: mirrors.addresses.values,
       capiClaims: mirrors.capiClaims.values,
@@ -130,6 +139,8 @@ export async function watchPools(namespace: string | undefined, io: Io, withName
   // An optional kind whose CRD is missing gets no watch (rather than a stream of its errors).
   await start(await ifServed(INCLUSTER_POOLS), mirrors.inClusterPools);
   await start(await ifServed(GLOBAL_POOLS), mirrors.globalPools, true);
+  await start(await ifServed(NETBOX_POOLS), mirrors.netBoxPools);
+  await start(await ifServed(GLOBAL_NETBOX_POOLS), mirrors.globalNetBoxPools, true);
   if (acrossNamespaces) {
     await start(await capiKind(CAPI_IPADDRESSCLAIM), mirrors.globalClaims, true);
     await start(await capiKind(CAPI_IPADDRESS), mirrors.globalAddresses, true);

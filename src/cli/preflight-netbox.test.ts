@@ -1,0 +1,41 @@
+import { expect } from "chai";
+import type { NetBoxIPPoolSpec } from "../../api/netbox/types.js";
+import { netBoxPoolFindings, type NetBoxPoolUse } from "./preflight-netbox.js";
+
+const spec = (prefixId: number): NetBoxIPPoolSpec => ({
+  netbox: { url: "https://netbox.example.com", credentialsRef: { name: "nb-token" } },
+  prefix: { id: prefixId },
+});
+const use = (kind: NetBoxPoolUse["kind"], elsewhere = 0): NetBoxPoolUse => ({
+  kind,
+  name: "p",
+  spec: spec(7),
+  moving: ["10.0.0.1"],
+  elsewhere,
+});
+
+describe("preflight-move: NetBox pools", () => {
+  it("a NetBoxIPPool: a warning naming the token Secret, with the allowed-namespaces annotation for the namespace", () => {
+    const [f] = netBoxPoolFindings([use("NetBoxIPPool")], "ns1", undefined);
+    expect(f?.severity).to.equal("warning");
+    expect(f?.problem).to.include("Secret nb-token in the controller's namespace");
+    expect(f?.fix).to.include("create secret generic nb-token --from-literal=token=");
+    expect(f?.fix).to.include("netbox.ipam.cluster.x-k8s.io/allowed-namespaces=ns1");
+  });
+
+  it("a shared GlobalNetBoxIPPool is a warning (NetBox is the one allocator), unlike a shared GlobalInClusterIPPool", () => {
+    const [f] = netBoxPoolFindings([use("GlobalNetBoxIPPool", 3)], "ns1", new Map());
+    expect(f?.severity).to.equal("warning");
+    expect(f?.problem).to.match(/^is missing on the target: clusterctl copies it there/);
+    expect(f?.problem).to.include("shared with 3 claim(s)");
+    expect(f?.fix).to.not.include("allowed-namespaces");
+  });
+
+  it("a target pool of that name pointing elsewhere in NetBox is a blocker; one naming the same place is not", () => {
+    const elsewhere = netBoxPoolFindings([use("GlobalNetBoxIPPool")], "ns1", new Map([["p", spec(8)]]));
+    expect(elsewhere[0]?.severity).to.equal("blocker");
+    expect(elsewhere[0]?.problem).to.include("prefix #8 of https://netbox.example.com");
+    const same = netBoxPoolFindings([use("GlobalNetBoxIPPool")], "ns1", new Map([["p", spec(7)]]));
+    expect(same[0]?.severity).to.equal("warning");
+  });
+});
