@@ -285,4 +285,24 @@ describe("NetBox pools (a real NetBox)", function () {
       expect(await recordsIn(nb, prefix.cidr)).to.deep.equal([]);
     });
   });
+
+  it("a claim gone without its release (finalizer removed by hand): its IPAddress goes, its NetBox record stays (it may be a moved claim's)", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    await withController(kc, "nb-orphan", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a"]);
+      const bound = await waitBound(asClaims(), ns, "a", 60_000);
+      await k.claims.patch(ns, "a", { metadata: { finalizers: null } });
+      await k.claims.delete(ns, "a");
+      await eventually(
+        "the orphaned IPAddress released",
+        async () => await gone(k.addresses, ns, bound.metadata.name ?? ""),
+      );
+      const records = await ourRecordsIn(nb, prefix.cidr);
+      expect(records.map((r) => [r.description, hostOf(r.address)])).to.deep.equal([
+        [ownerDescription({ namespace: ns, name: "a" }), bound.spec.address],
+      ]);
+    });
+  });
 });

@@ -154,7 +154,7 @@ export class IPAddressClaimApi implements ClaimApi {
         ipAddress: address.metadata.name,
         claim: address.spec.claimRef.name,
       });
-      await this.releaseOrphanExternally(pass, address);
+      this.leaveOrphanExternally(pass, address);
       await releaseCapiAddress(pass.ctx, pass.kind, capi, address);
     }
   }
@@ -185,15 +185,22 @@ export class IPAddressClaimApi implements ClaimApi {
       });
   }
 
-  /** An orphan's record in an external engine (NetBox) goes first, named by the claim the orphan was made for. */
-  private async releaseOrphanExternally(pass: Pass, address: CapiIPAddress): Promise<void> {
-    if (!pass.kind.external || !pass.pool) return;
-    const identity = {
-      namespace: address.metadata.namespace ?? "",
-      name: address.spec.claimRef.name,
+  /**
+   * An orphan's record in an external engine (NetBox) is left there, and said so. An orphan is an IPAddress whose claim
+   * is gone without its release: its finalizer removed by hand, or the claim moved away by `clusterctl move` while
+   * this process did not see it go (a restart, a lost watch event: `movedAway` lives in memory). In the second case
+   * the record is the moved claim's, in use by the other management cluster; deleting it would let NetBox hand its
+   * address out again. Leaving a record costs an address until someone deletes it; deleting a live one could give an
+   * address to two machines.
+   */
+  private leaveOrphanExternally(pass: Pass, address: CapiIPAddress): void {
+    if (!pass.kind.external) return;
+    pass.ctx.log.warn("Left the engine's record of a claim that is gone; delete it there if no cluster uses it", {
+      pool: pass.key,
+      claim: `${address.metadata.namespace ?? ""}/${address.spec.claimRef.name}`,
+      address: address.spec.address,
       cluster: address.metadata.labels?.[CLUSTER_NAME_LABEL],
-    };
-    await pass.kind.external.release(pass.pool, identity, { store: this.store, log: pass.ctx.log });
+    });
   }
 
   pending(key: string): number {
