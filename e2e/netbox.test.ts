@@ -305,4 +305,24 @@ describe("NetBox pools (a real NetBox)", function () {
       ]);
     });
   });
+
+  it("a pool naming a prefix NetBox does not have: claims and the pool say NotFound, and the pool heals once it points at one", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    await withController(kc, "nb-404", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: 999_999 } }));
+      await claims(ns, "p", ["a"]);
+      const waiting = await waitNotReady(asClaims(), ns, "a", "PoolNotReady");
+      expect(waiting.message).to.include("NotFound");
+      const ready = await eventually("the pool Ready=False", async () => {
+        const c = (await k.pools.get(ns, "p")).status?.conditions?.find((x) => x.type === "Ready");
+        return c?.status === "False" ? c : undefined;
+      });
+      expect(ready.message).to.include("NotFound");
+      await k.pools.patch(ns, "p", { spec: { prefix: { id: prefix.id } } });
+      expect((await waitBound(asClaims(), ns, "a", 60_000)).spec.address).to.equal(
+        hostOf(prefix.cidr).replace(/\.0$/, ".1"),
+      );
+    });
+  });
 });
