@@ -53,8 +53,8 @@ export interface BenchConfig {
   printJson: boolean;
 }
 
-/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5). */
-export const SCENARIOS = ["allocator", "burst", "memory", "trickle"] as const;
+/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5), netbox (6). */
+export const SCENARIOS = ["allocator", "burst", "memory", "trickle", "netbox"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** The pools the claim kinds ask (hack/bench/pools.ts labels). */
