@@ -144,6 +144,7 @@ async function runNetBox(ctx: BenchContext, config: BenchConfig, results: BenchR
       concurrency: config.concurrency,
       controller,
       settleMs: config.settleSeconds * 1000,
+      planePids: () => Object.values(plane?.pids ?? {}).filter((pid) => pid !== undefined),
     });
   } finally {
     await controller.stop();

@@ -17,17 +17,25 @@ export function describeCalls(calls: Readonly<Record<string, RouteCalls>>, perCl
     .join(", ");
 }
 
-/** The verdict of the NetBox side's check. */
-function checkOf(r: NetBoxBurstResult): string {
+/** The verdict of the NetBox side's check: every record of ours one claim's, every address once, bare runs too. */
+export function checkOf(r: Pick<NetBoxBurstResult, "burst" | "check" | "bare">): string {
   const { count } = r.burst;
   const { records, matching, distinct } = r.check;
-  return records === count && matching === count && distinct === count ? "OK" : "FAIL";
+  const bareOk = r.bare.every((run) => run.distinct === run.count);
+  return records === count && matching === count && distinct === count && bareOk ? "OK" : "FAIL";
+}
+
+/** The bare client's mean time over its runs (NaN without one). */
+export function meanBareMs(r: Pick<NetBoxBurstResult, "bare">): number {
+  return r.bare.reduce((sum, run) => sum + run.ms, 0) / r.bare.length;
 }
 
 export function netBoxSection(r: NetBoxBurstResult): Section {
   const b = r.burst;
+  const cpu = r.cpu;
   const controllerCalls = totalCalls(r.activity.netbox);
-  const bareCalls = totalCalls(r.bare.calls);
+  const bareMs = meanBareMs(r);
+  const bareCalls = totalCalls(r.bare[0]?.calls ?? {});
   const passes = Object.entries(r.activity.passes)
     .map(([controller, p]) => `${controller} ${fmt(p.count)} (${fmt(p.seconds)} s)`)
     .join(", ");
@@ -39,8 +47,10 @@ export function netBoxSection(r: NetBoxBurstResult): Section {
     },
     {
       metric: "  bare client's NetBox calls, same count",
-      value: fmtMs(r.bare.ms),
-      detail: `controller / bare ${fmt(b.bindAllMs / r.bare.ms)}× (the issue's aim: at most 1.5×); prefix ${r.barePrefix}`,
+      value: fmtMs(bareMs),
+      detail:
+        `controller / bare ${fmt(b.bindAllMs / bareMs)}× (the issue's aim: at most 1.5×); mean of ` +
+        r.bare.map((run, i) => `${fmtMs(run.ms)} ${i === 0 ? "before" : "after"} (${run.prefix})`).join(", "),
     },
     {
       metric: "  controller CPU",
@@ -67,16 +77,24 @@ export function netBoxSection(r: NetBoxBurstResult): Section {
     },
     {
       metric: "  NetBox requests per claim (bare client)",
-      value: fmt(bareCalls.count / r.bare.count),
-      detail: `${fmt(bareCalls.count)} calls, ${fmt(bareCalls.seconds)} s waiting: ${describeCalls(r.bare.calls)}`,
+      value: fmt(bareCalls.count / (r.bare[0]?.count ?? b.count)),
+      detail: `${fmt(bareCalls.count)} calls, ${fmt(bareCalls.seconds)} s waiting: ${describeCalls(r.bare[0]?.calls ?? {})}`,
     },
     { metric: "  controller passes in the window", value: "", detail: passes },
+    {
+      metric: "  CPU in the window, by process tree",
+      value: `${fmt(cpu.netbox + cpu.plane + cpu.controller + cpu.bench)} s`,
+      detail:
+        `NetBox ${fmt(cpu.netbox)} s (bare: ${r.bare.map((run) => `${fmt(run.netboxCpu)} s`).join(", ")}), ` +
+        `etcd + kube-apiserver ${fmt(cpu.plane)} s, controller ${fmt(cpu.controller)} s, bench (creates, watch) ${fmt(cpu.bench)} s`,
+    },
     {
       metric: "  NetBox holds, in the pool's prefix",
       value: `${r.check.records} records`,
       detail:
         `${r.check.matching}/${b.count} claims bound to their one record's address, ${r.check.distinct} distinct; ` +
-        `Kubernetes: ${b.distinctAddresses}/${b.boundVerified} distinct; bare: ${r.bare.distinct}/${r.bare.count}; ${checkOf(r)}`,
+        `Kubernetes: ${b.distinctAddresses}/${b.boundVerified} distinct; ` +
+        `bare: ${r.bare.map((run) => `${run.distinct}/${run.count}`).join(", ")} distinct; ${checkOf(r)}`,
     },
   ];
   return {
