@@ -13,7 +13,12 @@
  *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`); per claim: controller CPU, API requests,
  *      body bytes at the controller's API door, create → bound (median, p99)
  *
- * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle); BENCH_POOLS=IPPool (say)
+ *   6. netbox (only when BENCH_SCENARIOS names it): BENCH_CLAIMS IPAddressClaims at once on a NetBoxIPPool of a real
+ *      NetBox (the test kit's), beside a bare client making the NetBox calls they need at the least; NetBox calls per
+ *      claim from the controller's /metrics, CPU by process tree, NetBox's records checked (see bench/netbox.ts)
+ *
+ * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox; all but netbox
+ * by default); BENCH_POOLS=IPPool (say)
  * only the claim kinds on the named pool kinds (IPPool, InClusterIPPool, GlobalInClusterIPPool).
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
