@@ -13,7 +13,12 @@
  *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`); per claim: controller CPU, API requests,
  *      body bytes at the controller's API door, create → bound (median, p99)
  *
- * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle); BENCH_POOLS=IPPool (say)
+ *   6. netbox (only when BENCH_SCENARIOS names it): BENCH_CLAIMS IPAddressClaims at once on a NetBoxIPPool of a real
+ *      NetBox (the test kit's), beside a bare client making the NetBox calls they need at the least; NetBox calls per
+ *      claim from the controller's /metrics, CPU by process tree, NetBox's records checked (see bench/netbox.ts)
+ *
+ * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox; all but netbox
+ * by default); BENCH_POOLS=IPPool (say)
  * only the claim kinds on the named pool kinds (IPPool, InClusterIPPool, GlobalInClusterIPPool).
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
@@ -40,12 +45,16 @@ import { renderTable } from "./bench/table.js";
 import { trickle, trickleProfileName } from "./bench/trickle.js";
 import { describeError } from "../src/kube/errors.js";
 import { LocalPlane } from "./testkit/plane.js";
+import { NetBoxServer } from "./testkit/netbox.js";
+import { netBoxUnavailable } from "./testkit/netboxinstall.js";
+import { netBoxBurst } from "./bench/netbox.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
 /** "IPAddressClaims on InClusterIPPool", for the progress lines. */
 const plural = (kind: ClaimKind): string => `${kind.label}s on ${kind.pool.label}`;
 
 let plane: LocalPlane | undefined;
+let netBox: NetBoxServer | undefined;
 
 function progress(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
@@ -54,9 +63,10 @@ function progress(message: string): void {
 /** Stops every controller and the plane; safe to call twice. */
 async function cleanup(): Promise<void> {
   await stopAllControllers();
-  const p = plane;
+  const [p, nb] = [plane, netBox];
   plane = undefined;
-  await p?.stop();
+  netBox = undefined;
+  await Promise.all([p?.stop(), nb?.stop()]);
 }
 
 function runAllocator(config: BenchConfig, results: BenchResults): void {
@@ -84,6 +94,7 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   }
   if (config.scenarios.includes("burst")) await runBursts(ctx, config, results);
   if (config.scenarios.includes("trickle")) await runTrickles(ctx, config, results);
+  if (config.scenarios.includes("netbox")) await runNetBox(ctx, config, results);
   if (config.scenarios.includes("memory")) {
     progress(`memory: loading ${config.addresses} IPAddresses, then a controller on them`);
     results.memory = await controllerMemory(ctx, { addresses: config.addresses, concurrency: config.concurrency });
@@ -115,6 +126,36 @@ async function runTrickles(ctx: BenchContext, config: BenchConfig, results: Benc
             `25 --window=${result.monotonicWindowMs.map((ms) => ms.toFixed(0)).join(",")}`,
         );
     }
+}
+
+/**
+ * Scenario 6: a NetBox of its own (the test kit's; installed first if the machine can and has none), the bare
+ * client's NetBox calls, then a burst on a NetBoxIPPool served by a controller of its own with /metrics (its NetBox
+ * calls are counted there). NetBox is stopped right after, so the scenarios after it do not share the cores with it.
+ */
+async function runNetBox(ctx: BenchContext, config: BenchConfig, results: BenchResults): Promise<void> {
+  const missing = netBoxUnavailable();
+  if (missing) {
+    progress(`netbox: skipped: ${missing}`);
+    return;
+  }
+  progress("netbox: starting a NetBox (PostgreSQL, Redis, gunicorn)");
+  netBox = await NetBoxServer.start();
+  const controller = await startBenchController(ctx.kubeconfigPath, ctx.logDir, { ports: true });
+  try {
+    progress(`netbox: a bare client's NetBox calls for ${config.claims} claims, then ${config.claims} IPAddressClaims`);
+    results.netbox = await netBoxBurst(ctx, netBox, {
+      count: config.claims,
+      concurrency: config.concurrency,
+      controller,
+      settleMs: config.settleSeconds * 1000,
+      planePids: () => Object.values(plane?.pids ?? {}).filter((pid) => pid !== undefined),
+    });
+  } finally {
+    await controller.stop();
+    await netBox.stop();
+    netBox = undefined;
+  }
 }
 
 /** Scenarios 1 and 2: ceilings and bursts per size and kind, then the single-claim latencies on the last controller. */

@@ -1,11 +1,13 @@
 import { expect } from "chai";
-import { POOL_LABELS, readConfig, SCENARIOS } from "./config.js";
+import { DEFAULT_SCENARIOS, POOL_LABELS, readConfig } from "./config.js";
 
 describe("bench configuration (trickle knobs)", () => {
-  it("defaults: 100 trickle claims into pools holding 0 and 2,000, 100 ms apart, every scenario", () => {
+  it("defaults: 100 trickle claims into pools holding 0 and 2,000, 100 ms apart, every scenario but netbox", () => {
     const c = readConfig({}, "out.json");
     expect([c.trickleClaims, c.trickleHeld, c.trickleGapMs]).to.deep.equal([100, [0, 2_000], 100]);
-    expect(c.scenarios).to.deep.equal([...SCENARIOS]);
+    expect(c.scenarios).to.deep.equal([...DEFAULT_SCENARIOS]);
+    expect(c.scenarios).to.deep.equal(["allocator", "burst", "memory", "trickle"]);
+    expect(readConfig({ BENCH_SCENARIOS: "netbox" }, "o").scenarios).to.deep.equal(["netbox"]);
   });
 
   it("--large adds a pool of 10,000; the environment sets sizes, count, gap (0 allowed) and scenarios", () => {

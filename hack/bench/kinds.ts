@@ -155,7 +155,7 @@ const CAPI_CLAIM_TYPE: ResourceType = resourceType(CAPI_CLAIM);
  * kind serves it through the same pool pass (translated in memory, one Cluster API IPAddress as its record); what
  * differs is the pool's allocatable set, its status, and the record's name and finalizers ({@link BenchPool.capiRecord}).
  */
-function capiClaimKind(pool: BenchPool): ClaimKind {
+export function capiClaimKind(pool: BenchPool): ClaimKind {
   const capiClaim = (namespace: string, name: string, poolName: string): IPAddressClaim => ({
     metadata: { name, namespace },
     spec: { poolRef: pool.ref(poolName) },

@@ -5,6 +5,8 @@ import type { ProcMemory } from "./controller.js";
 import type { BurstResult, CeilingResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
 import { fmt, fmtBytes, fmtMs, fmtRatio, type Summary } from "./stats.js";
 import type { TrickleResult } from "./trickle.js";
+import type { NetBoxBurstResult } from "./netbox.js";
+import { netBoxSection } from "./netboxreport.js";
 import type { Row, Section } from "./table.js";
 
 /** Everything a run measured; written as JSON as is. */
@@ -26,6 +28,8 @@ export interface BenchResults {
   memory?: MemoryResult;
   /** Claims one at a time into pools holding addresses already, per kind and pool size (scenario 5). */
   trickles?: TrickleResult[];
+  /** IPAddressClaims on a NetBoxIPPool of a real NetBox, and a bare client's NetBox calls (scenario 6). */
+  netbox?: NetBoxBurstResult;
   error?: string;
 }
 
@@ -382,6 +386,7 @@ export function sectionsOf(r: BenchResults): Section[] {
     allocatorSection(r.allocator),
     memorySection(r),
     trickleSection(r.trickles),
+    r.netbox && netBoxSection(r.netbox),
   ];
   return sections.filter((s): s is Section => s !== undefined);
 }

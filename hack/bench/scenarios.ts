@@ -96,6 +96,11 @@ export interface BurstOptions {
   controller: BenchController;
   /** How long the controller is left idle after the burst before {@link BurstResult.memorySettled} is read. */
   settleMs: number;
+  /**
+   * Readings of the caller's own at the measured window's ends: `opened` right before the first create (with the CPU
+   * and request counters), `closed` once the last claim was seen bound.
+   */
+  window?: { opened(): Promise<void>; closed(): Promise<void> };
 }
 
 /** Result of {@link bindBurst}. */
@@ -149,7 +154,11 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
   try {
     const names = Array.from({ length: count }, (_, i) => `burst-${String(i + 1).padStart(5, "0")}`);
     const sentAt = new Map<string, number>();
-    const [cpuBefore, requestsBefore] = await Promise.all([cpuSeconds(controller.pid), readRequestCounts(ctx.kc)]);
+    const [cpuBefore, requestsBefore] = await Promise.all([
+      cpuSeconds(controller.pid),
+      readRequestCounts(ctx.kc),
+      options.window?.opened(),
+    ]);
     const start = nowMs();
     await controller.guard(
       runLimited(names, concurrency, async (name, i) => {
@@ -163,6 +172,7 @@ export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: Bur
       cpuSeconds(controller.pid),
       readRequestCounts(ctx.kc),
       controller.memory(),
+      options.window?.closed(),
     ]);
     const boundTimes = names.map((n) => watch.boundAt.get(n)).filter((t): t is number => t !== undefined);
     const bindAllMs = allBound ? Math.max(...boundTimes) - start : nowMs() - start;

@@ -79,11 +79,26 @@ export class NetBoxAdmin {
   }
 
   /**
+   * `2^(24 - length)` consecutive fresh /24s aligned as a /`length` (16 ≤ length ≤ 24), as the CIDR of that block:
+   * `10.0.4.0/22`. NetBox refuses a prefix whose address has host bits set, so the block starts on its own boundary;
+   * the /24s skipped to reach it are never handed out.
+   */
+  freshBlock(length: number): string {
+    if (!Number.isInteger(length) || length < 16 || length > 24)
+      throw new Error(`freshBlock takes a length of 16 to 24, not ${length}`);
+    const blocks = 2 ** (24 - length);
+    const start = Math.ceil((this.next24 + 1) / blocks) * blocks;
+    this.next24 = start + blocks - 1;
+    return `10.${Math.floor(start / 256) % 256}.${start % 256}.0/${length}`;
+  }
+
+  /**
    * A prefix of its own for one test: a fresh /24, or a smaller block at its start (`length` 28: 14 usable
-   * addresses, quick to exhaust).
+   * addresses, quick to exhaust), or a larger aligned block of fresh /24s (`length` 22: 1,022 usable addresses).
    */
   async freshPrefix(length = 24, opts: { vrfId?: number; isPool?: boolean } = {}): Promise<CreatedPrefix> {
-    return await this.createPrefix(`${this.fresh24().base}.0/${length}`, opts);
+    const cidr = length < 24 ? this.freshBlock(length) : `${this.fresh24().base}.0/${length}`;
+    return await this.createPrefix(cidr, opts);
   }
 
   async createRange(start: string, end: string, opts: { vrfId?: number } = {}): Promise<{ id: number }> {

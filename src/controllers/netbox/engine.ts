@@ -9,7 +9,8 @@
  *   was lost (a timeout, a 5xx: NetBox may have created the records), and after any failure. Only the one leader
  *   allocates, so between listings the records it made itself are all there are; a record someone deletes in NetBox
  *   is found at the next listing (every full pass, see pools/state.ts).
- * Calls are batched: one `available-ips` POST creates up to {@link BATCH} records.
+ * Calls are batched: one `available-ips` POST creates up to {@link BATCH} records. A pass asks for its claims in
+ * segments of a batch each (pools/external.ts), so the tag is checked once per pool until a failure or a full pass.
  */
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { NetBoxIPPool } from "../../../api/netbox/types.js";
@@ -51,6 +52,11 @@ interface PoolEngineState {
   owned?: Map<string, NetBoxAddressRecord[]>;
   /** The last failure, until a call succeeds (status condition). */
   failure?: NetBoxErrorLike;
+  /**
+   * Set once our tag is known to exist in NetBox (checked, or made), so the pass's later calls skip the check; cleared
+   * by a full pass and by any failure (a tag deleted in NetBox fails the next allocation, and is made again after).
+   */
+  tagEnsured?: boolean;
   /** Consecutive failed passes (backoff). */
   failures: number;
   /** Set while the last call failed: when to try again. */
@@ -222,6 +228,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const state = this.stateOf(pool);
     delete state.parent;
     delete state.owned;
+    delete state.tagEnsured;
     const parent = await this.parentOf(pool, ctx);
     await this.ownedOf(await this.connect(pool, ctx), state, parent.parent);
     this.succeeded(state);
@@ -277,7 +284,10 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     parent: NetBoxParent,
     missing: readonly Asked[],
   ): Promise<boolean> {
-    if (missing.length > 0) await this.recording(state, () => api.ensureTag(OWNER_TAG.slug, OWNER_TAG.name));
+    if (missing.length > 0 && !state.tagEnsured) {
+      await this.recording(state, () => api.ensureTag(OWNER_TAG.slug, OWNER_TAG.name));
+      state.tagEnsured = true;
+    }
     for (let i = 0; i < missing.length; i += BATCH) {
       const batch = missing.slice(i, i + BATCH);
       const done = await this.allocateBatch(api, state, pool, parent, batch);
@@ -331,6 +341,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     state.failure = failure;
     state.failures++;
     delete state.parent;
+    delete state.tagEnsured;
     state.retryAfterMs = backoffOf(state.failures, failure);
     return state.retryAfterMs;
   }

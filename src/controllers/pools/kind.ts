@@ -77,9 +77,10 @@ export interface ExternalClaim {
 export type ExternalAnswer = { ok: true; address: string } | { ok: false; reason: Reason; message: string };
 
 /**
- * An engine outside Kubernetes that decides addresses (NetBox): the pass asks it, in one call before it decides,
- * for every claim it is about to give an address, and then decides with the engine's addresses as the claims'
- * requests, so the allocator still refuses an address another record of the pool holds. Contract:
+ * An engine outside Kubernetes that decides addresses (NetBox): the pass asks it for every claim it is about to give
+ * an address, in calls of up to ENGINE_SEGMENT claims in decision order, each before it decides those claims (the
+ * writes of one segment run while the next is asked: pools/external.ts), and decides with the engine's addresses as
+ * the claims' requests, so the allocator still refuses an address another record of the pool holds. Contract:
  * - `obtain` is idempotent per claim: a claim asked for again (a lost answer, a crash before its record was created,
  *   a retry) gets the address the engine already recorded for it, never a second one. It never throws for one
  *   claim's sake: failures are answers; it throws only when nothing could be asked (the pass then backs off).

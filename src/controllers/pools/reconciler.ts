@@ -32,6 +32,7 @@ import { parsePoolKey, type PoolRef } from "./indexes.js";
 import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
 import type { ApplyContext, ClaimApi, Pass } from "./pass.js";
 import type { PoolKinds } from "./registry.js";
+import { decideWithEngine, type ClaimStep } from "./external.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -150,8 +151,7 @@ export class PoolReconciler {
     const confirm = await freshnessBarrier(pass, apis, claims);
     if (confirm) ctx.confirm = confirm;
     const state = await this.stateFor(pass, apis, pool, full ? undefined : kept, changes);
-    if (pool && state) await this.askEngine(pass, pool, claims);
-    await this.reconcileClaims(pass, claims, state);
+    await this.reconcileClaims(pass, claims, state, pool);
     for (const api of apis) await api.cleanupOrphans(pass, full ? undefined : orphanCandidates(api, key, changes));
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(pass, apis, pools, pool);
     else if (pool && state) await this.writePoolStatus(pass, apis, pools, pool, state, full);
@@ -184,22 +184,6 @@ export class PoolReconciler {
     ctx.allocator = state.allocator;
     pass.collisions.push(...state.collisions);
     return state;
-  }
-
-  /**
-   * For a kind whose addresses an external engine hands out: asks it, in one call, for every claim this pass is about
-   * to give an address (ExternalEngine's contract). Its answers become the claims' requests in chooseAddress. When
-   * the engine cannot be asked at all the pass fails and the queue backs off; per-claim failures are answers.
-   */
-  private async askEngine(
-    pass: Pass,
-    pool: PoolObject,
-    claims: ReadonlyMap<ClaimApi, readonly KubeObject[]>,
-  ): Promise<void> {
-    const engine = pass.kind.external;
-    if (!engine || pass.allocationBlocked) return;
-    const asked = [...claims].flatMap(([api, list]) => list.flatMap((claim) => api.externalClaim?.(pass, claim) ?? []));
-    if (asked.length > 0) pass.external = await engine.obtain(pool, asked, { store: this.store, log: pass.ctx.log });
   }
 
   /** A pool whose engine failed runs again after the engine's backoff, as a full pass (it asks the engine afresh). */
@@ -360,25 +344,29 @@ export class PoolReconciler {
 
   /**
    * Decides claim by claim (every API, one deterministic order), then applies the writes a few at a time. A claim not
-   * bound by its decision is kept in `state.unsettled`, so incremental passes plan it again until it is.
+   * bound by its decision is kept in `state.unsettled`, so incremental passes plan it again until it is. For a kind
+   * with an external engine (NetBox), the engine is asked for the claims to give an address segment by segment, each
+   * before its claims are decided, and the writes of a segment run while the next is asked (pools/external.ts).
    */
   private async reconcileClaims(
     pass: Pass,
     claims: ReadonlyMap<ClaimApi, readonly KubeObject[]>,
     state: PoolState | undefined,
+    pool: PoolObject | undefined,
   ): Promise<void> {
-    const work = [...claims].flatMap(([api, list]) => list.map((claim) => ({ api, ...api.work(pass, claim) })));
     // Decisions run in claim order (creation, then name) across the APIs, so no API starves another.
-    const writes = work
-      .sort((a, b) => byCreationThenName(a.claim, b.claim))
-      .map(({ api, claim, decide }) => {
-        const { write, settled } = decide();
-        const unsettled = state?.unsettled.get(api);
-        if (settled) unsettled?.delete(keyOf(claim));
-        else unsettled?.add(keyOf(claim));
-        return write;
-      });
-    await runLimited(writes, this.options.writeConcurrency ?? 32, (write) => write());
+    const steps = [...claims]
+      .flatMap(([api, list]) => list.map((claim): ClaimStep => stepOf(pass, api, claim, state)))
+      .sort((a, b) => byCreationThenName(a.claim, b.claim));
+    const concurrency = this.options.writeConcurrency ?? 32;
+    const engine = pass.kind.external;
+    if (engine && pool && state && !pass.allocationBlocked) {
+      const kindContext = { store: this.store, log: pass.ctx.log };
+      await decideWithEngine(pass, pool, engine, steps, kindContext, concurrency);
+      return;
+    }
+    const writes = steps.map((step) => step.decide());
+    await runLimited(writes, concurrency, (write) => write());
   }
 
   /** A deleting pool keeps its kind's finalizer until no record (of any API) references it. */
@@ -448,6 +436,22 @@ export class PoolReconciler {
     const interval = statusWriteInterval(state.allocator.heldCount);
     return last === undefined ? 0 : Math.max(0, last + interval - Date.now());
   }
+}
+
+/** One claim's decision, recording in `state.unsettled` whether the claim is bound; its write comes back. */
+function stepOf(pass: Pass, api: ClaimApi, object: KubeObject, state: PoolState | undefined): ClaimStep {
+  const { claim, decide } = api.work(pass, object);
+  return {
+    api,
+    claim,
+    decide: () => {
+      const { write, settled } = decide();
+      const unsettled = state?.unsettled.get(api);
+      if (settled) unsettled?.delete(keyOf(claim));
+      else unsettled?.add(keyOf(claim));
+      return write;
+    },
+  };
 }
 
 /**
