@@ -30,6 +30,8 @@ export const BATCH = 50;
 export const RECHECK_AFTER_START_MS = 30_000;
 /** While NetBox has no room for waiting claims, it is asked again this often (people free addresses in NetBox too). */
 export const EXHAUSTED_RECHECK_MS = 15_000;
+/** Failures this close together belong to one attempt (one pass) and raise the backoff once. */
+const SAME_ATTEMPT_MS = 1_000;
 /** Backoff after a failed call: doubles per consecutive failure of the pool, up to the maximum. */
 const BACKOFF_MIN_MS = 2_000;
 const BACKOFF_MAX_MS = 30_000;
@@ -61,6 +63,8 @@ interface PoolEngineState {
   failures: number;
   /** Set while the last call failed: when to try again. */
   retryAfterMs?: number;
+  /** When a call last failed. */
+  failedAt?: number;
   /** Whether this process has listed the pool's records yet. */
   opened?: boolean;
   /** When a full pass should list the records again though nothing failed (see {@link RECHECK_AFTER_START_MS}). */
@@ -338,8 +342,11 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   failed(pool: NetBoxIPPool, failure: NetBoxErrorLike): number {
     const state = this.stateOf(pool);
     if (failure.reason === "Unauthorized") this.connector.tokenRejected(pool);
+    // One failing pass can fail twice (opening the pool, then asking for its claims): the backoff counts passes.
+    const sameAttempt = state.failedAt !== undefined && Date.now() - state.failedAt < SAME_ATTEMPT_MS;
+    state.failedAt = Date.now();
     state.failure = failure;
-    state.failures++;
+    if (!sameAttempt || state.failures === 0) state.failures++;
     delete state.parent;
     delete state.tagEnsured;
     state.retryAfterMs = backoffOf(state.failures, failure);
