@@ -8,6 +8,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
+import { NETBOX_CRDS } from "../api/netbox/schema.js";
+import { CRDS } from "../api/v1alpha1/schema.js";
 import { resolveClusterctl } from "../hack/testkit/binaries.js";
 import { repoRoot } from "../hack/testkit/cluster.js";
 import { SHELLCHECK, skipWithout } from "../hack/testkit/skips.js";
@@ -100,7 +102,8 @@ describe("shipping artefacts", function () {
         { encoding: "utf8", env: { ...process.env, HOME: work } },
       );
       expect(out).to.include("kind: Deployment").and.include("image: example.test/ipam:v0.1.0");
-      expect(out.match(/^kind: CustomResourceDefinition$/gm)?.length).to.equal(3);
+      // Metal3's three kinds and the two NetBox pool kinds (the in-cluster CRDs are an optional component).
+      expect(out.match(/^kind: CustomResourceDefinition$/gm)?.length).to.equal(CRDS.length + NETBOX_CRDS.length);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

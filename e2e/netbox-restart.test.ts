@@ -99,10 +99,13 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
       for (const ns of namespaces) await k.claims.delete(ns, "m-1");
       await eventually("three released in NetBox", async () => (await ourRecordsIn(nb, prefix.cidr)).length === 6);
     } finally {
-      await ctl.stop();
+      // Released while the controller runs, so no global pool is left on the shared plane (other suites list them).
       for (const ns of namespaces)
         for (const c of (await k.claims.list(ns)).items) await k.claims.delete(ns, c.metadata.name ?? "");
       await k.globals.delete("", poolName).catch(() => undefined);
+      await eventually("the global pool gone", async () => await gone(k.globals, "", poolName), 60_000).finally(() =>
+        ctl.stop(),
+      );
     }
   });
 
