@@ -73,7 +73,7 @@ describe("kubectl ipam on config/samples (real API server)", function () {
     expect(all.code).to.equal(0);
     // Other suites' pools of other kinds on the shared plane add a KIND column to the all-namespaces view.
     expect(all.stdout.split("\n")[0]).to.match(/^NAMESPACE\s+(KIND\s+)?NAME\s+CLUSTER/);
-    expect(all.stdout).to.match(new RegExp(`^${ns} +pool-v4 `, "m"));
+    expect(all.stdout).to.match(new RegExp(`^${ns} +(IPPool +)?pool-v4 `, "m"));
   });
 
   it("free: compact ranges and the next address under the strategy", async () => {
