@@ -11,18 +11,17 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { GLOBAL_NETBOX_POOL_KIND, type NetBoxIPPool } from "../api/netbox/types.js";
 import { RECHECK_AFTER_START_MS } from "../src/controllers/netbox/engine.js";
 import { ownerDescription } from "../src/controllers/netbox/identity.js";
-import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
+import { freshNamespace } from "../hack/testkit/cluster.js";
 import { startControllerProcess } from "../hack/testkit/controller.js";
 import { gone, startController } from "../hack/testkit/ipam.js";
-import { sharedNetBox, type NetBoxServer } from "../hack/testkit/netbox.js";
-import { netBoxUnavailable } from "../hack/testkit/netboxinstall.js";
-import { serviceAccountKubeConfig, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
+import type { NetBoxServer } from "../hack/testkit/netbox.js";
+import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
 import { addressClaim, readyOf } from "./incluster-support.js";
 import {
   hostOf,
-  netBoxClients,
   netBoxPool,
+  netBoxSuite,
   netBoxRef,
   ourRecordsIn,
   tokenSecret,
@@ -37,16 +36,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
   let nb: NetBoxServer;
 
   before(async function () {
-    const missing = netBoxUnavailable();
-    if (missing) {
-      console.log(`      skipped: ${missing}`);
-      this.skip();
-    }
-    this.timeout(1_800_000);
-    [kc, nb] = await Promise.all([sharedCluster().then((c) => c.kubeConfig), sharedNetBox()]);
-    k = netBoxClients(kc);
-    // The controller's namespace (where token Secrets live) and RBAC, as config/rbac installs them.
-    await serviceAccountKubeConfig(kc);
+    ({ kc, nb, k } = await netBoxSuite(this));
   });
 
   /** Bound claims of `namespaces`, as namespace/name → address. */

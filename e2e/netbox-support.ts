@@ -21,7 +21,11 @@ import {
 } from "../api/registry.js";
 import { ResourceClient } from "../src/kube/resource.js";
 import { OWNER_TAG } from "../src/controllers/netbox/identity.js";
-import type { NetBoxServer } from "../hack/testkit/netbox.js";
+import { sharedCluster } from "../hack/testkit/cluster.js";
+import { sharedNetBox, type NetBoxServer } from "../hack/testkit/netbox.js";
+import { NETBOX_TOOL } from "../hack/testkit/netboxinstall.js";
+import { serviceAccountKubeConfig } from "../hack/testkit/serviceaccount.js";
+import { skipWithout } from "../hack/testkit/skips.js";
 
 export interface NetBoxClients {
   pools: ResourceClient<NetBoxIPPool>;
@@ -101,3 +105,16 @@ export async function ourRecordsIn(server: NetBoxServer, cidr: string): Promise<
 
 /** `10.0.0.5` of `10.0.0.5/24`. */
 export const hostOf = (cidr: string): string => cidr.split("/")[0] ?? cidr;
+
+/**
+ * A NetBox suite's `before`: skips (named at the end of the run) where NetBox cannot be installed, else the shared
+ * plane and the run's NetBox (installed and migrated on a machine's first run: minutes, once), the clients, and the
+ * controller's namespace with its RBAC, where token Secrets live.
+ */
+export async function netBoxSuite(ctx: Mocha.Context): Promise<{ kc: KubeConfig; nb: NetBoxServer; k: NetBoxClients }> {
+  ctx.timeout(30 * 60_000);
+  skipWithout(ctx, NETBOX_TOOL);
+  const [kc, nb] = await Promise.all([sharedCluster().then((c) => c.kubeConfig), sharedNetBox()]);
+  await serviceAccountKubeConfig(kc);
+  return { kc, nb, k: netBoxClients(kc) };
+}

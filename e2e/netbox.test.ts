@@ -9,19 +9,17 @@ import { NETBOX_CLAIM_FINALIZER, NETBOX_POOL_FINALIZER } from "../api/netbox/typ
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import { OWNER_TAG, ownerDescription } from "../src/controllers/netbox/identity.js";
 import { RECORD_MISSING_REASON, RECORDS_CONDITION } from "../src/controllers/netbox/kind.js";
-import { sharedCluster } from "../hack/testkit/cluster.js";
 import { cluster, eventReasons, gone, withController } from "../hack/testkit/ipam.js";
 import { CLUSTER, resourceType } from "../api/registry.js";
 import type { Cluster } from "../src/controllers/clusters.js";
 import { ResourceClient } from "../src/kube/resource.js";
-import { sharedNetBox, type NetBoxServer } from "../hack/testkit/netbox.js";
-import { netBoxUnavailable } from "../hack/testkit/netboxinstall.js";
+import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
 import { addressClaim, readyOf, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
 import {
   hostOf,
-  netBoxClients,
   netBoxPool,
+  netBoxSuite,
   netBoxRef,
   ourRecordsIn,
   recordsIn,
@@ -36,14 +34,7 @@ describe("NetBox pools (a real NetBox)", function () {
   let nb: NetBoxServer;
 
   before(async function () {
-    const missing = netBoxUnavailable();
-    if (missing) {
-      console.log(`      skipped: ${missing}`);
-      this.skip();
-    }
-    this.timeout(1_800_000);
-    [kc, nb] = await Promise.all([sharedCluster().then((c) => c.kubeConfig), sharedNetBox()]);
-    k = netBoxClients(kc);
+    ({ kc, nb, k } = await netBoxSuite(this));
   });
 
   /** The claim helpers of the in-cluster suites work on any IPAddressClaim: the same clients, typed loosely. */

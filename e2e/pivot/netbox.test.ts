@@ -15,7 +15,8 @@ import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import { ownerDescription } from "../../src/controllers/netbox/identity.js";
 import { RECORDS_CONDITION } from "../../src/controllers/netbox/kind.js";
 import { sharedNetBox, type NetBoxServer } from "../../hack/testkit/netbox.js";
-import { netBoxUnavailable } from "../../hack/testkit/netboxinstall.js";
+import { NETBOX_TOOL } from "../../hack/testkit/netboxinstall.js";
+import { skipWithout } from "../../hack/testkit/skips.js";
 import { CONTROLLER_NAMESPACE } from "../../hack/testkit/serviceaccount.js";
 import { consistently, eventually } from "../../hack/testkit/wait.js";
 import { runCli } from "../../hack/testkit/cli.js";
@@ -108,12 +109,8 @@ describe("clusterctl move of NetBox pools (a real NetBox)", function () {
   }
 
   before(async function () {
-    const missing = netBoxUnavailable();
-    if (missing) {
-      console.log(`      skipped: ${missing}`);
-      this.skip();
-    }
-    this.timeout(1_800_000);
+    this.timeout(30 * 60_000);
+    skipWithout(this, NETBOX_TOOL);
     let opened: World;
     [opened, nb] = await Promise.all([openWorld(), sharedNetBox()]);
     world = opened;

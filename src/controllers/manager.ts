@@ -25,8 +25,7 @@ import { BY_CLUSTER } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
 import { PoolReconciler } from "./pools/reconciler.js";
 import { PoolKinds } from "./pools/registry.js";
-import type { NetBoxApi } from "./netbox/api.js";
-import { netBoxConnector, type NetBoxEndpointConfig } from "./netbox/connect.js";
+import { netBoxConnector } from "./netbox/connect.js";
 import { NetBoxEngine } from "./netbox/engine.js";
 import { netBoxClient } from "../netbox/client.js";
 import { netBoxPoolKinds } from "./netbox/kind.js";
@@ -61,8 +60,6 @@ export interface ManagerOptions {
   capiDiscoveryRetryMs?: number;
   /** The controller's own namespace: NetBox tokens are read from Secrets there (netbox/connect.ts). */
   controllerNamespace?: string;
-  /** How NetBox clients are made (default: src/netbox/client.ts with its defaults). */
-  netBoxClient?: (endpoint: NetBoxEndpointConfig) => NetBoxApi;
 }
 
 export class Manager {
@@ -77,15 +74,12 @@ export class Manager {
     private readonly options: ManagerOptions,
   ) {
     const metrics = options.metrics ?? noMetrics;
-    const connector = netBoxConnector(
-      options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE,
-      options.netBoxClient ??
-        ((endpoint) =>
-          netBoxClient(endpoint, {
-            timeoutMs: NETBOX_TIMEOUT_MS,
-            userAgent: NETBOX_USER_AGENT,
-            observe: (o) => metrics.netBoxRequest(o),
-          })),
+    const connector = netBoxConnector(options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE, (endpoint) =>
+      netBoxClient(endpoint, {
+        timeoutMs: NETBOX_TIMEOUT_MS,
+        userAgent: NETBOX_USER_AGENT,
+        observe: (o) => metrics.netBoxRequest(o),
+      }),
     );
     this.kinds = servedPoolKinds(new NetBoxEngine(connector));
   }

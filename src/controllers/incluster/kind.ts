@@ -14,6 +14,7 @@ import {
 import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL, type ResourceDescriptor } from "../../../api/registry.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
 import { inClusterSpace, inClusterUsage } from "../../ipam/incluster.js";
+import { poolKindRules } from "../pools/rbac.js";
 import type { PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
 
 function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool> {
@@ -72,20 +73,4 @@ export const INCLUSTER_POOL_KIND = inClusterKind(INCLUSTER_IPPOOL);
 export const GLOBAL_INCLUSTER_POOL_KIND = inClusterKind(GLOBAL_INCLUSTER_IPPOOL);
 
 /** RBAC for serving the in-cluster kinds: the pools, their status, and owner references with blockOwnerDeletion. */
-export const INCLUSTER_RULES = [
-  {
-    apiGroups: [INCLUSTER_IPPOOL.group],
-    resources: [INCLUSTER_IPPOOL.plural, GLOBAL_INCLUSTER_IPPOOL.plural],
-    verbs: ["get", "list", "watch", "patch"],
-  },
-  {
-    apiGroups: [INCLUSTER_IPPOOL.group],
-    resources: [`${INCLUSTER_IPPOOL.plural}/status`, `${GLOBAL_INCLUSTER_IPPOOL.plural}/status`],
-    verbs: ["patch"],
-  },
-  {
-    apiGroups: [INCLUSTER_IPPOOL.group],
-    resources: [`${INCLUSTER_IPPOOL.plural}/finalizers`, `${GLOBAL_INCLUSTER_IPPOOL.plural}/finalizers`],
-    verbs: ["update"],
-  },
-];
+export const INCLUSTER_RULES = poolKindRules(INCLUSTER_IPPOOL, GLOBAL_INCLUSTER_IPPOOL);

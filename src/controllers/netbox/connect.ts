@@ -17,27 +17,18 @@ import { ALLOWED_NAMESPACES_ANNOTATION, DEFAULT_TOKEN_KEY, type NetBoxIPPool } f
 import { isNotFound } from "../../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../../kube/resource.js";
 import type { KindContext } from "../pools/kind.js";
-import type { NetBoxApi } from "./api.js";
+import { NetBoxError, type NetBoxClient, type NetBoxEndpoint } from "../../netbox/client.js";
 import type { NetBoxConnector } from "./engine.js";
 
 /** How long a token read from a Secret is used before the Secret is read again. */
 export const TOKEN_TTL_MS = 60_000;
 
-/** What a client is made from. */
-export interface NetBoxEndpointConfig {
-  url: string;
-  token: string;
-  caBundle?: string;
-}
-
 type Secret = KubeObject & { data?: Record<string, string> };
 
 const SECRETS = { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true };
 
-/** A credentials problem: fails the claims with this message (a NetBox-style failure, so they say it). */
-export class CredentialsError extends Error {
-  readonly reason = "Unauthorized";
-}
+/** A credentials problem: an Unauthorized failure, so the claims and the pool say it. */
+const credentialsError = (message: string): NetBoxError => new NetBoxError(message, "Unauthorized");
 
 /** RBAC in the controller's namespace: read a named Secret, nothing else. */
 export const NETBOX_SECRET_RULES = [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }];
@@ -60,10 +51,10 @@ interface KeptSecret {
 
 export function netBoxConnector(
   controllerNamespace: string,
-  makeClient: (endpoint: NetBoxEndpointConfig) => NetBoxApi,
+  makeClient: (endpoint: NetBoxEndpoint) => NetBoxClient,
 ): NetBoxConnector {
   const secrets = new Map<string, KeptSecret>();
-  const clients = new Map<string, NetBoxApi>();
+  const clients = new Map<string, NetBoxClient>();
   let api: ResourceClient<Secret> | undefined;
 
   const readSecret = async (name: string, ctx: KindContext): Promise<Secret> => {
@@ -76,7 +67,7 @@ export function netBoxConnector(
       return secret;
     } catch (err) {
       if (isNotFound(err))
-        throw new CredentialsError(`Secret ${controllerNamespace}/${name} (credentialsRef) does not exist`);
+        throw credentialsError(`Secret ${controllerNamespace}/${name} (credentialsRef) does not exist`);
       throw err;
     }
   };
@@ -88,15 +79,15 @@ export function netBoxConnector(
     const secret = await readSecret(ref.name, ctx);
     const poolNamespace = pool.metadata.namespace ?? "";
     if (!mayUseSecret(secret.metadata.annotations, poolNamespace, controllerNamespace))
-      throw new CredentialsError(
+      throw credentialsError(
         `${where} may not be used by pools of namespace ${poolNamespace}: its ${ALLOWED_NAMESPACES_ANNOTATION} annotation does not name it`,
       );
     const encoded = secret.data?.[key];
-    if (!encoded) throw new CredentialsError(`${where} has no key ${key}`);
+    if (!encoded) throw credentialsError(`${where} has no key ${key}`);
     return Buffer.from(encoded, "base64").toString("utf8").trim();
   };
 
-  const connect = async (pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxApi> => {
+  const connect = async (pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient> => {
     const token = await tokenOf(pool, ctx);
     const { url, caBundle } = pool.spec.netbox;
     const id = createHash("sha256")

@@ -15,8 +15,13 @@
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { NetBoxIPPool } from "../../../api/netbox/types.js";
 import type { ExternalAnswer, ExternalClaim, ExternalEngine, ClaimIdentity, KindContext } from "../pools/kind.js";
-import type { NetBoxAddressRecord, NetBoxApi, NetBoxErrorLike, NetBoxParent } from "./api.js";
-import { netBoxFailureOf } from "./api.js";
+import {
+  isNetBoxError,
+  type NetBoxAddress,
+  type NetBoxClient,
+  type NetBoxError,
+  type NetBoxParent,
+} from "../../netbox/client.js";
 import { dnsNameOf, ownerComments, ownerDescription, OWNER_TAG, splitCidr, type RecordOwner } from "./identity.js";
 import { resolveParent, type ResolvedParent } from "./parent.js";
 
@@ -38,7 +43,7 @@ const BACKOFF_MAX_MS = 30_000;
 
 /** Connects a pool to its NetBox (URL, the token from its Secret, CA bundle): see connect.ts. */
 export interface NetBoxConnector {
-  connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxApi>;
+  connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient>;
   /** NetBox refused the pool's token: read its Secret again on the next call (it may have been rotated). */
   tokenRejected(pool: NetBoxIPPool): void;
 }
@@ -51,9 +56,9 @@ interface PoolEngineState {
   specKey: string;
   parent?: ResolvedParent;
   /** Our records in the parent by description; undefined when they must be listed before they are trusted. */
-  owned?: Map<string, NetBoxAddressRecord[]>;
+  owned?: Map<string, NetBoxAddress[]>;
   /** The last failure, until a call succeeds (status condition). */
-  failure?: NetBoxErrorLike;
+  failure?: NetBoxError;
   /**
    * Set once our tag is known to exist in NetBox (checked, or made), so the pass's later calls skip the check; cleared
    * by a full pass and by any failure (a tag deleted in NetBox fails the next allocation, and is made again after).
@@ -83,7 +88,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   constructor(private readonly connector: NetBoxConnector) {}
 
-  private async connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxApi> {
+  private async connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient> {
     return await this.connector.connect(pool, ctx);
   }
 
@@ -97,7 +102,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   /** What NetBox last said of the pool: its parent (with utilisation) and the failure, if the last call failed. */
-  view(pool: NetBoxIPPool): { parent?: ResolvedParent; failure?: NetBoxErrorLike } {
+  view(pool: NetBoxIPPool): { parent?: ResolvedParent; failure?: NetBoxError } {
     const state = this.pools.get(poolId(pool));
     return {
       ...(state?.parent ? { parent: state.parent } : {}),
@@ -129,8 +134,8 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       if (exhausted) state.recheckAt = Date.now() + EXHAUSTED_RECHECK_MS;
       return answers;
     } catch (err) {
-      const failure = netBoxFailureOf(err);
-      if (!failure) throw err;
+      if (!isNetBoxError(err)) throw err;
+      const failure = err;
       const retryAfterMs = this.failed(pool, failure);
       ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
       const answer = failedAnswer(pool, failure);
@@ -153,15 +158,15 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       const asked = claims.map((c) => ({ description: ownerDescription(c), address: c.address }));
       await this.keepOneEach(api, state, asked, ctx);
     } catch (err) {
-      const failure = netBoxFailureOf(err);
-      if (!failure) throw err;
+      if (!isNetBoxError(err)) throw err;
+      const failure = err;
       this.failed(pool, failure);
     }
   }
 
   /** Deletes all but one record of each claim (see settle); `address` names the one to keep when the claim is bound. */
   private async keepOneEach(
-    api: NetBoxApi,
+    api: NetBoxClient,
     state: PoolEngineState,
     claims: readonly { description: string; address?: string | undefined }[],
     ctx: KindContext,
@@ -219,11 +224,6 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     });
   }
 
-  /** Forgets a pool that is gone. */
-  forget(pool: { metadata: { uid?: string } }): void {
-    this.pools.delete(pool.metadata.uid ?? "");
-  }
-
   /**
    * A full pass's start: resolves the pool's parent afresh (NetBox's utilisation with it) and lists the pool's records
    * in NetBox, so records deleted or changed there since are seen. Throws NetBox's errors.
@@ -262,13 +262,13 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /** Our records in `parent`, listed from NetBox when not known. */
   private async ownedOf(
-    api: NetBoxApi,
+    api: NetBoxClient,
     state: PoolEngineState,
     parent: NetBoxParent,
-  ): Promise<Map<string, NetBoxAddressRecord[]>> {
+  ): Promise<Map<string, NetBoxAddress[]>> {
     if (state.owned) return state.owned;
     const records = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug));
-    const owned = new Map<string, NetBoxAddressRecord[]>();
+    const owned = new Map<string, NetBoxAddress[]>();
     for (const record of records.sort((a, b) => a.id - b.id)) {
       owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
     }
@@ -282,7 +282,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
    * whether NetBox ran out.
    */
   private async allocate(
-    api: NetBoxApi,
+    api: NetBoxClient,
     state: PoolEngineState,
     pool: NetBoxIPPool,
     parent: NetBoxParent,
@@ -304,23 +304,23 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /** One `available-ips` call; false when NetBox has fewer addresses left than asked. */
   private async allocateBatch(
-    api: NetBoxApi,
+    api: NetBoxClient,
     state: PoolEngineState,
     pool: NetBoxIPPool,
     parent: NetBoxParent,
     batch: readonly Asked[],
   ): Promise<boolean> {
     const requests = batch.map((a) => requestOf(pool, a));
-    let created: NetBoxAddressRecord[];
+    let created: NetBoxAddress[];
     try {
       created = await api.allocate(parent, requests);
     } catch (err) {
-      if (netBoxFailureOf(err)?.reason === "Exhausted") return false;
+      if (isNetBoxError(err, "Exhausted")) return false;
       // The answer may be lost while NetBox created the records: list them before deciding again.
       delete state.owned;
       throw err;
     }
-    const owned = state.owned ?? new Map<string, NetBoxAddressRecord[]>();
+    const owned = state.owned ?? new Map<string, NetBoxAddress[]>();
     for (const record of created) owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
     state.owned = owned;
     if (state.parent) state.parent.used += created.length;
@@ -332,14 +332,13 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     try {
       return await call();
     } catch (err) {
-      const failure = netBoxFailureOf(err);
-      if (failure && failure.reason !== "Exhausted") delete state.owned;
+      if (isNetBoxError(err) && err.reason !== "Exhausted") delete state.owned;
       throw err;
     }
   }
 
   /** Records a failed call of the pool's; returns how long to wait before the next pass. */
-  failed(pool: NetBoxIPPool, failure: NetBoxErrorLike): number {
+  failed(pool: NetBoxIPPool, failure: NetBoxError): number {
     const state = this.stateOf(pool);
     if (failure.reason === "Unauthorized") this.connector.tokenRejected(pool);
     // One failing pass can fail twice (opening the pool, then asking for its claims): the backoff counts passes.
@@ -361,7 +360,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 }
 
 /** Doubles per consecutive failure from the minimum to the maximum; a Retry-After NetBox sent is honoured. */
-function backoffOf(failures: number, failure: NetBoxErrorLike): number {
+function backoffOf(failures: number, failure: NetBoxError): number {
   const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(10, failures - 1));
   const asked = (failure.retryAfterSeconds ?? 0) * 1000;
   return Math.max(backoff, Math.min(asked, BACKOFF_MAX_MS));
@@ -393,7 +392,7 @@ function requestOf(pool: NetBoxIPPool, a: Asked) {
 }
 
 function answerOf(
-  owned: ReadonlyMap<string, NetBoxAddressRecord[]>,
+  owned: ReadonlyMap<string, NetBoxAddress[]>,
   a: Asked,
   parent: ResolvedParent,
   exhausted: boolean,
@@ -409,7 +408,7 @@ function answerOf(
   };
 }
 
-function failedAnswer(pool: NetBoxIPPool, failure: NetBoxErrorLike): ExternalAnswer {
+function failedAnswer(pool: NetBoxIPPool, failure: NetBoxError): ExternalAnswer {
   return {
     ok: false,
     reason: Reasons.PoolNotReady,

@@ -18,8 +18,9 @@ import { Reasons } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator, type AddressSpace } from "../../ipam/allocator.js";
 import type { CompiledEntry } from "../../ipam/entries.js";
 import { setCondition } from "../conditions.js";
+import { poolKindRules } from "../pools/rbac.js";
 import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
-import { netBoxFailureOf } from "./api.js";
+import { isNetBoxError } from "../../netbox/client.js";
 import type { NetBoxEngine } from "./engine.js";
 import type { ResolvedParent } from "./parent.js";
 
@@ -58,8 +59,8 @@ async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContex
     const parent = await engine.open(pool, ctx);
     return { entries: [entryOf(pool, parent)], specErrors: [] };
   } catch (err) {
-    const failure = netBoxFailureOf(err);
-    if (!failure) throw err;
+    if (!isNetBoxError(err)) throw err;
+    const failure = err;
     const retryAfterMs = engine.failed(pool, failure);
     ctx.log.warn("NetBox call failed", { reason: failure.reason, message: failure.message, retryAfterMs });
     return { entries: [], specErrors: [`NetBox: ${failure.reason}: ${failure.message}`] };
@@ -157,23 +158,7 @@ export function netBoxPoolKinds(engine: NetBoxEngine): [PoolKind<NetBoxIPPool>, 
 }
 
 /** RBAC for serving the NetBox kinds (their tokens: NETBOX_SECRET_RULES in connect.ts, the controller's namespace). */
-export const NETBOX_RULES = [
-  {
-    apiGroups: [NETBOX_IPPOOL.group],
-    resources: [NETBOX_IPPOOL.plural, GLOBAL_NETBOX_IPPOOL.plural],
-    verbs: ["get", "list", "watch", "patch"],
-  },
-  {
-    apiGroups: [NETBOX_IPPOOL.group],
-    resources: [`${NETBOX_IPPOOL.plural}/status`, `${GLOBAL_NETBOX_IPPOOL.plural}/status`],
-    verbs: ["patch"],
-  },
-  {
-    apiGroups: [NETBOX_IPPOOL.group],
-    resources: [`${NETBOX_IPPOOL.plural}/finalizers`, `${GLOBAL_NETBOX_IPPOOL.plural}/finalizers`],
-    verbs: ["update"],
-  },
-];
+export const NETBOX_RULES = poolKindRules(NETBOX_IPPOOL, GLOBAL_NETBOX_IPPOOL);
 
 /** The Warning Event a changed condition deserves: NetBox failing, or records missing there. */
 function notReadyOf(

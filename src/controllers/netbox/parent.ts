@@ -4,7 +4,7 @@
  */
 import type { NetBoxIPPoolSpec } from "../../../api/netbox/types.js";
 import { parseAddress, parseSubnet, type Family } from "../../ipam/address.js";
-import type { NetBoxApi, NetBoxParent } from "./api.js";
+import { NetBoxError, type NetBoxClient, type NetBoxParent } from "../../netbox/client.js";
 import { splitCidr } from "./identity.js";
 
 export interface ResolvedParent {
@@ -21,16 +21,14 @@ export interface ResolvedParent {
   used: number;
 }
 
-/** A pool whose spec names no usable parent: thrown as a NetBox-style BadRequest, so the claims say so. */
-export class ParentSpecError extends Error {
-  readonly reason = "BadRequest";
-}
+/** A pool whose spec names no usable parent: a BadRequest, so its claims and its Ready condition say so. */
+const specError = (message: string): NetBoxError => new NetBoxError(message, "BadRequest");
 
-export async function resolveParent(api: NetBoxApi, spec: NetBoxIPPoolSpec): Promise<ResolvedParent> {
+export async function resolveParent(api: NetBoxClient, spec: NetBoxIPPoolSpec): Promise<ResolvedParent> {
   if (spec.prefix) {
     const found = await api.findPrefix(spec.prefix);
     const subnet = parseSubnet(found.cidr);
-    if (!subnet) throw new ParentSpecError(`NetBox prefix #${found.id} has an unreadable CIDR ${found.cidr}`);
+    if (!subnet) throw specError(`NetBox prefix #${found.id} has an unreadable CIDR ${found.cidr}`);
     return {
       parent: { kind: "prefix", id: found.id },
       display: `prefix ${found.cidr} (#${found.id})`,
@@ -49,7 +47,7 @@ export async function resolveParent(api: NetBoxApi, spec: NetBoxIPPoolSpec): Pro
     const first = parseAddress(start.address);
     const last = parseAddress(end.address);
     if (!first || !last || first.family !== last.family || start.length === undefined)
-      throw new ParentSpecError(`NetBox IP range #${found.id} has unreadable bounds ${found.start}-${found.end}`);
+      throw specError(`NetBox IP range #${found.id} has unreadable bounds ${found.start}-${found.end}`);
     return {
       parent: { kind: "ip-range", id: found.id },
       display: `ip-range ${start.address}-${end.address} (#${found.id})`,
@@ -61,5 +59,5 @@ export async function resolveParent(api: NetBoxApi, spec: NetBoxIPPoolSpec): Pro
       used: found.used,
     };
   }
-  throw new ParentSpecError("spec names neither a prefix nor a range");
+  throw specError("spec names neither a prefix nor a range");
 }
