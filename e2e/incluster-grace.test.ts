@@ -76,19 +76,22 @@ describe("in-cluster pools: address reuse grace period", function () {
   }
 
   /**
-   * Asserts that claim `name` stays held until shortly before `end`, then is released (claim and IPAddress gone) within
-   * 1.5 s after it: not early, and not left to a resync (the pool is queued for the period's end).
+   * Asserts that claim `name` stays held until shortly before `end`, then is released (claim and IPAddress gone) soon
+   * after it: not early, and not left to a resync 10 minutes later (the pool is queued for the period's end). The bound
+   * is loose on purpose (10 s): it tells a queued pass from a resync without timing a busy machine.
    */
+  const RELEASE_BOUND_MS = 10_000;
+
   async function heldUntil(ns: string, name: string, end: number): Promise<void> {
     const left = end - 600 - Date.now();
     expect(left, "time left in the period to watch the hold").to.be.above(0);
     await consistently(`${name} held during the period`, () => held(ns, name), left, 150);
     const releasedAt = await poll(
       async () => ((await gone(k.claims, ns, name)) && (await gone(k.addresses, ns, name)) ? Date.now() : false),
-      end + 1_500 - Date.now(),
+      end + RELEASE_BOUND_MS - Date.now(),
       50,
     );
-    expect(releasedAt, `${name} released within 1.5 s after the period`).to.be.a("number");
+    expect(releasedAt, `${name} released within ${RELEASE_BOUND_MS} ms after the period`).to.be.a("number");
     // deletionTimestamp has whole seconds, the controller and this test share the clock: never before the end.
     expect(releasedAt ?? 0, "not released before the period ends").to.be.at.least(end - 50);
   }
