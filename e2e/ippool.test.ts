@@ -160,6 +160,27 @@ describe("IPAM controller (real API server)", function () {
       );
       expect(status.indexes?.["t-19"]).to.match(/^10\.40\.0\.\d+$/);
       expect(await statusWrites(), "status writes for 20 claims").to.be.at.most(before + 8);
+      // The map is owned whole (x-kubernetes-map-type: atomic): the managed fields name it once, not once per claim,
+      // so a pool of 10,000 claims does not carry 10,000 more keys in every write and watch event.
+      const { metadata } = await c.pools.get(ns, "t");
+      const managed = JSON.stringify((metadata as { managedFields?: unknown[] }).managedFields ?? []);
+      expect(managed).to.include('"f:indexes"');
+      expect(managed).not.to.include('"f:t-19"');
+      // Merge patches of an atomic map still merge: a release drops its entry, and only its entry.
+      await c.claims.delete(ns, "t-0");
+      const after = await eventually(
+        "status without t-0",
+        async () => {
+          const s = (await c.pools.get(ns, "t")).status;
+          return s?.used === 20 && s.indexes && !("t-0" in s.indexes) ? s : undefined;
+        },
+        30_000,
+      );
+      expect(Object.keys(after.indexes ?? {}).sort()).to.deep.equal(
+        Object.keys(status.indexes ?? {})
+          .filter((name) => name !== "t-0")
+          .sort(),
+      );
     });
   });
 

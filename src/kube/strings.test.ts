@@ -46,6 +46,21 @@ describe("StringPool", () => {
     expect(pool.size).to.equal(1);
   });
 
+  it("does not walk a map of more than 256 entries (a pool's status.indexes), so its unique values cannot flush the pool", () => {
+    const pool = new StringPool(100);
+    pool.internAll({ namespace: "shared" });
+    const indexes = Object.fromEntries(
+      Array.from({ length: 10_000 }, (_, i) => [`claim-${i}`, `10.0.${i >> 8}.${i & 255}`]),
+    );
+    const status = { indexes, conditions: [{ reason: "PoolReady" }] };
+    pool.internAll({ status });
+    // The 10,000 addresses went by unpooled; the small objects around them were still walked.
+    expect(pool.size).to.equal(2);
+    expect(status.indexes["claim-9999"]).to.equal("10.0.39.15");
+    pool.internAll({ small: Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`k${i}`, `v${i % 10}`])) });
+    expect(pool.size).to.equal(12);
+  });
+
   it("is bounded: at capacity it starts over, so strings seen once never pile up", () => {
     const pool = new StringPool(100);
     for (let i = 0; i < 1_000; i++) {

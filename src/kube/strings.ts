@@ -7,6 +7,13 @@
 
 /** Strings longer than this are left alone: long values (annotations, messages of one object) rarely repeat. */
 const MAX_INTERNED_LENGTH = 128;
+/**
+ * Entries of one object past which its values are left alone. An object that large is a map keyed by names, whose
+ * values are unique per entry (Metal3's `status.indexes`: claim → address): pooling them would only evict strings
+ * that do repeat (a pool of 10,000 claims flushed the whole pool on each of its events), and walking it on every event
+ * of its object costs in proportion to the map.
+ */
+const MAX_WALKED_ENTRIES = 256;
 
 /**
  * A bounded pool of strings. Once it holds `capacity` entries it starts over, so strings seen once (names, uids,
@@ -53,10 +60,18 @@ export class StringPool {
     }
     if (typeof node !== "object" || node === null) return;
     const record = node as Record<string, unknown>;
+    if (entriesExceed(record, MAX_WALKED_ENTRIES)) return;
     for (const key in record) {
       const item = record[key];
       if (typeof item === "string") record[key] = this.intern(item);
       else if (typeof item === "object" && item !== null) this.walk(item);
     }
   }
+}
+
+/** Whether `record` has more than `limit` entries (counting stops there: a large map costs `limit` steps). */
+function entriesExceed(record: Record<string, unknown>, limit: number): boolean {
+  let entries = 0;
+  for (const key in record) if (key !== undefined && ++entries > limit) return true;
+  return false;
 }

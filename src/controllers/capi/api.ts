@@ -202,9 +202,4 @@ export class IPAddressClaimApi implements ClaimApi {
       cluster: address.metadata.labels?.[CLUSTER_NAME_LABEL],
     });
   }
-
-  pending(key: string): number {
-    const bound = new Set(this.recordsOf(key).map((a) => `${a.metadata.namespace ?? ""}/${a.spec?.claimRef?.name}`));
-    return this.claimsOf(key).filter((c) => !isDeleting(c.metadata) && !bound.has(keyOf(c))).length;
-  }
 }

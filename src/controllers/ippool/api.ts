@@ -142,9 +142,4 @@ export class IPClaimApi implements ClaimApi {
       await releaseAddress(pass.ctx, address);
     }
   }
-
-  pending(key: string): number {
-    const bound = new Set<string | undefined>(this.recordsOf(key).map((a) => a.spec?.claim?.name));
-    return this.claimsOf(key).filter((c) => !isDeleting(c.metadata) && !bound.has(c.metadata.name)).length;
-  }
 }

@@ -1,13 +1,11 @@
 /** Pure computation of an IPPool's status: a view rebuilt from IPAddress objects (spec §1.1), never a source of truth. */
 import isEqual from "lodash/isEqual.js";
-import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
-import type { Condition, IPAddress, IPClaim, IPPool, IPPoolStatus, ObjectMeta } from "../../../api/v1alpha1/types.js";
+import type { CapiIPAddress } from "../../../api/capi/types.js";
+import type { Condition, IPAddress, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
 import { READY_CONDITION, Reasons } from "../../../api/v1alpha1/types.js";
 import { canonicalAddress } from "../../ipam/address.js";
 import { toInt64Capped, type Capacity } from "../../ipam/allocator.js";
-import type { ClaimKind } from "../../runtime/metrics.js";
 import { setCondition } from "../conditions.js";
-import { isDeleting } from "../meta.js";
 
 export interface PoolHealth {
   specErrors: readonly string[];
@@ -118,36 +116,6 @@ export function desiredPoolStatus(
     used: toInt64Capped(capacity.used),
     free: toInt64Capped(capacity.free),
     conditions: setCondition(current.conditions, readyCondition(health), now),
-  };
-}
-
-/** A pool's claims and records of both kinds, as the pass leaves them. */
-export interface PoolRecords {
-  claims: readonly IPClaim[];
-  addresses: readonly IPAddress[];
-  capiClaims: readonly IPAddressClaim[];
-  capiAddresses: readonly CapiIPAddress[];
-}
-
-/**
- * Live claims of a pool that no record of their kind names yet, per kind: the claims waiting for an address (on an
- * exhausted pool, a missing Cluster, a failing write). An IPClaim is bound by an IPAddress naming it, an
- * IPAddressClaim by a Cluster API IPAddress naming it (two claims of one name are counted apart).
- */
-export function pendingClaimsByKind(r: PoolRecords): Record<ClaimKind, number> {
-  const waiting = (claims: readonly { metadata: ObjectMeta }[], boundNames: (string | undefined)[]): number => {
-    const bound = new Set(boundNames);
-    return claims.filter((c) => !isDeleting(c.metadata) && !bound.has(c.metadata.name)).length;
-  };
-  return {
-    IPClaim: waiting(
-      r.claims,
-      r.addresses.map((a) => a.spec?.claim?.name),
-    ),
-    IPAddressClaim: waiting(
-      r.capiClaims,
-      r.capiAddresses.map((a) => a.spec?.claimRef?.name),
-    ),
   };
 }
 

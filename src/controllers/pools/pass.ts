@@ -116,8 +116,6 @@ export interface ClaimApi {
   work(pass: Pass, claim: KubeObject): ClaimWork;
   /** Releases records this API made for claims that no longer exist: among `candidates`, or all of the pool's. */
   cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void>;
-  /** Live claims of the pool that no record of this API names yet. */
-  pending(key: string): number;
   /**
    * For pools whose kind has an external engine: `claim` as the engine is asked for it, when this pass would give it
    * a new address (live, unpaused, no record yet); undefined otherwise. Absent for APIs that never use such kinds.

@@ -23,6 +23,7 @@ import {
   applyRecordChanges,
   FULL_PASS_INTERVAL_MS,
   orphanCandidates,
+  pendingClaims,
   plannedClaims,
   poolFingerprint,
   type ApiChanges,
@@ -407,10 +408,12 @@ export class PoolReconciler {
       return;
     }
     const of = (claimKind: string): ClaimApi | undefined => apis.find((api) => api.claimKind === claimKind);
+    const pendingOf = (api: ClaimApi | undefined): number =>
+      api ? pendingClaims(api, key, state.unsettled.get(api) ?? new Set()) : 0;
     const records = {
       addresses: of("IPClaim")?.recordsOf(key) ?? [],
       capiAddresses: of("IPAddressClaim")?.recordsOf(key) ?? [],
-      pending: { IPClaim: of("IPClaim")?.pending(key) ?? 0, IPAddressClaim: of("IPAddressClaim")?.pending(key) ?? 0 },
+      pending: { IPClaim: pendingOf(of("IPClaim")), IPAddressClaim: pendingOf(of("IPAddressClaim")) },
     };
     const input = { ref: pass.ref, records, allocator: state.allocator, collisions: pass.collisions, now: ctx.now };
     const decision = pass.kind.desiredStatus(pool, { ...input, metrics: ctx.metrics });

@@ -13,6 +13,7 @@
 import type { PoolAllocator } from "../../ipam/allocator.js";
 import type { BucketChange } from "../../kube/journal.js";
 import type { KubeObject } from "../../kube/resource.js";
+import { isDeleting } from "../meta.js";
 import type { PoolObject, PoolRecord } from "./kind.js";
 import type { ClaimApi } from "./pass.js";
 
@@ -116,6 +117,20 @@ export function orphanCandidates(api: ClaimApi, key: string, changes: ReadonlyMa
   const candidates = (c?.records ?? []).flatMap((change) => (change.after ? [change.after] : []));
   for (const change of c?.claims ?? []) if (!change.after) candidates.push(...api.recordsOfClaim(change.key, key));
   return [...new Set(candidates)];
+}
+
+/**
+ * Live claims of pool `key` that no record of `api` names yet (the pending-claims metric). Only unsettled claims can
+ * be: a claim leaves the unsettled set when a pass finds it bound, and enters it again whenever a pass plans it
+ * unbound (it, or one of its records, changed), so counting there costs what waits, not the pool.
+ */
+export function pendingClaims(api: ClaimApi, key: string, unsettled: ReadonlySet<string>): number {
+  let pending = 0;
+  for (const claimKey of unsettled) {
+    const claim = api.claimInPool(claimKey, key);
+    if (claim && !isDeleting(claim.metadata) && api.recordsOfClaim(claimKey, key).length === 0) pending++;
+  }
+  return pending;
 }
 
 /** Whether any claim or record of the pool changed. */
