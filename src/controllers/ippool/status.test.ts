@@ -2,14 +2,7 @@ import { expect } from "chai";
 import type { CapiIPAddress } from "../../../api/capi/types.js";
 import type { Condition, IPAddress, IPPool, IPPoolStatus } from "../../../api/v1alpha1/types.js";
 import { INT64_MAX_NUMBER, type Capacity } from "../../ipam/allocator.js";
-import {
-  desiredPoolStatus,
-  indexesFrom,
-  indexesPatch,
-  sameIndexes,
-  sameStatus,
-  type PoolHealth,
-} from "./status.js";
+import { desiredPoolStatus, indexesFrom, indexesPatch, sameIndexes, sameStatus, type PoolHealth } from "./status.js";
 
 function addressFor(claimName: string, address: string): IPAddress {
   return {

@@ -46,10 +46,12 @@ function canonical(address: string): string {
 
 /** Two indexes maps with the same entries (what isEqual says of them, with a plain loop). */
 export function sameIndexes(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) if (a[key] !== b[key]) return false;
-  return true;
+  let entries = 0;
+  for (const key in a) {
+    if (a[key] !== b[key]) return false;
+    entries++;
+  }
+  return entries === Object.keys(b).length;
 }
 
 /**
@@ -131,7 +133,20 @@ export function indexesPatch(
   const before = current?.indexes ?? {};
   const after = desired.indexes ?? {};
   const patch: Record<string, string | null> = {};
-  for (const [claim, address] of Object.entries(after)) if (before[claim] !== address) patch[claim] = address;
-  for (const claim of Object.keys(before)) if (!(claim in after)) patch[claim] = null;
-  return Object.keys(patch).length > 0 ? patch : undefined;
+  let changes = 0;
+  // for...in, not Object.entries: no array of 10,000 pairs for a pool of 10,000 claims on every status.
+  for (const claim in after) {
+    const address = after[claim] as string;
+    if (before[claim] !== address) {
+      patch[claim] = address;
+      changes++;
+    }
+  }
+  for (const claim in before) {
+    if (!(claim in after)) {
+      patch[claim] = null;
+      changes++;
+    }
+  }
+  return changes > 0 ? patch : undefined;
 }
