@@ -43,8 +43,12 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
   async function boundAddresses(namespaces: readonly string[]): Promise<Map<string, string>> {
     const bound = new Map<string, string>();
     for (const ns of namespaces) {
+      // Claims first: a claim is bound only after its IPAddress exists, so a list of IPAddresses taken after the claims
+      // holds the record of every claim found bound. Listed the other way round, a claim bound between the two lists
+      // read "?" (a flake of the kill test below).
+      const claims = (await k.claims.list(ns)).items;
       const records = new Map((await k.addresses.list(ns)).items.map((a) => [a.metadata.name, a.spec.address]));
-      for (const c of (await k.claims.list(ns)).items)
+      for (const c of claims)
         if (readyOf(c)?.status === "True" && c.status?.addressRef?.name)
           bound.set(`${ns}/${c.metadata.name}`, records.get(c.status.addressRef.name) ?? "?");
     }
