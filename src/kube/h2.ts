@@ -64,10 +64,10 @@ export interface H2Answer {
 /** One HTTP/2 connection and what rides on it. */
 class Connection {
   private lastHeard = Date.now();
-  private pinging = false;
   private streams = 0;
   private readonly failers = new Set<(err: Error) => void>();
-  private readonly watchdog: NodeJS.Timeout;
+  /** Wakes when the connection may have been silent for READ_IDLE_MS; it is not woken more often than that. */
+  private watchdog: NodeJS.Timeout | undefined;
   /** False once the connection takes no new streams (closing, gone away, dead, or out of stream IDs). */
   open = true;
 
@@ -79,7 +79,15 @@ class Connection {
     session.on("close", () => this.fail(new RequestTimeoutError("the connection to the API server closed")));
     session.on("error", (err: Error) => this.fail(err));
     session.on("ping", () => this.heard());
-    this.watchdog = setInterval(() => this.check(), 1_000);
+    this.armWatchdog(READ_IDLE_MS);
+  }
+
+  /**
+   * Checks the connection after `ms`. One timer per READ_IDLE_MS at most, not a tick a second: an idle controller's
+   * every wake-up costs CPU, and a connection in use moves `lastHeard` without touching the timer.
+   */
+  private armWatchdog(ms: number): void {
+    this.watchdog = setTimeout(() => this.check(), ms);
     this.watchdog.unref();
   }
 
@@ -95,14 +103,14 @@ class Connection {
   }
 
   private close(): void {
-    clearInterval(this.watchdog);
+    clearTimeout(this.watchdog);
     if (!this.session.closed && !this.session.destroyed) this.session.close();
   }
 
   /** Ends the connection: every request on it fails with `err`. */
   fail(err: Error): void {
     this.open = false;
-    clearInterval(this.watchdog);
+    clearTimeout(this.watchdog);
     for (const failer of [...this.failers]) failer(err);
     this.failers.clear();
     if (!this.session.destroyed) this.session.destroy();
@@ -110,8 +118,12 @@ class Connection {
 
   /** Pings a connection that has been silent for READ_IDLE_MS; one that does not answer is dead. */
   private check(): void {
-    if (this.pinging || this.session.destroyed || Date.now() - this.lastHeard < READ_IDLE_MS) return;
-    this.pinging = true;
+    if (this.session.closed || this.session.destroyed) return;
+    const silentMs = Date.now() - this.lastHeard;
+    if (silentMs < READ_IDLE_MS) {
+      this.armWatchdog(READ_IDLE_MS - silentMs);
+      return;
+    }
     const deadline = setTimeout(() => {
       this.fail(
         new RequestTimeoutError(
@@ -122,13 +134,15 @@ class Connection {
     deadline.unref();
     const sent = this.session.ping((err) => {
       clearTimeout(deadline);
-      this.pinging = false;
       if (err) this.fail(err);
-      else this.heard();
+      else {
+        this.heard();
+        this.armWatchdog(READ_IDLE_MS);
+      }
     });
     if (!sent) {
       clearTimeout(deadline);
-      this.pinging = false;
+      this.armWatchdog(READ_IDLE_MS);
     }
   }
 
@@ -213,6 +227,12 @@ export class H2Pool {
   private http1 = false;
 
   constructor(private readonly endpoint: Endpoint) {}
+
+  /** The open connection for `material`, if there is one (no new connection is started). */
+  ready(material: TlsMaterial): Connection | undefined {
+    const current = this.current;
+    return current?.open && sameMaterial(current.material, material) ? current : undefined;
+  }
 
   async connection(material: TlsMaterial): Promise<Connection | undefined> {
     if (this.http1) return undefined;

@@ -216,6 +216,28 @@ describe("Informer (fake API server)", function () {
     await until("b cached", () => inf.get("ns", "b") !== undefined);
   });
 
+  it("keeps an informer's watchdog running when another informer sharing its timer stops", async () => {
+    api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
+    const inf = makeInformer({ watchdogMs: 300 });
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    const kc = api.kubeConfig();
+    const other = new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, TYPE), {
+      namespace: "ns",
+      resyncMs: 0,
+      logger: SILENT,
+      watchdogMs: 300,
+    });
+    await other.start();
+    other.stop();
+    const aborted = inf.stats.watchdogAborts;
+    await until(
+      "the first informer's watchdog to abort its silent watch",
+      () => inf.stats.watchdogAborts > aborted,
+      3_000,
+    );
+  });
+
   it("gives up on a watch whose response never starts (a hung server) and relists", async () => {
     api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
     api.watchMode = "hang";

@@ -65,11 +65,14 @@ export function rateLimit(): { qps: number; burst: number } {
   return { qps: bucket.qps, burst: bucket.burst };
 }
 
-/** Resolves when the next request may be sent. */
-export async function throttle(): Promise<void> {
+/**
+ * Takes the next request's token: returns how many milliseconds to wait before sending it (0: send now). Synchronous,
+ * so a request that need not wait (nearly all) does not wait for a turn of the event loop either.
+ */
+export function throttleDelay(): number {
   const waitMs = bucket.reserve(Date.now());
-  if (waitMs === 0) return;
+  if (waitMs === 0) return 0;
   clientStats.rateLimitedRequests++;
   clientStats.rateLimitedSeconds += waitMs / 1000;
-  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return waitMs;
 }

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ClusterAccess } from "./access.js";
 import { clientStats } from "./ratelimit.js";
-import { apiRequest, MAX_IN_FLIGHT, RequestTimeoutError } from "./transport.js";
+import { apiRequest, MAX_IN_FLIGHT, requestTarget, RequestTimeoutError, urlOf } from "./transport.js";
 import { USER_AGENT } from "./useragent.js";
 
 /** A plain HTTP server that holds each answer until `wave` requests are waiting, so they all overlap. */
@@ -156,5 +156,34 @@ describe("apiRequest answers", () => {
     await apiRequest(access, { method: "GET", path: "/", timeoutMs: 2_000, what: "get" });
     expect(agent).to.equal(USER_AGENT);
     expect(agent).to.match(/^metal3-ipam-ts\/0\.\d+\.\d+ \(linux\/\w+\) node\/v24\./);
+  });
+});
+
+describe("request targets", () => {
+  it("appends the query, encoded, and leaves out empty and undefined values", () => {
+    const target = requestTarget("/apis/ipam.metal3.io/v1alpha1/namespaces/a/ipaddresses", {
+      labelSelector: "ipam.metal3.io/pool-name=p, x in (a,b)",
+      resourceVersion: "42",
+      limit: 500,
+      allowWatchBookmarks: true,
+      continue: "",
+      fieldSelector: undefined,
+    });
+    const url = new URL(`https://h${target}`);
+    expect(url.pathname).to.equal("/apis/ipam.metal3.io/v1alpha1/namespaces/a/ipaddresses");
+    expect([...url.searchParams]).to.deep.equal([
+      ["labelSelector", "ipam.metal3.io/pool-name=p, x in (a,b)"],
+      ["resourceVersion", "42"],
+      ["limit", "500"],
+      ["allowWatchBookmarks", "true"],
+    ]);
+    expect(requestTarget("/api/v1/namespaces")).to.equal("/api/v1/namespaces");
+  });
+
+  it("gives the URL of a watch on the access's server", () => {
+    const access = { server: "https://127.0.0.1:6443" } as ClusterAccess;
+    expect(urlOf(access, "/api/v1/pods", { watch: true }).href).to.equal(
+      "https://127.0.0.1:6443/api/v1/pods?watch=true",
+    );
   });
 });
