@@ -11,7 +11,9 @@
  *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
  *   5. trickle: BENCH_TRICKLE_CLAIMS claims (default 100) of each kind created one at a time into pools already holding
  *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`); per claim: controller CPU, API requests,
- *      body bytes at the controller's API door, create → bound (median, p99)
+ *      body bytes at the controller's API door, create → bound (median, p99). Then its floor (5b): the same trickle into
+ *      an empty pool served by no controller but a bare client (bench/floorclient.ts) that receives each claim's events
+ *      and makes its four requests and nothing else; its CPU per claim, and the controller's over it
  *
  *   6. netbox (only when BENCH_SCENARIOS names it): BENCH_CLAIMS IPAddressClaims at once on a NetBoxIPPool of a real
  *      NetBox (the test kit's), beside a bare client making the NetBox calls they need at the least; NetBox calls per
@@ -23,6 +25,8 @@
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
  * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
+ * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured controller there; BENCH_NODE_FLAGS adds Node flags to
+ * every measured process (`--perf-basic-prof` for `perf`, say).
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -42,7 +46,7 @@ import {
   type BenchContext,
 } from "./bench/scenarios.js";
 import { renderTable } from "./bench/table.js";
-import { trickle, trickleProfileName } from "./bench/trickle.js";
+import { trickle, trickleFloor, trickleProfileName } from "./bench/trickle.js";
 import { describeError } from "../src/kube/errors.js";
 import { LocalPlane } from "./testkit/plane.js";
 import { NetBoxServer } from "./testkit/netbox.js";
@@ -126,6 +130,11 @@ async function runTrickles(ctx: BenchContext, config: BenchConfig, results: Benc
             `25 --window=${result.monotonicWindowMs.map((ms) => ms.toFixed(0)).join(",")}`,
         );
     }
+  results.floors = [];
+  for (const kind of kindsOf(config)) {
+    progress(`trickle floor: ${config.trickleClaims} ${plural(kind)} one at a time, served by the floor client`);
+    results.floors.push(await trickleFloor(ctx, kind, { claims: config.trickleClaims, gapMs: config.trickleGapMs }));
+  }
 }
 
 /**

@@ -7,7 +7,14 @@ import { mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
-import { startControllerProcess, type ControllerProcess } from "../testkit/controller.js";
+import {
+  deploymentNodeFlags,
+  imageEnv,
+  imageNodeFlags,
+  startControllerProcess,
+  type ControllerProcess,
+} from "../testkit/controller.js";
+import { poll } from "../testkit/wait.js";
 import { exitedWithError, startProcess, TSX_LOADER, type Supervised } from "../testkit/process.js";
 
 const running = new Set<Supervised>();
@@ -92,6 +99,14 @@ export interface BenchControllerOptions {
 }
 
 /**
+ * BENCH_NODE_FLAGS: more Node flags for every measured process (controllers and the floor client), space-separated:
+ * `--perf-basic-prof` for `perf`, `--trace-opt --trace-deopt` (say) to see the JIT at work, a V8 flag to try.
+ */
+function extraNodeFlags(): string[] {
+  return process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+}
+
+/**
  * Starts the compiled controller (`dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's
  * NODE_OPTIONS, as a pod runs it) against `kubeconfigPath` with `--log-level warn`; its log goes to `logDir`. Throws
  * when the build is missing.
@@ -120,7 +135,7 @@ export async function startBenchController(
     ...(ports.metrics ? { metricsBindAddress: `127.0.0.1:${ports.metrics}` } : {}),
     ...(ports.health ? { healthProbeBindAddress: `127.0.0.1:${ports.health}` } : {}),
     logLevel: "warn",
-    nodeFlags: profile,
+    nodeFlags: [...profile, ...extraNodeFlags()],
   });
   return track(proc, ports);
 }
@@ -147,6 +162,59 @@ export async function idleNodeMemory(withTsx: boolean, logDir: string, settleMs 
     await proc.stop(10_000);
     running.delete(proc);
   }
+}
+
+/** The trickle's floor client (floorclient.ts), as {@link startFloorClient} returns it. */
+export interface FloorClient {
+  readonly pid: number;
+  /** Resolves with `work`, or rejects with the client's last output if it exits first. */
+  guard<T>(work: Promise<T>): Promise<T>;
+  stop(): Promise<void>;
+}
+
+const FLOOR_CLIENT = join(import.meta.dirname, "floorclient.ts");
+
+/**
+ * Starts the trickle's floor client with `args` (after the kubeconfig) under the controller's Node flags and ENV (the
+ * tsx loader added: it transpiles once, at load); resolves once it printed `ready` (its watches are connected).
+ */
+export async function startFloorClient(
+  kubeconfigPath: string,
+  logDir: string,
+  args: readonly string[],
+  timeoutMs: number,
+): Promise<FloorClient> {
+  mkdirSync(logDir, { recursive: true });
+  const nodeArgs = [
+    "--import",
+    TSX_LOADER,
+    ...imageNodeFlags(),
+    ...deploymentNodeFlags(),
+    ...extraNodeFlags(),
+    FLOOR_CLIENT,
+  ];
+  const proc = startProcess(
+    "floor client",
+    process.execPath,
+    [...nodeArgs, kubeconfigPath, ...args],
+    join(logDir, `floor-${process.pid}-${++counter}.log`),
+    imageEnv(),
+  );
+  running.add(proc);
+  const guard = <T>(work: Promise<T>): Promise<T> => Promise.race([work, exitedWithError(proc)]);
+  const client = {
+    pid: proc.pid,
+    guard,
+    async stop() {
+      await proc.stop(10_000);
+      running.delete(proc);
+    },
+  };
+  if (!(await guard(poll(() => Promise.resolve(proc.tail().includes("ready")), timeoutMs, 50)))) {
+    await client.stop();
+    throw new Error(`the floor client was not ready within ${timeoutMs / 1000} s:\n${proc.tail()}`);
+  }
+  return client;
 }
 
 /** Stops every process started here that is still running; never rejects. */

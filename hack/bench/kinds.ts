@@ -6,13 +6,26 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
-import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, READY_CONDITION, type IPClaim } from "../../api/v1alpha1/types.js";
+import {
+  IPADDRESS_FINALIZER,
+  IPCLAIM_FINALIZER,
+  READY_CONDITION,
+  type IPAddress,
+  type IPClaim,
+} from "../../api/v1alpha1/types.js";
 import { clients, claim } from "../testkit/ipam.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { isNotFound } from "../../src/kube/errors.js";
+import type { Kube } from "../../src/kube/access.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
 // Aliased: this module exports ClaimKinds of Cluster API's IPAddressClaim under names of their own.
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM as CAPI_CLAIM, IPCLAIM, resourceType } from "../../api/registry.js";
+import {
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM as CAPI_CLAIM,
+  IPADDRESS,
+  IPCLAIM,
+  resourceType,
+} from "../../api/registry.js";
 import { BENCH_PREFIX, GLOBAL_INCLUSTER_POOL, INCLUSTER_POOL, METAL3_POOL, type BenchPool } from "./pools.js";
 
 /** What a scenario needs to know about one kind of claim. */
@@ -23,6 +36,8 @@ export interface ClaimKind {
   readonly pool: BenchPool;
   /** The claim resource, for the watch that observes binding. */
   readonly claimType: ResourceType;
+  /** The address record resource a claim of this kind is bound to. */
+  readonly recordType: ResourceType;
   /** Creates claim `name` in `namespace` asking pool `poolName` of {@link pool} (same namespace if namespaced). */
   create(kc: KubeConfig, namespace: string, name: string, poolName: string): Promise<void>;
   /** Whether a claim object, as a watch delivers it, is bound: address reference set and Ready=True. */
@@ -35,11 +50,25 @@ export interface ClaimKind {
   /** The API server's request key of `create` (`<VERB> <group>/<resource>`): the driver's own writes in a burst. */
   readonly createRequest: string;
   /**
-   * The ceiling's writes for one claim, as a bare client does them with no controller: create the claim, add the
-   * finalizer, create the address record for `address`, write the claim's status. The floor a controller cannot go
-   * under (the pool status, shared by many claims, aside).
+   * The ceiling's writes for one claim, as a bare client does them with no controller: create the claim, then
+   * {@link bareBind} it. The floor a controller cannot go under (the pool status, shared by many claims, aside).
    */
   bareWrites(kc: KubeConfig, namespace: string, name: string, poolName: string, address: string): Promise<void>;
+  /**
+   * What a controller writes to bind claim `name` (of `resourceVersion`) to `address`, and nothing else: the claim's
+   * finalizer, the address record, the claim's status. The trickle's floor client (floorclient.ts) makes these too.
+   */
+  bareBind(
+    kube: Kube,
+    claim: { namespace: string; name: string; resourceVersion: string | undefined },
+    poolName: string,
+    address: string,
+  ): Promise<void>;
+  /**
+   * The records the read-your-writes barrier lists before a claim of this kind is given an address (spec §3.4): the
+   * other claim API's, which share the pool's addresses. Undefined when no other claim API serves the pool's kind.
+   */
+  readonly barrierListType?: ResourceType;
   /** Removes what {@link bareWrites} made for claim `name` (finalizers off, objects deleted). */
   removeBare(kc: KubeConfig, namespace: string, name: string, poolName: string, address: string): Promise<void>;
 }
@@ -58,9 +87,9 @@ async function forceDelete<T extends KubeObject>(
   }
 }
 
-/** One set of clients per KubeConfig, so a burst does not build clients per request. */
-function cached<T>(make: (kc: KubeConfig) => T): (kc: KubeConfig) => T {
-  const made = new WeakMap<KubeConfig, T>();
+/** One set of clients per KubeConfig (or API door), so a burst does not build clients per request. */
+function cached<K extends object, T>(make: (kc: K) => T): (kc: K) => T {
+  const made = new WeakMap<K, T>();
   return (kc) => {
     let value = made.get(kc);
     if (value === undefined) {
@@ -72,6 +101,11 @@ function cached<T>(make: (kc: KubeConfig) => T): (kc: KubeConfig) => T {
 }
 
 const metal3Clients = cached(clients);
+/** The two Metal3 resources a bind writes, over any API door (the floor client's is a ClusterAccess). */
+const metal3BindClients = cached((kube: Kube) => ({
+  claims: new ResourceClient<IPClaim>(kube, resourceType(IPCLAIM)),
+  addresses: new ResourceClient<IPAddress>(kube, resourceType(IPADDRESS)),
+}));
 
 function readyCondition(address: string): object[] {
   return [
@@ -98,16 +132,19 @@ export const METAL3_IPCLAIM: ClaimKind = {
   label: "IPClaim",
   pool: METAL3_POOL,
   claimType: resourceType(IPCLAIM),
+  recordType: resourceType(IPADDRESS),
   createRequest: `POST ${IPCLAIM.group}/${IPCLAIM.plural}`,
   async create(kc, namespace, name, poolName) {
     await metal3Clients(kc).claims.create(namespace, claim(namespace, name, poolName));
   },
+  barrierListType: resourceType(CAPI_IPADDRESS),
   async bareWrites(kc, namespace, name, poolName, address) {
-    const c = metal3Clients(kc);
-    const created = await c.claims.create(namespace, claim(namespace, name, poolName));
-    await c.claims.patch(namespace, name, {
-      metadata: { finalizers: [IPCLAIM_FINALIZER], resourceVersion: created.metadata.resourceVersion },
-    });
+    const created = await metal3Clients(kc).claims.create(namespace, claim(namespace, name, poolName));
+    await this.bareBind(kc, { namespace, name, resourceVersion: created.metadata.resourceVersion }, poolName, address);
+  },
+  async bareBind(kube, { namespace, name, resourceVersion }, poolName, address) {
+    const c = metal3BindClients(kube);
+    await c.claims.patch(namespace, name, { metadata: { finalizers: [IPCLAIM_FINALIZER], resourceVersion } });
     const record = await c.addresses.create(namespace, {
       metadata: { name: ipAddressName(poolName, address), namespace, finalizers: [IPADDRESS_FINALIZER] },
       spec: { address, prefix: BENCH_PREFIX, pool: { name: poolName, namespace }, claim: { name, namespace } },
@@ -141,11 +178,10 @@ export const METAL3_IPCLAIM: ClaimKind = {
 };
 
 const capiClaims = cached(
-  (kc: KubeConfig): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE),
+  (kc: Kube): ResourceClient<IPAddressClaim> => new ResourceClient<IPAddressClaim>(kc, CAPI_CLAIM_TYPE),
 );
 const capiAddresses = cached(
-  (kc: KubeConfig): ResourceClient<CapiIPAddress> =>
-    new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
+  (kc: Kube): ResourceClient<CapiIPAddress> => new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS)),
 );
 const CAPI_CLAIM_TYPE: ResourceType = resourceType(CAPI_CLAIM);
 
@@ -165,20 +201,29 @@ export function capiClaimKind(pool: BenchPool): ClaimKind {
     label: "IPAddressClaim",
     pool,
     claimType: CAPI_CLAIM_TYPE,
+    recordType: resourceType(CAPI_IPADDRESS),
     createRequest: `POST ${CAPI_CLAIM.group}/${CAPI_CLAIM.plural}`,
     async create(kc, namespace, name, poolName) {
       await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
     },
+    // Metal3's IPClaims share an IPPool's addresses; no other claim API serves the in-cluster pools.
+    ...(pool === METAL3_POOL ? { barrierListType: resourceType(IPADDRESS) } : {}),
     async bareWrites(kc, namespace, name, poolName, address) {
       const created = await capiClaims(kc).create(namespace, capiClaim(namespace, name, poolName));
-      await capiClaims(kc).patch(namespace, name, {
-        metadata: { finalizers: [claimFinalizer], resourceVersion: created.metadata.resourceVersion },
-      });
-      const record = await capiAddresses(kc).create(namespace, {
+      await this.bareBind(
+        kc,
+        { namespace, name, resourceVersion: created.metadata.resourceVersion },
+        poolName,
+        address,
+      );
+    },
+    async bareBind(kube, { namespace, name, resourceVersion }, poolName, address) {
+      await capiClaims(kube).patch(namespace, name, { metadata: { finalizers: [claimFinalizer], resourceVersion } });
+      const record = await capiAddresses(kube).create(namespace, {
         metadata: { name: recordName(poolName, name, address), namespace, finalizers: [recordFinalizer] },
         spec: { address, prefix: BENCH_PREFIX, poolRef: pool.ref(poolName), claimRef: { name } },
       });
-      await capiClaims(kc).patchStatus(namespace, name, {
+      await capiClaims(kube).patchStatus(namespace, name, {
         status: { addressRef: { name: record.metadata.name }, conditions: readyCondition(address) },
       });
     },

@@ -4,7 +4,7 @@ import { cpuVersusReference, kindName, sectionsOf, type BenchResults } from "./r
 import type { BurstResult } from "./scenarios.js";
 import { summarize } from "./stats.js";
 import type { Row, Section } from "./table.js";
-import type { TrickleResult } from "./trickle.js";
+import type { FloorResult, TrickleResult } from "./trickle.js";
 
 const MEMORY = { rss: 100e6, peakRss: 120e6, rssAnon: 80e6 };
 const REQUESTS = { writes: 2, reads: 0, byVerb: {} };
@@ -161,5 +161,36 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
     ]);
     expect(column("controller")).to.deep.equal(["1 ns", "1 ns", "all ns"]);
     expect(column("CPU vs ref")).to.deep.equal(["ref", "1.13×", "1.25×"]);
+  });
+
+  it("the trickle floor sets the controller's empty-pool CPU beside the floor client's, per kind", () => {
+    const floor = (kind: string, pool: string, cpuMsPerClaim: number): FloorResult => ({
+      kind,
+      pool,
+      claims: 100,
+      gapMs: 100,
+      cpuMsPerClaim,
+      requests: { writes: 3, reads: 1, byVerb: {} },
+      timedOut: kind === "IPClaim" ? 0 : 2,
+    });
+    const sections = sectionsOf({
+      ...results(
+        [],
+        [
+          trickle("IPClaim", "IPPool", 0, 6),
+          trickle("IPClaim", "IPPool", 2_000, 9),
+          trickle("IPAddressClaim", "IPPool", 2_000, 10),
+        ],
+      ),
+      floors: [floor("IPClaim", "IPPool", 2.5), floor("IPAddressClaim", "IPPool", 3)],
+    });
+    const grid = sections.find((s) => s.title.startsWith("5b. Trickle floor"));
+    if (!grid || !("cells" in grid)) throw new Error("no floor grid");
+    const column = (name: string): string[] => grid.cells.map((line) => line[grid.header.indexOf(name)] ?? "");
+    expect(column("floor CPU ms")).to.deep.equal(["2.50", "3.00"]);
+    // Only a held-0 trickle of the same kind counts: IPAddressClaim ran at 2,000 only.
+    expect(column("controller CPU ms")).to.deep.equal(["6.00", "-"]);
+    expect(column("controller / floor")).to.deep.equal(["2.40×", "-"]);
+    expect(column("check")).to.deep.equal(["OK", "2 TIMED OUT"]);
   });
 });

@@ -4,7 +4,7 @@ import type { BenchConfig } from "./config.js";
 import type { ProcMemory } from "./controller.js";
 import type { BurstResult, CeilingResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
 import { fmt, fmtBytes, fmtMs, fmtRatio, type Summary } from "./stats.js";
-import type { TrickleResult } from "./trickle.js";
+import type { FloorResult, TrickleResult } from "./trickle.js";
 import type { NetBoxBurstResult } from "./netbox.js";
 import { netBoxSection } from "./netboxreport.js";
 import type { Row, Section } from "./table.js";
@@ -28,6 +28,8 @@ export interface BenchResults {
   memory?: MemoryResult;
   /** Claims one at a time into pools holding addresses already, per kind and pool size (scenario 5). */
   trickles?: TrickleResult[];
+  /** The same trickle served by the floor client alone, per kind (scenario 5, empty pools). */
+  floors?: FloorResult[];
   /** IPAddressClaims on a NetBoxIPPool of a real NetBox, and a bare client's NetBox calls (scenario 6). */
   netbox?: NetBoxBurstResult;
   error?: string;
@@ -376,6 +378,39 @@ function trickleSection(results: readonly TrickleResult[] | undefined): Section 
   };
 }
 
+/**
+ * Scenario 5's floor: per kind, the floor client's CPU per claim beside the controller's in an empty pool of the same
+ * run, and their ratio (what the controller's own work adds to a claim's messages).
+ */
+function floorSection(
+  floors: readonly FloorResult[] | undefined,
+  trickles: readonly TrickleResult[] = [],
+): Section | undefined {
+  const first = floors?.[0];
+  if (!floors || !first) return undefined;
+  const controllerOf = (f: FloorResult): TrickleResult | undefined =>
+    trickles.find((t) => t.held === 0 && kindName(t) === kindName(f));
+  return {
+    title:
+      `5b. Trickle floor: the same ${first.claims} claims one at a time into an empty pool, served by a bare Node client ` +
+      `that receives each claim's events and makes its requests through our API door and does nothing else; ` +
+      `controller = its figure at held 0 above`,
+    header: ["kind", "floor CPU ms", "controller CPU ms", "controller / floor", "writes", "reads", "check"],
+    cells: floors.map((f) => {
+      const controller = controllerOf(f);
+      return [
+        kindName(f),
+        fmt(f.cpuMsPerClaim),
+        controller ? fmt(controller.cpuMsPerClaim) : "-",
+        controller ? `${fmt(controller.cpuMsPerClaim / f.cpuMsPerClaim)}×` : "-",
+        fmt(f.requests.writes),
+        fmt(f.requests.reads),
+        f.timedOut > 0 ? `${f.timedOut} TIMED OUT` : "OK",
+      ];
+    }),
+  };
+}
+
 /** The table sections of `r`, in scenario order. */
 export function sectionsOf(r: BenchResults): Section[] {
   const sections: (Section | undefined)[] = [
@@ -386,6 +421,7 @@ export function sectionsOf(r: BenchResults): Section[] {
     allocatorSection(r.allocator),
     memorySection(r),
     trickleSection(r.trickles),
+    floorSection(r.floors, r.trickles),
     r.netbox && netBoxSection(r.netbox),
   ];
   return sections.filter((s): s is Section => s !== undefined);

@@ -11,7 +11,7 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { poll, sleep } from "../testkit/wait.js";
-import { startBenchController, type BenchController } from "./controller.js";
+import { startBenchController, startFloorClient, type BenchController } from "./controller.js";
 import {
   cpuSeconds,
   perClaim as requestsPerClaim,
@@ -288,4 +288,71 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
 /** The file name of the measured controller's CPU profile (BENCH_CPU_PROF): `trickle-<claim>-<pool>-<held>.cpuprofile`. */
 export function trickleProfileName(kind: ClaimKind, held: number): string {
   return `trickle-${kind.label}-${kind.pool.label}-${held}.cpuprofile`;
+}
+
+/** Result of {@link trickleFloor}. */
+export interface FloorResult {
+  kind: string;
+  pool: string;
+  claims: number;
+  gapMs: number;
+  /** The floor client's CPU (user + system) in the window, ms per claim. */
+  cpuMsPerClaim: number;
+  /** Its API requests in the window, per claim (the API server's count, the driver's creates left out). */
+  requests: RequestsPerClaim;
+  /** Claims not seen bound before the deadline. */
+  timedOut: number;
+}
+
+/**
+ * The floor under a trickle claim's cost (issue 27): the same trickle (`claims` claims of `kind`, one at a time,
+ * `gapMs` apart, into an empty pool of a namespace of their own) served by no controller but the floor client
+ * (floorclient.ts), which receives each claim's events and makes its requests and does nothing else. Its CPU per claim
+ * is what a Node client pays for one claim's messages alone; the controller's figure over it is what the controller's
+ * own work (caches, passes, allocator, timers, metrics) adds. Run it while no controller serves the cluster.
+ */
+export async function trickleFloor(
+  ctx: BenchContext,
+  kind: ClaimKind,
+  options: Pick<TrickleOptions, "claims" | "gapMs">,
+): Promise<FloorResult> {
+  const [namespace] = (await claimNamespaces(ctx.kc, kind.pool, "bench-floor")) as [string];
+  const poolName = kind.pool.poolName(namespace, "floor");
+  await kind.pool.create(ctx.kc, namespace, poolName, options.claims);
+  const client = await startFloorClient(
+    ctx.kubeconfigPath,
+    ctx.logDir,
+    [namespace, kind.label, kind.pool.label, poolName],
+    ctx.timeoutMs,
+  );
+  try {
+    const watch = await ClaimWatch.start(ctx.kc, kind, [namespace]);
+    try {
+      await client.guard(sleep(QUIET_MS));
+      const trickled = names("floor", options.claims);
+      const [cpuBefore, requestsBefore] = await Promise.all([cpuSeconds(client.pid), readRequestCounts(ctx.kc)]);
+      for (const name of trickled) {
+        await client.guard(kind.create(ctx.kc, namespace, name, poolName));
+        if (options.gapMs > 0) await sleep(options.gapMs);
+      }
+      await client.guard(watch.waitBound(trickled, ctx.timeoutMs));
+      await client.guard(sleep(TRAIL_MS));
+      const [cpuAfter, requestsAfter] = await Promise.all([cpuSeconds(client.pid), readRequestCounts(ctx.kc)]);
+      return {
+        kind: kind.label,
+        pool: kind.pool.label,
+        claims: options.claims,
+        gapMs: options.gapMs,
+        cpuMsPerClaim: ((cpuAfter - cpuBefore) * 1000) / options.claims,
+        requests: requestsPerClaim(requestDelta(requestsBefore, requestsAfter), options.claims, {
+          [kind.createRequest]: options.claims,
+        }),
+        timedOut: trickled.filter((n) => !watch.boundAt.has(n)).length,
+      };
+    } finally {
+      watch.stop();
+    }
+  } finally {
+    await client.stop();
+  }
 }
