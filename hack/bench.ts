@@ -23,7 +23,7 @@
  * by default); BENCH_POOLS=IPPool (say)
  * only the claim kinds on the named pool kinds (IPPool, InClusterIPPool, GlobalInClusterIPPool).
  * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
- * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`) as a child process. Only a crash fails the run; everything started is
+ * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`, as is the floor client in .cache/bench/floor) as a child process. Only a crash fails the run; everything started is
  * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured controller there; BENCH_NODE_FLAGS adds Node flags to
  * every measured process (`--perf-basic-prof` for `perf`, say).

@@ -3,7 +3,7 @@
  * hack/testkit/controller.ts), plus memory readings from /proc. Every process started here is registered so the
  * benchmark can stop them all on error or Ctrl-C, and the testkit's exit hook (process.ts) kills any that survive.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import {
   startControllerProcess,
   type ControllerProcess,
 } from "../testkit/controller.js";
+import { repoRoot } from "../testkit/cluster.js";
 import { poll } from "../testkit/wait.js";
 import { exitedWithError, startProcess, TSX_LOADER, type Supervised } from "../testkit/process.js";
 
@@ -172,11 +173,13 @@ export interface FloorClient {
   stop(): Promise<void>;
 }
 
-const FLOOR_CLIENT = join(import.meta.dirname, "floorclient.ts");
+/** The floor client compiled as the controller is (tsc, no loader), by `npm run bench` (hack/bench/tsconfig.floor.json). */
+const FLOOR_CLIENT = join(repoRoot, ".cache", "bench", "floor", "hack", "bench", "floorclient.js");
 
 /**
- * Starts the trickle's floor client with `args` (after the kubeconfig) under the controller's Node flags and ENV (the
- * tsx loader added: it transpiles once, at load); resolves once it printed `ready` (its watches are connected).
+ * Starts the trickle's floor client with `args` (after the kubeconfig) compiled and under the controller's Node flags
+ * and ENV, as the controller runs (tsx's transpiled code would cost more: it names every closure it creates); resolves
+ * once it printed `ready` (its watches are connected). Throws when the build is missing.
  */
 export async function startFloorClient(
   kubeconfigPath: string,
@@ -185,14 +188,9 @@ export async function startFloorClient(
   timeoutMs: number,
 ): Promise<FloorClient> {
   mkdirSync(logDir, { recursive: true });
-  const nodeArgs = [
-    "--import",
-    TSX_LOADER,
-    ...imageNodeFlags(),
-    ...deploymentNodeFlags(),
-    ...extraNodeFlags(),
-    FLOOR_CLIENT,
-  ];
+  if (!existsSync(FLOOR_CLIENT))
+    throw new Error(`${FLOOR_CLIENT} is missing: run the bench with \`npm run bench\`, which builds it`);
+  const nodeArgs = [...imageNodeFlags(), ...deploymentNodeFlags(), ...extraNodeFlags(), FLOOR_CLIENT];
   const proc = startProcess(
     "floor client",
     process.execPath,

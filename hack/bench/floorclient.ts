@@ -7,7 +7,9 @@
  * record, the status ({@link ClaimKind.bareBind}). No cache, no pool, no allocator: the n-th claim seen gets the
  * n-th address. It talks through the project's own API door (src/kube), as the controller does.
  *
- *   node --import tsx hack/bench/floorclient.ts <kubeconfig> <namespace> <claim kind> <pool kind> <pool name>
+ *   node .cache/bench/floor/hack/bench/floorclient.js <kubeconfig> <namespace> <claim kind> <pool kind> <pool name>
+ *
+ * `npm run bench` compiles it there (hack/bench/tsconfig.floor.json), with tsc as the controller is built.
  *
  * It prints `ready` once both watches are connected, and a line per claim it could not bind.
  */
