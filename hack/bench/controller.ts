@@ -199,7 +199,12 @@ export async function startFloorClient(
     imageEnv(),
   );
   running.add(proc);
-  const guard = <T>(work: Promise<T>): Promise<T> => Promise.race([work, exitedWithError(proc)]);
+  // Whenever it exits before being stopped, whatever the bench awaits fails with its last output.
+  const exited = proc.exited.then((how): never => {
+    throw new Error(`the floor client exited (${how}); its last output:\n${proc.tail()}`);
+  });
+  exited.catch(() => undefined);
+  const guard = <T>(work: Promise<T>): Promise<T> => Promise.race([work, exited]);
   const client = {
     pid: proc.pid,
     guard,

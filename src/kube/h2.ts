@@ -236,7 +236,8 @@ export class H2Pool {
 
   async connection(material: TlsMaterial): Promise<Connection | undefined> {
     if (this.http1) return undefined;
-    if (this.current?.open && sameMaterial(this.current.material, material)) return this.current;
+    const open = this.ready(material);
+    if (open) return open;
     if (!this.opening || !sameMaterial(this.opening.material, material)) {
       const promise = this.open(material);
       this.opening = { material, promise };
