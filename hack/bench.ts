@@ -121,6 +121,7 @@ async function runTrickles(ctx: BenchContext, config: BenchConfig, results: Benc
         claims: config.trickleClaims,
         gapMs: config.trickleGapMs,
         concurrency: config.concurrency,
+        warmup: config.trickleWarmup,
       });
       results.trickles.push(result);
       const dir = process.env.BENCH_CPU_PROF;
@@ -133,7 +134,13 @@ async function runTrickles(ctx: BenchContext, config: BenchConfig, results: Benc
   results.floors = [];
   for (const kind of kindsOf(config)) {
     progress(`trickle floor: ${config.trickleClaims} ${plural(kind)} one at a time, served by the floor client`);
-    results.floors.push(await trickleFloor(ctx, kind, { claims: config.trickleClaims, gapMs: config.trickleGapMs }));
+    results.floors.push(
+      await trickleFloor(ctx, kind, {
+        claims: config.trickleClaims,
+        gapMs: config.trickleGapMs,
+        warmup: config.trickleWarmup,
+      }),
+    );
   }
 }
 

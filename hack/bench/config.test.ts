@@ -4,7 +4,7 @@ import { DEFAULT_SCENARIOS, POOL_LABELS, readConfig } from "./config.js";
 describe("bench configuration (trickle knobs)", () => {
   it("defaults: 100 trickle claims into pools holding 0 and 2,000, 100 ms apart, every scenario but netbox", () => {
     const c = readConfig({}, "out.json");
-    expect([c.trickleClaims, c.trickleHeld, c.trickleGapMs]).to.deep.equal([100, [0, 2_000], 100]);
+    expect([c.trickleClaims, c.trickleHeld, c.trickleGapMs, c.trickleWarmup]).to.deep.equal([100, [0, 2_000], 100, 200]);
     expect(c.scenarios).to.deep.equal([...DEFAULT_SCENARIOS]);
     expect(c.scenarios).to.deep.equal(["allocator", "burst", "memory", "trickle"]);
     expect(readConfig({ BENCH_SCENARIOS: "netbox" }, "o").scenarios).to.deep.equal(["netbox"]);
@@ -13,16 +13,29 @@ describe("bench configuration (trickle knobs)", () => {
   it("--large adds a pool of 10,000; the environment sets sizes, count, gap (0 allowed) and scenarios", () => {
     expect(readConfig({}, "out.json", ["--large"]).trickleHeld).to.deep.equal([0, 2_000, 10_000]);
     const c = readConfig(
-      { BENCH_TRICKLE_HELD: "2000", BENCH_TRICKLE_CLAIMS: "30", BENCH_TRICKLE_GAP_MS: "0", BENCH_SCENARIOS: "trickle" },
+      {
+        BENCH_TRICKLE_HELD: "2000",
+        BENCH_TRICKLE_CLAIMS: "30",
+        BENCH_TRICKLE_GAP_MS: "0",
+        BENCH_TRICKLE_WARMUP: "0",
+        BENCH_SCENARIOS: "trickle",
+      },
       "out.json",
     );
-    expect([c.trickleHeld, c.trickleClaims, c.trickleGapMs, c.scenarios]).to.deep.equal([[2_000], 30, 0, ["trickle"]]);
+    expect([c.trickleHeld, c.trickleClaims, c.trickleGapMs, c.trickleWarmup, c.scenarios]).to.deep.equal([
+      [2_000],
+      30,
+      0,
+      0,
+      ["trickle"],
+    ]);
   });
 
   it("refuses malformed values with the variable's name", () => {
     expect(() => readConfig({ BENCH_TRICKLE_HELD: "0,,2000" }, "o")).to.throw("BENCH_TRICKLE_HELD");
     expect(() => readConfig({ BENCH_TRICKLE_HELD: "-1" }, "o")).to.throw("BENCH_TRICKLE_HELD");
     expect(() => readConfig({ BENCH_TRICKLE_GAP_MS: "1.5" }, "o")).to.throw("BENCH_TRICKLE_GAP_MS");
+    expect(() => readConfig({ BENCH_TRICKLE_WARMUP: "-5" }, "o")).to.throw("BENCH_TRICKLE_WARMUP");
     expect(() => readConfig({ BENCH_SCENARIOS: "trickle,bursts" }, "o")).to.throw('unknown scenario "bursts"');
     expect(() => readConfig({ BENCH_POOLS: "IPPool,Pool" }, "o")).to.throw('unknown pool kind "Pool"');
   });

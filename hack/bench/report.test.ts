@@ -161,6 +161,8 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
     ]);
     expect(column("controller")).to.deep.equal(["1 ns", "1 ns", "all ns"]);
     expect(column("CPU vs ref")).to.deep.equal(["ref", "1.13×", "1.25×"]);
+    expect(column("warm-up CPU ms")).to.deep.equal(["-", "-", "-"]);
+    expect(grid.title).to.include("no warm-up");
   });
 
   it("the trickle floor sets the controller's empty-pool CPU beside the floor client's, per kind", () => {
@@ -170,6 +172,7 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
       claims: 100,
       gapMs: 100,
       cpuMsPerClaim,
+      warmup: { claims: 200, cpuMsPerClaim: cpuMsPerClaim + 1 },
       requests: { writes: 3, reads: 1, byVerb: {} },
       timedOut: kind === "IPClaim" ? 0 : 2,
     });
@@ -177,7 +180,7 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
       ...results(
         [],
         [
-          trickle("IPClaim", "IPPool", 0, 6),
+          { ...trickle("IPClaim", "IPPool", 0, 6), warmup: { claims: 200, cpuMsPerClaim: 7.5 } },
           trickle("IPClaim", "IPPool", 2_000, 9),
           trickle("IPAddressClaim", "IPPool", 2_000, 10),
         ],
@@ -192,5 +195,9 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
     expect(column("controller CPU ms")).to.deep.equal(["6.00", "-"]);
     expect(column("controller / floor")).to.deep.equal(["2.40×", "-"]);
     expect(column("check")).to.deep.equal(["OK", "2 TIMED OUT"]);
+    // The warm-up after each start, floor's and controller's, beside the window's figures.
+    expect(column("warm-up: floor")).to.deep.equal(["3.50", "4.00"]);
+    expect(column("warm-up: controller")).to.deep.equal(["7.50", "-"]);
+    expect(grid.title).to.include("a warm-up of 200 claims");
   });
 });

@@ -340,13 +340,15 @@ function trickleSection(results: readonly TrickleResult[] | undefined): Section 
     title:
       `5. Trickle: ${first.claims} claims one at a time (next create ${first.gapMs} ms after the last returned) into ` +
       `a pool already holding N claims; per claim; CPU vs ref = CPU per claim over that of ${REFERENCE_KIND} ` +
-      `at the same N; controller = the namespaces it watches; KiB = request/answer/watch body bytes at its API door`,
+      `at the same N; controller = the namespaces it watches; KiB = request/answer/watch body bytes at its API door; ` +
+      `${warmupNote(first.warmup)}`,
     header: [
       "kind",
       "controller",
       "held N",
       "CPU ms",
       "CPU vs ref",
+      "warm-up CPU ms",
       "writes",
       "reads",
       "KiB sent",
@@ -362,6 +364,7 @@ function trickleSection(results: readonly TrickleResult[] | undefined): Section 
       t.held.toLocaleString("en-US"),
       fmt(t.cpuMsPerClaim),
       versus(t),
+      t.warmup ? fmt(t.warmup.cpuMsPerClaim) : "-",
       fmt(t.requests.writes),
       fmt(t.requests.reads),
       kib(t.bytesPerClaim.sent),
@@ -376,6 +379,14 @@ function trickleSection(results: readonly TrickleResult[] | undefined): Section 
           : `FAIL ${t.distinct}/${t.verified}/${t.claims}`,
     ]),
   };
+}
+
+/** What a trickle's warm-up column means, for the title of its table. */
+function warmupNote(warmup: { claims: number } | undefined): string {
+  return warmup
+    ? `the window follows a warm-up of ${warmup.claims} claims served the same way by the same process right after ` +
+        `its start (its CPU per claim: warm-up CPU ms)`
+    : "no warm-up: the window starts right after the process's start";
 }
 
 /**
@@ -394,8 +405,18 @@ function floorSection(
     title:
       `5b. Trickle floor: the same ${first.claims} claims one at a time into an empty pool, served by a bare Node client ` +
       `that receives each claim's events and makes its requests through our API door and does nothing else; ` +
-      `controller = its figure at held 0 above`,
-    header: ["kind", "floor CPU ms", "controller CPU ms", "controller / floor", "writes", "reads", "check"],
+      `controller = its figure at held 0 above; ${warmupNote(first.warmup)}`,
+    header: [
+      "kind",
+      "floor CPU ms",
+      "controller CPU ms",
+      "controller / floor",
+      "warm-up: floor",
+      "warm-up: controller",
+      "writes",
+      "reads",
+      "check",
+    ],
     cells: floors.map((f) => {
       const controller = controllerOf(f);
       return [
@@ -403,6 +424,8 @@ function floorSection(
         fmt(f.cpuMsPerClaim),
         controller ? fmt(controller.cpuMsPerClaim) : "-",
         controller ? `${fmt(controller.cpuMsPerClaim / f.cpuMsPerClaim)}×` : "-",
+        f.warmup ? fmt(f.warmup.cpuMsPerClaim) : "-",
+        controller?.warmup ? fmt(controller.warmup.cpuMsPerClaim) : "-",
         fmt(f.requests.writes),
         fmt(f.requests.reads),
         f.timedOut > 0 ? `${f.timedOut} TIMED OUT` : "OK",

@@ -37,6 +37,17 @@ export interface TrickleOptions {
   gapMs: number;
   /** Creates in flight while the held claims are loaded. */
   concurrency: number;
+  /**
+   * Claims the measured process serves one at a time, as the trickle does, in a pool of their own, before its window
+   * (BENCH_TRICKLE_WARMUP): V8 has compiled the claim's paths by then.
+   */
+  warmup: number;
+}
+
+/** The warm-up before a measured window: its claims, and the measured process's CPU per claim over them. */
+export interface WarmupResult {
+  claims: number;
+  cpuMsPerClaim: number;
 }
 
 /** Result of {@link trickle}. */
@@ -54,6 +65,8 @@ export interface TrickleResult {
   gapMs: number;
   /** Loading and binding the held claims (before the measured controller starts), ms. */
   preloadMs: number;
+  /** The measured controller's warm-up, right after its start (absent in runs from before it, and with none). */
+  warmup?: WarmupResult;
   /** First create sent → the pool's status counts every claim, ms: the measured window. */
   windowMs: number;
   /**
@@ -200,10 +213,57 @@ async function readings(kc: KubeConfig, controller: BenchController): Promise<Re
 }
 
 /**
+ * Creates `claimNames` one at a time into pool `poolName`, round robin over `namespaces`, each once the previous create
+ * has returned plus `gapMs`; `onSend` is called just before each create.
+ */
+async function createOneAtATime(
+  ctx: BenchContext,
+  measured: { guard<T>(work: Promise<T>): Promise<T> },
+  kind: ClaimKind,
+  target: { namespaces: readonly string[]; poolName: string },
+  claimNames: readonly string[],
+  gapMs: number,
+  onSend: (name: string) => void = () => undefined,
+): Promise<void> {
+  for (const [i, name] of claimNames.entries()) {
+    onSend(name);
+    await measured.guard(kind.create(ctx.kc, namespaceOf(target.namespaces, i), name, target.poolName));
+    if (gapMs > 0) await sleep(gapMs);
+  }
+}
+
+/**
+ * The warm-up of a measured process ({@link TrickleOptions.warmup}): `count` claims created one at a time into
+ * `target`, all bound, then {@link TRAIL_MS}; its CPU per claim over that. `waitServed` resolves once the process's
+ * work on them is over (the pool's status written, for a controller).
+ */
+async function warmUp(
+  ctx: BenchContext,
+  measured: { pid: number; guard<T>(work: Promise<T>): Promise<T> },
+  kind: ClaimKind,
+  watch: ClaimWatch,
+  target: { namespaces: readonly string[]; poolName: string },
+  count: number,
+  gapMs: number,
+  waitServed: () => Promise<unknown> = () => Promise.resolve(),
+): Promise<WarmupResult | undefined> {
+  if (count === 0) return undefined;
+  const warm = names("warmup", count);
+  const before = await cpuSeconds(measured.pid);
+  await createOneAtATime(ctx, measured, kind, target, warm, gapMs);
+  if (!(await measured.guard(watch.waitBound(warm, ctx.timeoutMs))))
+    throw new Error(`${count} warm-up ${kind.label}s were not bound within ${ctx.timeoutMs / 1000} s`);
+  await waitServed();
+  await measured.guard(sleep(TRAIL_MS));
+  return { claims: count, cpuMsPerClaim: (((await cpuSeconds(measured.pid)) - before) * 1000) / count };
+}
+
+/**
  * Scenario 5: `claims` claims of `kind`, each created once the previous create has returned (plus `gapMs`), not once
  * it is bound, into a fresh pool holding `held` addresses (claims spread round robin over the pool's namespaces, the
  * held ones and the trickled ones alike). The window ends when every claim is bound and the pool's status counts them
- * all (a status written late is in it), plus {@link TRAIL_MS}.
+ * all (a status written late is in it), plus {@link TRAIL_MS}. Before it, the measured controller serves
+ * {@link TrickleOptions.warmup} claims the same way in an empty pool of its own.
  */
 export async function trickle(ctx: BenchContext, kind: ClaimKind, options: TrickleOptions): Promise<TrickleResult> {
   const namespaces = await claimNamespaces(ctx.kc, kind.pool, "bench-trickle");
@@ -215,6 +275,8 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
     scope: kind.pool.descriptor.namespaced ? namespace : undefined,
   };
   await kind.pool.create(ctx.kc, namespace, place.poolName, options.held + options.claims);
+  const warmTarget = { namespaces, poolName: kind.pool.poolName(namespace, "trickle-warmup") };
+  if (options.warmup > 0) await kind.pool.create(ctx.kc, namespace, warmTarget.poolName, options.warmup);
   const preloadStart = nowMs();
   await preload(ctx, kind, place, options);
   const preloadMs = nowMs() - preloadStart;
@@ -230,15 +292,17 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
     try {
       await controller.guard(sleep(QUIET_MS));
       await waitIdle(ctx, controller);
+      const warmup = await warmUp(ctx, controller, kind, watch, warmTarget, options.warmup, options.gapMs, () =>
+        waitPoolUsed(ctx, controller, { ...place, poolName: warmTarget.poolName }, options.warmup),
+      );
+      if (warmup) await waitIdle(ctx, controller);
       const trickled = names("claim", options.claims);
       const sentAt = new Map<string, number>();
       const before = await readings(ctx.kc, controller);
       const start = nowMs();
-      for (const [i, name] of trickled.entries()) {
-        sentAt.set(name, nowMs());
-        await controller.guard(kind.create(ctx.kc, namespaceOf(namespaces, i), name, place.poolName));
-        if (options.gapMs > 0) await sleep(options.gapMs);
-      }
+      await createOneAtATime(ctx, controller, kind, place, trickled, options.gapMs, (name) =>
+        sentAt.set(name, nowMs()),
+      );
       const allBound = await controller.guard(watch.waitBound(trickled, ctx.timeoutMs));
       const gets = allBound ? await waitPoolUsed(ctx, controller, place, options.held + options.claims) : 0;
       await controller.guard(sleep(TRAIL_MS));
@@ -260,6 +324,7 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
         claims: options.claims,
         gapMs: options.gapMs,
         preloadMs,
+        ...(warmup ? { warmup } : {}),
         windowMs: end - start,
         monotonicWindowMs: [start, end],
         cpuMsPerClaim: per((after.cpu - before.cpu) * 1000),
@@ -296,6 +361,8 @@ export interface FloorResult {
   pool: string;
   claims: number;
   gapMs: number;
+  /** The floor client's warm-up, right after its start (absent in runs from before it, and with none). */
+  warmup?: WarmupResult;
   /** The floor client's CPU (user + system) in the window, ms per claim. */
   cpuMsPerClaim: number;
   /** Its API requests in the window, per claim (the API server's count, the driver's creates left out). */
@@ -309,16 +376,17 @@ export interface FloorResult {
  * `gapMs` apart, into an empty pool of a namespace of their own) served by no controller but the floor client
  * (floorclient.ts), which receives each claim's events and makes its requests and does nothing else. Its CPU per claim
  * is what a Node client pays for one claim's messages alone; the controller's figure over it is what the controller's
- * own work (caches, passes, allocator, timers, metrics) adds. Run it while no controller serves the cluster.
+ * own work (caches, passes, allocator, timers, metrics) adds. It warms up as the controller does (its warm-up claims
+ * go to the same pool: it has no pool state). Run it while no controller serves the cluster.
  */
 export async function trickleFloor(
   ctx: BenchContext,
   kind: ClaimKind,
-  options: Pick<TrickleOptions, "claims" | "gapMs">,
+  options: Pick<TrickleOptions, "claims" | "gapMs" | "warmup">,
 ): Promise<FloorResult> {
   const [namespace] = (await claimNamespaces(ctx.kc, kind.pool, "bench-floor")) as [string];
   const poolName = kind.pool.poolName(namespace, "floor");
-  await kind.pool.create(ctx.kc, namespace, poolName, options.claims);
+  await kind.pool.create(ctx.kc, namespace, poolName, options.warmup + options.claims);
   const client = await startFloorClient(
     ctx.kubeconfigPath,
     ctx.logDir,
@@ -329,12 +397,11 @@ export async function trickleFloor(
     const watch = await ClaimWatch.start(ctx.kc, kind, [namespace]);
     try {
       await client.guard(sleep(QUIET_MS));
+      const target = { namespaces: [namespace], poolName };
+      const warmup = await warmUp(ctx, client, kind, watch, target, options.warmup, options.gapMs);
       const trickled = names("floor", options.claims);
       const [cpuBefore, requestsBefore] = await Promise.all([cpuSeconds(client.pid), readRequestCounts(ctx.kc)]);
-      for (const name of trickled) {
-        await client.guard(kind.create(ctx.kc, namespace, name, poolName));
-        if (options.gapMs > 0) await sleep(options.gapMs);
-      }
+      await createOneAtATime(ctx, client, kind, target, trickled, options.gapMs);
       await client.guard(watch.waitBound(trickled, ctx.timeoutMs));
       await client.guard(sleep(TRAIL_MS));
       const [cpuAfter, requestsAfter] = await Promise.all([cpuSeconds(client.pid), readRequestCounts(ctx.kc)]);
@@ -343,6 +410,7 @@ export async function trickleFloor(
         pool: kind.pool.label,
         claims: options.claims,
         gapMs: options.gapMs,
+        ...(warmup ? { warmup } : {}),
         cpuMsPerClaim: ((cpuAfter - cpuBefore) * 1000) / options.claims,
         requests: requestsPerClaim(requestDelta(requestsBefore, requestsAfter), options.claims, {
           [kind.createRequest]: options.claims,
