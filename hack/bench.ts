@@ -10,7 +10,8 @@
  *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random
  *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
  *   5. trickle: BENCH_TRICKLE_CLAIMS claims (default 100) of each kind created one at a time into pools already holding
- *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`); per claim: controller CPU, API requests,
+ *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`), each controller after a warm-up of
+ *      BENCH_TRICKLE_WARMUP claims (default 200) in a pool of its own; per claim: controller CPU, API requests,
  *      body bytes at the controller's API door, create → bound (median, p99). Then its floor (5b): the same trickle into
  *      an empty pool served by no controller but a bare client (bench/floorclient.ts) that receives each claim's events
  *      and makes its four requests and nothing else; its CPU per claim, and the controller's over it

@@ -4,7 +4,12 @@ import { DEFAULT_SCENARIOS, POOL_LABELS, readConfig } from "./config.js";
 describe("bench configuration (trickle knobs)", () => {
   it("defaults: 100 trickle claims into pools holding 0 and 2,000, 100 ms apart, every scenario but netbox", () => {
     const c = readConfig({}, "out.json");
-    expect([c.trickleClaims, c.trickleHeld, c.trickleGapMs, c.trickleWarmup]).to.deep.equal([100, [0, 2_000], 100, 200]);
+    expect([c.trickleClaims, c.trickleHeld, c.trickleGapMs, c.trickleWarmup]).to.deep.equal([
+      100,
+      [0, 2_000],
+      100,
+      200,
+    ]);
     expect(c.scenarios).to.deep.equal([...DEFAULT_SCENARIOS]);
     expect(c.scenarios).to.deep.equal(["allocator", "burst", "memory", "trickle"]);
     expect(readConfig({ BENCH_SCENARIOS: "netbox" }, "o").scenarios).to.deep.equal(["netbox"]);
