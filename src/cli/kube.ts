@@ -3,7 +3,7 @@
  * for; reads avoid its write-path limits). The fluent client loads the kubeconfig itself on every request from
  * `KUBECONFIG` (see kubeconfig.ts for how --kubeconfig and --context reach it).
  */
-import { GenericKind, K8s, kind as kinds } from "kubernetes-fluent-client";
+import { GenericKind, K8s, WatchEvent, kind as kinds } from "kubernetes-fluent-client";
 import { WatchPhase } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
 import { qualifiedName, type ResourceType } from "../../api/registry.js";
 import { GROUP } from "../../api/v1alpha1/types.js";
@@ -125,8 +125,16 @@ export interface CrdObj extends Obj {
   };
 }
 
-/** A change seen by a watch. */
-export type Change<T> = { type: "upsert"; object: T } | { type: "delete"; object: T };
+/**
+ * A change seen by a watch. `listed`: a complete list came in (the watch's first, or a relist), naming every object
+ * that exists (`namespace/name`, see {@link objectKey}); an object held from an earlier read and not among them was
+ * deleted before the list, and the watch will say nothing more about it.
+ */
+export type Change<T> =
+  { type: "upsert"; object: T } | { type: "delete"; object: T } | { type: "listed"; keys: ReadonlySet<string> };
+
+/** How a watched object is keyed: `namespace/name` (`/name` when cluster-scoped). */
+export const objectKey = (o: Obj): string => `${o.metadata.namespace ?? ""}/${o.metadata.name ?? ""}`;
 
 /** A running watch; `close` stops it. */
 export interface WatchHandle {
@@ -149,6 +157,16 @@ export async function watch<T extends Obj>(
     const obj = object as unknown as T;
     if (phase === WatchPhase.Deleted) onChange({ type: "delete", object: obj });
     else if (phase === WatchPhase.Added || phase === WatchPhase.Modified) onChange({ type: "upsert", object: obj });
+  });
+  // The fluent client's cache starts empty: its first list says "added" for what exists and nothing of what was
+  // deleted since our own first read. The list itself, page by page, tells the caller which objects exist. A list
+  // that fails halfway leaves its keys to the next one: a superset only keeps a stale object a while longer.
+  let listed = new Set<string>();
+  watcher.events.on(WatchEvent.LIST, (list: { items?: Obj[]; metadata?: { continue?: string } }) => {
+    for (const item of list.items ?? []) listed.add(objectKey(item));
+    if (list.metadata?.continue) return;
+    onChange({ type: "listed", keys: listed });
+    listed = new Set();
   });
   // The fluent client retries on its own; the user only needs to know that the picture may be stale.
   const report = (err: unknown): void =>

@@ -10,7 +10,7 @@ import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import { ExitCode } from "./errors.js";
 import type { Inventory } from "./inventory.js";
-import { watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
+import { objectKey, watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
 import { styleFor, type Io } from "./output.js";
 import { isGlobalKind, poolKindOfRef } from "./poolkind.js";
 import { poolRows, renderPools } from "./pools.js";
@@ -27,21 +27,20 @@ import {
   readInventory,
 } from "./read.js";
 
-/** Objects of one kind by namespace/name, updated from a watch. */
-class Mirror<T extends Obj> {
+/** Objects of one kind by namespace/name: a first read, then kept current from a watch. */
+export class Mirror<T extends Obj> {
   private readonly items = new Map<string, T>();
 
   constructor(initial: readonly T[]) {
-    for (const o of initial) this.items.set(this.key(o), o);
-  }
-
-  private key(o: Obj): string {
-    return `${o.metadata.namespace ?? ""}/${o.metadata.name ?? ""}`;
+    for (const o of initial) this.items.set(objectKey(o), o);
   }
 
   apply(change: Change<T>): void {
-    if (change.type === "delete") this.items.delete(this.key(change.object));
-    else this.items.set(this.key(change.object), change.object);
+    if (change.type === "listed") {
+      // Deleted between the first read and the watch's list: no event will ever say so.
+      for (const key of [...this.items.keys()]) if (!change.keys.has(key)) this.items.delete(key);
+    } else if (change.type === "delete") this.items.delete(objectKey(change.object));
+    else this.items.set(objectKey(change.object), change.object);
   }
 
   get values(): T[] {
