@@ -38,7 +38,7 @@ export class Mirror<T extends Obj> {
   apply(change: Change<T>): void {
     if (change.type === "listed") {
       // Deleted between the first read and the watch's list: no event will ever say so.
-      for (const key of [...this.items.keys()]) if (!change.keys.has(key)) this.items.delete(key);
+      for (const key of this.items.keys()) if (!change.keys.has(key)) this.items.delete(key);
     } else if (change.type === "delete") this.items.delete(objectKey(change.object));
     else this.items.set(objectKey(change.object), change.object);
   }
