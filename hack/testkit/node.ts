@@ -11,8 +11,7 @@
  * killed with SIGKILL is cleaned by the next node to start.
  */
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { cacheRoot, verifyBinary } from "./binaries.js";
@@ -25,10 +24,9 @@ import {
   writeKubeProxyConfig,
   type NodePaths,
 } from "./nodeconfig.js";
-import { cleanNodeHost, NODE_IP, NODE_LINK, nodeHostResidue, prepareNodeHost } from "./nodehost.js";
+import { cleanNodeHost, NODE_IP, NODE_LINK, nodeHostResidue, prepareNodeHost, reapOrphanedNodes } from "./nodehost.js";
 import { importImage, writePauseImage } from "./nodeimages.js";
 import { exitedWithError, startProcess, type Supervised } from "./process.js";
-import { PLANE_DIR_PREFIX, processAlive } from "./reaper.js";
 import { eventually, sleep } from "./wait.js";
 
 export interface NodeBinaries {
@@ -220,20 +218,4 @@ async function ctr(socket: string, args: string[]): Promise<boolean> {
 /** Pod network namespaces still open (bind mounts in /run/netns, named cni-<uuid> by the CRI plugin). */
 function podNetworkNamespaces(): number {
   return existsSync("/run/netns") ? readdirSync("/run/netns").filter((n) => n.startsWith("cni-")).length : 0;
-}
-
-/** Cleans the host after nodes whose run died (owner gone), before their plane folders are reaped. */
-function reapOrphanedNodes(): void {
-  for (const entry of readdirSync(tmpdir())) {
-    if (!entry.startsWith(PLANE_DIR_PREFIX)) continue;
-    const nodeDir = join(tmpdir(), entry, "node");
-    const owner = join(tmpdir(), entry, "owner.json");
-    if (!existsSync(nodeDir) || !existsSync(owner)) continue;
-    try {
-      if (processAlive((JSON.parse(readFileSync(owner, "utf8")) as { owner: number }).owner)) continue;
-    } catch {
-      continue;
-    }
-    cleanNodeHost(nodeDir);
-  }
 }

@@ -16,7 +16,9 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { mountsUnder, PLANE_DIR_PREFIX, processAlive } from "./reaper.js";
 
 /** The node's address: kubelet, kube-proxy and (on a node plane) kube-apiserver serve on it. Not loopback. */
 export const NODE_IP = "10.250.0.1";
@@ -96,13 +98,6 @@ function nodeProcesses(dir: string | undefined): number[] {
     }
   }
   return pids;
-}
-
-function mountsUnder(prefixes: string[]): string[] {
-  return readFileSync("/proc/mounts", "utf8")
-    .split("\n")
-    .map((line) => (line.split(" ")[1] ?? "").replace(/\\040/g, " "))
-    .filter((m) => prefixes.some((p) => m.startsWith(p)));
 }
 
 /** `KUBE-*` and `CNI-*` chains per table, as `table/chain`, for iptables and ip6tables. */
@@ -231,4 +226,23 @@ export function nodeHostResidue(dir?: string): string[] {
       if (!existed && existsSync(folder)) left.push(`folder ${folder}`);
   }
   return left;
+}
+
+/**
+ * Cleans the host after nodes whose run died (owner gone): their processes, mounts, links, chains and sysctls. Runs
+ * before a plane's folders are reaped (a mount left below one makes its removal fail) and before a node starts.
+ */
+export function reapOrphanedNodes(): void {
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith(PLANE_DIR_PREFIX)) continue;
+    const nodeDir = join(tmpdir(), entry, "node");
+    const owner = join(tmpdir(), entry, "owner.json");
+    if (!existsSync(nodeDir) || !existsSync(owner)) continue;
+    try {
+      if (processAlive((JSON.parse(readFileSync(owner, "utf8")) as { owner: number }).owner)) continue;
+    } catch {
+      continue;
+    }
+    cleanNodeHost(nodeDir);
+  }
 }

@@ -24,7 +24,7 @@ import { get, type TlsIdentity } from "./http.js";
 import { generatePlanePki, type PlanePki } from "./pki.js";
 import { issueClientCertificate, type CertificatePair } from "../../src/certs/pki.js";
 import { LocalNode, NODE_CONTROLLERS, nodePlaneHosts, resolveNodeBinaries } from "./node.js";
-import { KUBERNETES_SERVICE_IP, NODE_IP, SERVICE_CIDR } from "./nodehost.js";
+import { KUBERNETES_SERVICE_IP, NODE_IP, reapOrphanedNodes, SERVICE_CIDR } from "./nodehost.js";
 import { claimPort } from "./ports.js";
 import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
 import { PLANE_DIR_PREFIX, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
@@ -86,6 +86,7 @@ export class LocalPlane {
   /** Starts a plane. Rejects (after cleaning up what it started) when anything fails. */
   static async start(options: LocalPlaneOptions = {}): Promise<LocalPlane> {
     const nodeBinaries = options.node ? await resolveNodeBinaries() : undefined;
+    reapOrphanedNodes();
     reapOrphanedPlanes();
     const binaries = options.binaries ?? (await resolveBinaries());
     const etcdPort = await claimPort(options.etcdPort ?? 0);

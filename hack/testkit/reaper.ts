@@ -1,7 +1,11 @@
 /**
  * Planes record their owner and children in `<dir>/owner.json`. A run that died without cleaning up (SIGKILL, a
  * crashed runner) leaves that file behind; the next plane to start kills the orphans and removes the folder.
+ *
+ * Reaping never fails the run that does it: a folder it cannot remove is reported on stderr and left for the next
+ * try, since a leftover of a dead run is no reason to fail every suite of a live one.
  */
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,6 +70,33 @@ export function killProcessesMentioning(dir: string, also?: string): number {
   return killed;
 }
 
+/** Mount points at or below any of `prefixes` (Linux: read from /proc/mounts; elsewhere none). */
+export function mountsUnder(prefixes: string[]): string[] {
+  if (process.platform !== "linux") return [];
+  return readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .map((line) => (line.split(" ")[1] ?? "").replace(/\\040/g, " "))
+    .filter((m) => m !== "" && prefixes.some((p) => m.startsWith(p)));
+}
+
+/**
+ * Removes a dead run's folder, first detaching what is still mounted below it (a killed kubelet leaves its root folder
+ * bind-mounted, and rm then fails with EBUSY). Returns whether the folder is gone; a failure is reported on stderr.
+ */
+function removeLeftover(dir: string): boolean {
+  const deepestFirst = mountsUnder([`${dir}/`])
+    .sort()
+    .reverse();
+  for (const m of deepestFirst) spawnSync("umount", ["-l", m], { stdio: "ignore" });
+  try {
+    rmSync(dir, { recursive: true, force: true });
+    return true;
+  } catch (err) {
+    process.stderr.write(`testkit: left ${dir} of a dead run in place: ${(err as Error).message}\n`);
+    return false;
+  }
+}
+
 export function recordOwnership(dir: string, children: number[]): void {
   const record: OwnerRecord = { owner: process.pid, children };
   writeFileSync(join(dir, "owner.json"), JSON.stringify(record));
@@ -91,8 +122,7 @@ export function reapOrphanedPlanes(prefix = PLANE_DIR_PREFIX): string[] {
     if (processAlive(record.owner)) continue;
     for (const pid of record.children) if (processAlive(pid) && belongsTo(pid, dir)) process.kill(pid, "SIGKILL");
     if (process.platform === "linux") killProcessesMentioning(dir);
-    rmSync(dir, { recursive: true, force: true });
-    removed.push(dir);
+    if (removeLeftover(dir)) removed.push(dir);
   }
   return removed;
 }
