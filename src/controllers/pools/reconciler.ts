@@ -43,24 +43,27 @@ export interface PoolReconcilerOptions {
 }
 
 /**
- * Minimum time between two status writes of one pool whose conditions did not change, for pools of up to
- * {@link STATUS_INTERVAL_RECORDS} records. Each write carries the pool's whole view (Metal3: `indexes`, one entry per
- * claim) back to us and to every watcher, and computing it walks every record, so in a trickle of claims a write per
- * claim made each claim cost in proportion to the pool. The status is a view rebuilt from records: nobody decides from
- * it (Metal3's controller, after a rollback, rebuilds it from IPAddresses; `kubectl ipam` reads records; our metrics
- * come from the same computation), so it may trail the records by this much.
+ * Minimum time between two status writes of one pool whose conditions did not change, for pools of up to 1,000
+ * records. Each write carries the pool's whole view (Metal3: `indexes`, one entry per claim) back to us and to every
+ * watcher, and computing it walks every record, so in a trickle of claims a write per claim made each claim cost in
+ * proportion to the pool. The status is a view rebuilt from records: nobody decides from it (Metal3's controller,
+ * after a rollback, rebuilds it from IPAddresses; `kubectl ipam` reads records; our metrics come from the same
+ * computation), so it may trail the records by this much.
  */
 export const STATUS_WRITE_INTERVAL_MS = 2_000;
 /**
- * In pools of more than 2,000 records the interval grows with the pool, a millisecond per record (10,000 records: one
- * write per 10 s at most; at most {@link MAX_STATUS_WRITE_INTERVAL_MS}), so a status write, whose cost is in
- * proportion to the pool, costs each claim of a trickle about the same whatever the pool's size.
+ * In pools of more than 1,000 records the interval grows with the pool, two milliseconds per record (10,000 records:
+ * one write per 20 s at most; 15,000 and more: one per {@link MAX_STATUS_WRITE_INTERVAL_MS}), so a status write, whose
+ * cost is in proportion to the pool, costs each claim of a trickle about the same whatever the pool's size. Why two:
+ * at one millisecond per record a claim trickling into a pool of 10,000 still cost 1.41-1.55x one into an empty pool,
+ * the writes' answers and watch events (about 300 KB each) and the collections of the garbage they leave making most
+ * of the difference; at two it cost 1.22-1.33x (issue 27's bench, table 5).
  */
 export const MAX_STATUS_WRITE_INTERVAL_MS = 30_000;
 
 /** The status write interval of a pool holding `records` records. */
 export function statusWriteInterval(records: number): number {
-  return Math.min(MAX_STATUS_WRITE_INTERVAL_MS, Math.max(STATUS_WRITE_INTERVAL_MS, records));
+  return Math.min(MAX_STATUS_WRITE_INTERVAL_MS, Math.max(STATUS_WRITE_INTERVAL_MS, 2 * records));
 }
 
 export class PoolReconciler {
