@@ -57,7 +57,7 @@ export const STATUS_WRITE_INTERVAL_MS = 2_000;
  * cost is in proportion to the pool, costs each claim of a trickle about the same whatever the pool's size. Why two:
  * at one millisecond per record a claim trickling into a pool of 10,000 still cost 1.41-1.55x one into an empty pool,
  * the writes' answers and watch events (about 300 KB each) and the collections of the garbage they leave making most
- * of the difference; at two it cost 1.22-1.33x (issue 27's bench, table 5).
+ * of the difference; at two, 1.16-1.53x over three runs, 1.28x / 1.33x on average (issue 27's bench, table 5).
  */
 export const MAX_STATUS_WRITE_INTERVAL_MS = 30_000;
 
