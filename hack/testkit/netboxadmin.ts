@@ -37,13 +37,20 @@ export class NetBoxAdmin {
     private readonly token: () => string,
   ) {}
 
-  /** One REST call; rejects with the status and NetBox's words. */
+  /**
+   * One REST call; rejects with the status and NetBox's words. Each call has a connection of its own (`Connection:
+   * close`): gunicorn closes an idle keep-alive connection after 2 s without announcing it, and fetch's pool keeps
+   * idle connections for 4 s, so a call about 2 s after the previous one could go out on a connection the server was
+   * closing and fail with "other side closed" (about one in eight such calls here; it failed a CI run). A new
+   * loopback connection per admin call costs nothing a test notices. src/netbox handles this for the controller.
+   */
   async request(method: string, path: string, body?: unknown): Promise<unknown> {
     const res = await fetch(`${this.url}${path}`, {
       method,
       headers: {
         Authorization: `Bearer ${this.token()}`,
         Accept: "application/json",
+        Connection: "close",
         ...(body === undefined ? {} : { "Content-Type": "application/json" }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
