@@ -34,15 +34,29 @@ async function readCrd(api: CustomObjectsApi, name: string): Promise<V1CustomRes
   return (await api.getClusterCustomObject({ ...CRD_RESOURCE, name })) as V1CustomResourceDefinition;
 }
 
+/**
+ * Creates the CRD, or replaces the one there. A replace that loses a race (409) is read and sent again after a short
+ * random pause, ten times at most: a webhook server with self-managed certificates may write its CA into the same
+ * CRD at any moment (a single read-and-replace failed a CI run on that).
+ */
 async function applyCrd(api: CustomObjectsApi, crd: V1CustomResourceDefinition): Promise<void> {
   const name = crd.metadata?.name ?? "";
   try {
     await api.createClusterCustomObject({ ...CRD_RESOURCE, body: crd });
+    return;
   } catch (err) {
     if (!isConflict(err)) throw err;
+  }
+  for (let attempt = 1; ; attempt++) {
     const current = await readCrd(api, name);
     const body = { ...crd, metadata: { ...crd.metadata, resourceVersion: current.metadata?.resourceVersion } };
-    await api.replaceClusterCustomObject({ ...CRD_RESOURCE, name, body });
+    try {
+      await api.replaceClusterCustomObject({ ...CRD_RESOURCE, name, body });
+      return;
+    } catch (err) {
+      if (!isConflict(err) || attempt >= 10) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40));
   }
 }
 

@@ -84,6 +84,29 @@ describe("local control plane", function () {
       .and.match(/spec\.colour/);
   });
 
+  it("installs CRDs again while another writer keeps changing them (a CA published by a webhook server)", async () => {
+    const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const crd = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions" };
+    let writing = true;
+    let writes = 0;
+    const writer = (async () => {
+      while (writing) {
+        const body = [
+          { op: "add", path: "/metadata/annotations", value: { "localplane.test/writes": String(++writes) } },
+        ];
+        await api.patchClusterCustomObject({ ...crd, name: "widgets.localplane.test", body });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    try {
+      for (let i = 0; i < 10; i++) await installCrds(cluster.kubeConfig, [testdata]);
+    } finally {
+      writing = false;
+      await writer;
+    }
+    expect(writes).to.be.greaterThan(10);
+  });
+
   it("serves the in-cluster provider's pool kinds from the optional CRDs, with their schema", async function () {
     if (usingExistingCluster()) this.skip(); // an existing cluster may run that provider with its own CRDs, or none
     const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
