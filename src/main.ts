@@ -55,7 +55,7 @@ async function startWebhooks(
   });
 }
 
-/** RSS growth since the last release that is worth a memory-reducing collection (see src/runtime/memory.ts). */
+/** RSS growth over its settled size that is worth a memory-reducing collection (see src/runtime/memory.ts). */
 const MEMORY_RELEASE_MIN_GROWTH_BYTES = 2 * 1024 * 1024;
 
 /** Starts giving freed heap pages back to the OS, when the flag and Node (`--expose-gc`) allow it. */

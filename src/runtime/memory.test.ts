@@ -25,7 +25,8 @@ function scripted(rss: number[], minGrowthBytes = 2 * MiB) {
 
 describe("MemoryReleaser", () => {
   it("collects only when RSS has grown by the minimum over the floor, and reports what the collection gave back", () => {
-    // start 100, then checks at 101 (below the minimum), 103 (collect: 103 → 96), 97 (below), 99 (collect: 99 → 96)
+    // start 100, then checks at 101 (below the minimum), 103 (collect: 103 → 96), 97 (the first check after a
+    // release: the new floor), 99 (collect: 99 → 96)
     const { releaser, released, collections } = scripted([100, 101, 103, 96, 97, 99, 96]);
     releaser.start();
     releaser.stop();
@@ -35,6 +36,19 @@ describe("MemoryReleaser", () => {
     expect(releaser.check()).to.deep.include({ beforeBytes: 99 * MiB, afterBytes: 96 * MiB });
     expect(collections()).to.equal(2);
     expect(released.map((r) => r.beforeBytes - r.afterBytes)).to.deep.equal([7 * MiB, 3 * MiB]);
+  });
+
+  it("takes its floor from the first check after a release, not from the compacted heap right after it", () => {
+    // A busy process at a steady size: RSS falls to 96 in the collection and is back at its working size, 99, by the
+    // next check. Measured from 96 that would be growth, and a collection every interval; from 99 it is not.
+    const { releaser, collections } = scripted([100, 103, 96, 99, 99.5, 99, 100.9, 101.5, 96, 99]);
+    releaser.start();
+    releaser.stop();
+    expect(releaser.check()).to.deep.include({ beforeBytes: 103 * MiB, afterBytes: 96 * MiB });
+    for (let i = 0; i < 4; i++) expect(releaser.check()).to.equal(undefined);
+    expect(releaser.check()).to.deep.include({ beforeBytes: 101.5 * MiB, afterBytes: 96 * MiB });
+    expect(releaser.check()).to.equal(undefined);
+    expect(collections()).to.equal(2);
   });
 
   it("lowers its floor when RSS falls on its own, so growth is measured from the lowest point", () => {
