@@ -7,7 +7,7 @@
  * what it holds: after a burst it stays at the burst's peak, and under steady churn it climbs in steps at each new
  * high of the heap (Node 20's V8 unmapped such pages at once). A Go controller's runtime returns freed memory in the
  * background; this is the equivalent: when RSS has risen by `minGrowthBytes` over its settled size since the last
- * release, one memory-reducing collection (about 25 ms and 45 CPU-ms at a 25 MiB heap; 70-120 ms of pause holding
+ * release, one memory-reducing collection (about 25 ms and 45 CPU-ms at a 25 MiB heap; 60-120 ms of pause holding
  * 10,000 claims, two mark-compacts by `--trace-gc`) empties the pool.
  *
  * The collection is V8's `gc({type: "major", flavor: "last-resort"})`, which exists only when Node runs with
@@ -109,7 +109,7 @@ export class MemoryReleaser {
       return undefined;
     }
     const release = { beforeBytes, afterBytes: this.readRss(), durationMs: performance.now() - started };
-    this.floor = release.afterBytes;
+    // No floor until the next check: the heap grows back to its working size in between.
     this.settling = true;
     this.options.onRelease?.(release);
     return release;
