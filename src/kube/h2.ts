@@ -61,8 +61,8 @@ export interface H2Answer {
   body: Buffer;
 }
 
-/** One HTTP/2 connection and what rides on it. */
-class Connection {
+/** One HTTP/2 connection and what rides on it (exported for its tests; {@link H2Pool} makes them). */
+export class Connection {
   private lastHeard = Date.now();
   private streams = 0;
   private readonly failers = new Set<(err: Error) => void>();
@@ -154,12 +154,48 @@ class Connection {
     if (++this.streams >= MAX_STREAMS_PER_CONNECTION) this.retire();
     return new Promise<H2Answer>((resolve, reject) => {
       let stream: ClientHttp2Stream | undefined;
+      let status = 0;
+      let answerHeaders: IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      const onResponse = (h: IncomingHttpHeaders): void => {
+        this.heard();
+        status = Number(h[":status"] ?? 0);
+        answerHeaders = h;
+      };
+      const onData = (chunk: Buffer): void => {
+        this.heard();
+        clientStats.bytesReceived += chunk.length;
+        chunks.push(chunk);
+      };
+      const onEnd = (): void => finish(undefined, { status, headers: answerHeaders, body: Buffer.concat(chunks) });
+      const onError = (err: Error): void => finish(err);
+      // A stream closed by the server without an end (RST_STREAM) settles here.
+      const onClose = (): void => {
+        if (this.failers.has(failer))
+          finish(new Error(`${what}: the API server reset the stream (code ${stream?.rstCode ?? "?"})`));
+      };
       const finish = (err?: Error, answer?: H2Answer): void => {
         clearTimeout(timer);
         this.failers.delete(failer);
         if (!this.open && this.failers.size === 0) this.close();
+        detach();
         if (err) reject(err);
         else if (answer) resolve(answer);
+      };
+      /**
+       * Node keeps a stream's object until a full collection (a native handle holds it through every scavenge), so
+       * whatever its listeners reach (this promise, the answer, the chunks) would be promoted to the old generation
+       * with it, for every request. Settled, the stream lets go of them; a late error still has a listener.
+       */
+      const detach = (): void => {
+        if (!stream) return;
+        stream.off("response", onResponse);
+        stream.off("data", onData);
+        stream.off("end", onEnd);
+        stream.off("error", onError);
+        stream.off("close", onClose);
+        stream.on("error", ignoreLateError);
+        chunks.length = 0;
       };
       const failer = (err: Error): void => {
         stream?.close(http2.constants.NGHTTP2_CANCEL);
@@ -178,26 +214,11 @@ class Connection {
         finish(new NotSentError(`${what}: ${err instanceof Error ? err.message : String(err)}`));
         return;
       }
-      let status = 0;
-      let answerHeaders: IncomingHttpHeaders = {};
-      const chunks: Buffer[] = [];
-      stream.on("response", (h) => {
-        this.heard();
-        status = Number(h[":status"] ?? 0);
-        answerHeaders = h;
-      });
-      stream.on("data", (chunk: Buffer) => {
-        this.heard();
-        clientStats.bytesReceived += chunk.length;
-        chunks.push(chunk);
-      });
-      stream.on("end", () => finish(undefined, { status, headers: answerHeaders, body: Buffer.concat(chunks) }));
-      stream.on("error", (err: Error) => finish(err));
-      // A stream closed by the server without an end (RST_STREAM) settles here.
-      stream.on("close", () => {
-        if (this.failers.has(failer))
-          finish(new Error(`${what}: the API server reset the stream (code ${stream?.rstCode ?? "?"})`));
-      });
+      stream.on("response", onResponse);
+      stream.on("data", onData);
+      stream.on("end", onEnd);
+      stream.on("error", onError);
+      stream.on("close", onClose);
       if (payload !== undefined) {
         clientStats.bytesSent += Buffer.byteLength(payload);
         stream.end(payload);
@@ -205,6 +226,9 @@ class Connection {
     });
   }
 }
+
+/** A settled request's stream may still report an error (a reset after its end): nobody waits for it any more. */
+function ignoreLateError(): void {}
 
 /** Where and how to connect. */
 export interface Endpoint {
