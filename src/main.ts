@@ -12,7 +12,7 @@ import { loadClusterAccess } from "./kube/kubeconfig.js";
 import { setRateLimit } from "./kube/ratelimit.js";
 import { LeaderElector } from "./runtime/leader.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
-import { memoryReducingCollection, MemoryReleaser } from "./runtime/memory.js";
+import { eventLoopQuiet, memoryReducingCollection, MemoryReleaser } from "./runtime/memory.js";
 import { PrometheusMetrics } from "./runtime/metrics.js";
 import { startProbeServer } from "./runtime/probes.js";
 import { startWebhookServer, type WebhookServer } from "./webhooks/server.js";
@@ -70,6 +70,8 @@ function startMemoryReleaser(flags: Flags, logger: Logger, metrics: PrometheusMe
     intervalMs: flags.memoryReleaseIntervalMs,
     minGrowthBytes: MEMORY_RELEASE_MIN_GROWTH_BYTES,
     collect,
+    // A due release waits for a minute in which the controller was not serving claims (at most four busy ones).
+    quiet: eventLoopQuiet(),
     onRelease: (release) => {
       metrics.memoryRelease(release);
       logger.debug("Gave freed heap pages back to the OS", {

@@ -1,12 +1,13 @@
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
-import { MemoryReleaser, memoryReducingCollection, type Release } from "./memory.js";
+import { eventLoopQuiet, MemoryReleaser, memoryReducingCollection, type Release } from "./memory.js";
 
 const MiB = 1024 * 1024;
 
 /** A releaser on a scripted RSS: each read takes the next value; `collect` counts its calls. */
-function scripted(rss: number[], minGrowthBytes = 2 * MiB) {
+function scripted(rss: number[], minGrowthBytes = 2 * MiB, quiet?: boolean[]) {
   const reads = [...rss];
+  const quietness = quiet ? [...quiet] : undefined;
   const released: Release[] = [];
   let collections = 0;
   const releaser = new MemoryReleaser({
@@ -19,6 +20,16 @@ function scripted(rss: number[], minGrowthBytes = 2 * MiB) {
       return next * MiB;
     },
     onRelease: (r) => released.push(r),
+    ...(quietness
+      ? {
+          quiet: () => {
+            const next = quietness.shift();
+            if (next === undefined) throw new Error("asked whether quiet more often than the script says");
+            return next;
+          },
+          maxDeferredChecks: 2,
+        }
+      : {}),
   });
   return { releaser, released, collections: () => collections };
 }
@@ -49,6 +60,48 @@ describe("MemoryReleaser", () => {
     expect(releaser.check()).to.deep.include({ beforeBytes: 101.5 * MiB, afterBytes: 96 * MiB });
     expect(releaser.check()).to.equal(undefined);
     expect(collections()).to.equal(2);
+  });
+
+  it("waits for a quiet interval before a due release, through at most maxDeferredChecks busy ones", () => {
+    // start 100; 103 due but busy, 103.5 busy, 104 quiet: collect (→ 96); 99 settles; 102 due, busy three times in a
+    // row (the limit is two): collected at the third; 97 settles.
+    const { releaser, released } = scripted([100, 103, 103.5, 104, 96, 99, 102, 102, 102.5, 96, 97], 2 * MiB, [
+      false,
+      false,
+      true,
+      false,
+      false,
+      false,
+      false,
+      true,
+    ]);
+    releaser.start();
+    releaser.stop();
+    expect(releaser.check(), "due, busy").to.equal(undefined);
+    expect(releaser.check(), "due, busy").to.equal(undefined);
+    expect(releaser.check(), "due, quiet").to.deep.include({ beforeBytes: 104 * MiB, afterBytes: 96 * MiB });
+    expect(releaser.check(), "settling").to.equal(undefined);
+    expect(releaser.check(), "due, busy once").to.equal(undefined);
+    expect(releaser.check(), "due, busy twice").to.equal(undefined);
+    expect(releaser.check(), "due, busy a third time: runs anyway").to.deep.include({ beforeBytes: 102.5 * MiB });
+    expect(releaser.check(), "settling").to.equal(undefined);
+    expect(released).to.have.length(2);
+  });
+
+  it("forgets a deferred release when RSS fell back below the minimum growth meanwhile", () => {
+    // 103 due but busy; 101 no longer due (the count starts over); 103 due, busy, busy: the limit of two is not reached.
+    const { releaser, collections } = scripted([100, 103, 101, 103, 103, 103, 96], 2 * MiB, [
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    releaser.start();
+    releaser.stop();
+    for (let i = 0; i < 4; i++) expect(releaser.check()).to.equal(undefined);
+    expect(collections()).to.equal(0);
+    expect(releaser.check(), "the third busy check of the second due release").to.not.equal(undefined);
   });
 
   it("lowers its floor when RSS falls on its own, so growth is measured from the lowest point", () => {
@@ -93,6 +146,20 @@ describe("MemoryReleaser", () => {
     const calls: unknown[] = [];
     memoryReducingCollection({ gc: (options: unknown) => calls.push(options) })?.();
     expect(calls).to.deep.equal([{ type: "major", execution: "sync", flavor: "last-resort" }]);
+  });
+});
+
+describe("eventLoopQuiet", () => {
+  it("says busy after the loop was held for most of the interval, and quiet after it waited", async () => {
+    // A tenth: the test's own runner wakes the loop now and then, which a 300 ms sample sees.
+    const quiet = eventLoopQuiet(0.1);
+    const until = performance.now() + 100;
+    while (performance.now() < until) {
+      // Holds the event loop, as a pass over many claims would.
+    }
+    expect(quiet(), "after 100 ms of work").to.equal(false);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(quiet(), "after 300 ms of waiting").to.equal(true);
   });
 });
 

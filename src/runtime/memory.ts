@@ -10,6 +10,11 @@
  * release, one memory-reducing collection (about 25 ms and 45 CPU-ms at a 25 MiB heap; 60-120 ms of pause holding
  * 10,000 claims, two mark-compacts by `--trace-gc`) empties the pool.
  *
+ * The collection stops the process and takes CPU from the API server it shares the machine with (holding 10,000 claims
+ * about 400 ms of it with V8's helper threads). So a release that is due waits for an interval in which the event
+ * loop was quiet (a controller serving claims one at a time is busy, one that sits waiting is quiet), and runs anyway
+ * after a few busy ones: a process that is never quiet still gives memory back, at most once per that many intervals.
+ *
  * The collection is V8's `gc({type: "major", flavor: "last-resort"})`, which exists only when Node runs with
  * `--expose-gc` (the image's ENTRYPOINT passes it); without it, {@link memoryReducingCollection} returns undefined and
  * the controller runs without releases.
@@ -42,10 +47,34 @@ export interface MemoryReleaserOptions {
   collect: Collect;
   /** The process's resident set size, in bytes. Default `process.memoryUsage.rss`. */
   readRss?: () => number;
+  /**
+   * Whether the process was quiet since the previous call (the first: since the probe was made); called at each check.
+   * Default: always quiet. {@link eventLoopQuiet} is the controller's.
+   */
+  quiet?: () => boolean;
+  /** Busy checks a due release waits through at most before it runs anyway. Default {@link MAX_DEFERRED_CHECKS}. */
+  maxDeferredChecks?: number;
   /** Called after each release (metrics, logs). */
   onRelease?: (release: Release) => void;
   /** Called when a collection threw; the releaser has stopped by then (a failed release never ends the process). */
   onError?: (err: unknown) => void;
+}
+
+/** Busy checks a due release waits through by default: with the default interval, five minutes. */
+export const MAX_DEFERRED_CHECKS = 4;
+
+/**
+ * Whether the event loop was busy at most `maxUtilization` of the time since the previous call: an idle controller's
+ * loop is busy well under 1% of the time; one serving ten claims a second about 3%.
+ */
+export function eventLoopQuiet(maxUtilization = 0.01): () => boolean {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return busy <= maxUtilization;
+  };
 }
 
 /**
@@ -61,6 +90,8 @@ export class MemoryReleaser {
   private floor: number | undefined;
   /** Set by a release: the next check reads the new floor instead of comparing with one. */
   private settling = false;
+  /** Busy checks the due release has waited through. */
+  private deferred = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly readRss: () => number;
 
@@ -89,6 +120,7 @@ export class MemoryReleaser {
   /** One check (what the timer runs); returns the release it made, if any. */
   check(): Release | undefined {
     const beforeBytes = this.readRss();
+    const quiet = this.options.quiet?.() ?? true;
     if (this.settling) {
       // The first check after a release: the size the process works at is the new floor.
       this.settling = false;
@@ -98,8 +130,14 @@ export class MemoryReleaser {
     const floor = this.floor ?? beforeBytes;
     if (beforeBytes - floor < this.options.minGrowthBytes) {
       this.floor = Math.min(floor, beforeBytes);
+      this.deferred = 0;
       return undefined;
     }
+    if (!quiet && this.deferred < (this.options.maxDeferredChecks ?? MAX_DEFERRED_CHECKS)) {
+      this.deferred++;
+      return undefined;
+    }
+    this.deferred = 0;
     const started = performance.now();
     try {
       this.options.collect();
