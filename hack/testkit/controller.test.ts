@@ -27,6 +27,8 @@ describe("the controller child process runs as the image and the Deployment say"
     expect(imageEnv()).to.include({ MALLOC_ARENA_MAX: "2" });
     // --expose-gc: the controller's memory release needs V8's gc() (src/runtime/memory.ts).
     expect(imageNodeFlags()).to.include("--expose-gc");
+    // The heap's growth between major collections in proportion to it (Dockerfile): a trickle's cost at 10,000 claims.
+    expect(imageNodeFlags()).to.include("--heap-growing-percent=50");
     expect(deploymentNodeFlags()).to.include("--max-semi-space-size=2");
   });
 });
