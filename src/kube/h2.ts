@@ -195,7 +195,6 @@ export class Connection {
         stream.off("error", onError);
         stream.off("close", onClose);
         stream.on("error", ignoreLateError);
-        chunks.length = 0;
       };
       const failer = (err: Error): void => {
         stream?.close(http2.constants.NGHTTP2_CANCEL);
