@@ -1,7 +1,7 @@
 /**
  * HTTP(S) proxies on the way to the API server, as client-go chooses them: a kubeconfig cluster's `proxy-url` wins;
- * else `HTTPS_PROXY` (`HTTP_PROXY` for an `http://` server) unless `NO_PROXY` names the host; loopback servers are
- * never sent through an environment proxy. Only `http://` and `https://` proxies are spoken (a CONNECT tunnel);
+ * else `HTTPS_PROXY` (`HTTP_PROXY` for an `http://` server) unless `NO_PROXY` names the host; `localhost` and loopback
+ * addresses are never sent through an environment proxy. Only `http://` and `https://` proxies are spoken (a CONNECT tunnel);
  * SOCKS proxies are refused where the kubeconfig is read, never silently bypassed.
  */
 import { isIP, type Socket } from "node:net";
@@ -20,35 +20,53 @@ const env = (vars: NodeJS.ProcessEnv, name: string): string | undefined =>
 /** Host of a URL without IPv6 brackets. */
 export const bareHost = (url: URL): string => url.hostname.replace(/^\[(.*)\]$/, "$1");
 
+/** Go's `useProxy` skips the proxy for exactly `localhost` and loopback addresses (not for `*.localhost`). */
 function isLoopback(host: string): boolean {
-  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  if (host === "localhost") return true;
   return ipaddr.isValid(host) && ipaddr.process(host).range() === "loopback";
 }
 
-/** True when one `NO_PROXY` entry (a host, a `.domain` or domain suffix, an IP, a CIDR, `*`; optional `:port`) matches. */
-function noProxyMatches(entry: string, host: string, port: string): boolean {
-  let pattern = entry.trim().toLowerCase();
-  if (!pattern) return false;
-  if (pattern === "*") return true;
-  const portMatch = /^(.*):(\d+)$/.exec(pattern);
-  if (portMatch && !pattern.includes("]") && (portMatch[1] ?? "").split(":").length === 1) {
-    if (portMatch[2] !== port) return false;
-    pattern = portMatch[1] ?? "";
-  }
-  pattern = pattern.replace(/^\[(.*)\]$/, "$1");
-  if (pattern.includes("/") && ipaddr.isValid(host)) {
+/** `host:port` or `[v6]:port` split as Go's `net.SplitHostPort` splits it; undefined when it has no port. */
+function splitHostPort(entry: string): { host: string; port: string } | undefined {
+  const bracketed = /^\[([^\]]*)\]:([^:]*)$/.exec(entry);
+  if (bracketed) return { host: bracketed[1] ?? "", port: bracketed[2] ?? "" };
+  const plain = /^([^:[\]]*):([^:]*)$/.exec(entry);
+  return plain ? { host: plain[1] ?? "", port: plain[2] ?? "" } : undefined;
+}
+
+/**
+ * True when one `NO_PROXY` entry matches, exactly as Go's golang.org/x/net/http/httpproxy reads it (client-go's
+ * proxy): `*` matches every host; a CIDR (no port) matches the addresses in it; an IP, with an optional port, matches
+ * that address; `example.com` matches it and its subdomains, `.example.com` and `*.example.com` only its subdomains,
+ * each with an optional port (`example.com:6443`). A domain entry is compared as text, IP hosts included.
+ */
+function noProxyMatches(raw: string, host: string, port: string): boolean {
+  const entry = raw.trim().toLowerCase();
+  if (!entry) return false;
+  if (entry === "*") return true;
+  if (entry.includes("/")) {
     try {
-      const [range, bits] = ipaddr.parseCIDR(pattern);
+      const [range, bits] = ipaddr.parseCIDR(entry);
+      if (!ipaddr.isValid(host)) return false;
       const address = ipaddr.process(host);
       return address.kind() === range.kind() && address.match([range, bits]);
     } catch {
-      return false;
+      // Not a CIDR: Go reads it as a host entry below.
     }
   }
+  const split = splitHostPort(entry);
+  const pattern = split ? split.host : entry;
+  const wanted = split?.port ?? "";
+  if (!pattern) return false;
+  const portMatches = wanted === "" || wanted === port;
   if (ipaddr.isValid(pattern))
-    return ipaddr.isValid(host) && ipaddr.process(pattern).toString() === ipaddr.process(host).toString();
-  const domain = pattern.replace(/^\*?\./, "");
-  return host === domain || host.endsWith(`.${domain}`);
+    return (
+      portMatches && ipaddr.isValid(host) && ipaddr.process(pattern).toString() === ipaddr.process(host).toString()
+    );
+  const suffix = pattern.startsWith("*.") ? pattern.slice(1) : pattern;
+  const matchesItself = !suffix.startsWith(".");
+  const dotted = matchesItself ? `.${suffix}` : suffix;
+  return portMatches && (host.endsWith(dotted) || (matchesItself && host === suffix));
 }
 
 /**
