@@ -17,7 +17,10 @@ export type AccessOptions = Pick<RequestOptions, "ca" | "cert" | "key" | "reject
 
 /** The API server and the credentials of one identity. */
 export interface ClusterAccess {
-  /** `https://host:port` (or `http://` for test servers), no trailing slash. */
+  /**
+   * `https://host:port` (or `http://` for test servers), with the path of a gateway in front of the API server when
+   * there is one (every request goes below it); no trailing slash, no user information ({@link parseServer}).
+   */
   readonly server: string;
   /** The http(s) proxy to reach it through (a kubeconfig's `proxy-url`, or the environment's; proxy.ts). */
   readonly proxy?: string | undefined;
@@ -51,12 +54,44 @@ export function accessOf(kube: Kube): ClusterAccess {
   return access;
 }
 
+/** A kubeconfig `server` as a {@link ClusterAccess} holds it, and the basic credentials of its user information. */
+export interface ParsedServer {
+  server: string;
+  /** `Basic …` from `https://user:password@host`, or undefined. */
+  basic: string | undefined;
+}
+
+const decoded = (text: string): string => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+};
+
+/**
+ * Splits a kubeconfig `server` as client-go reads it: its path is kept (requests go below it); user information
+ * (`https://user:password@host`) is basic auth, which Go's HTTP client sends when no other `Authorization` is set;
+ * a query or fragment is dropped (client-go replaces the query of every request). The credentials leave the URL here,
+ * so no message or log that names the server carries them, and the transport refuses them over plain `http://` as it
+ * refuses every credential. Throws when `server` is not a URL.
+ */
+export function parseServer(server: string): ParsedServer {
+  const url = new URL(server);
+  const basic =
+    url.username || url.password
+      ? `Basic ${Buffer.from(`${decoded(url.username)}:${decoded(url.password)}`).toString("base64")}`
+      : undefined;
+  return { server: `${url.origin}${url.pathname}`.replace(/\/+$/, ""), basic };
+}
+
 function accessFromKubeConfig(kc: KubeConfigLike): ClusterAccess {
   const cluster = kc.getCurrentCluster();
   if (!cluster?.server) throw new Error("the kubeconfig has no current cluster");
+  const { server, basic } = parseServer(cluster.server);
   return {
-    server: cluster.server.replace(/\/+$/, ""),
-    proxy: proxyFor(cluster.server, cluster.proxyUrl),
+    server,
+    proxy: proxyFor(server, cluster.proxyUrl),
     async requestOptions(): Promise<AccessOptions> {
       const opts: RequestOptions = {};
       // Client certificates, CA and bearer tokens (exec and auth providers included), as for any client-node call.
@@ -67,6 +102,7 @@ function accessFromKubeConfig(kc: KubeConfigLike): ClusterAccess {
       // client-node puts basic auth in `auth`, not in a header.
       if (opts.auth && !headers.Authorization)
         headers.Authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
+      if (basic && !headers.Authorization) headers.Authorization = basic;
       return {
         ca: opts.ca,
         cert: opts.cert,

@@ -215,24 +215,37 @@ function checkType(list: string, entry: Entry, key: string, value: unknown): voi
   if ((key === "exec" || key === "auth-provider") && !isObject(value)) fail("a mapping");
 }
 
+/** The cluster's `server` as a URL; the message never repeats it, as it may carry a password. */
+function serverUrl(cluster: Entry): URL {
+  const { server } = cluster.body;
+  const url = typeof server === "string" && /^https?:\/\/./.test(server) ? URL.parse(server) : null;
+  if (!url) throw new KubeconfigError(`${where("clusters", cluster)}.server must be an http:// or https:// URL`);
+  return url;
+}
+
+/** The ways of authenticating `user` names, user information in the server URL among them. */
+function authMethods(u: Record<string, unknown>, server: URL): string[] {
+  return [
+    (u.token || u.tokenFile) && "token",
+    (u.username !== undefined || u.password !== undefined) && "basic auth",
+    u.exec !== undefined && "exec",
+    u["auth-provider"] !== undefined && "auth-provider",
+    (server.username || server.password) && "basic auth in the server URL",
+  ].filter((m): m is string => typeof m === "string" && m !== "");
+}
+
 /** What kubectl refuses, refused here too. */
 function checkCombinations(cluster: Entry, user: Entry): void {
   const c = cluster.body;
   const u = user.body;
-  if (typeof c.server !== "string" || !/^https?:\/\/./.test(c.server))
-    throw new KubeconfigError(`${where("clusters", cluster)}.server must be an http:// or https:// URL`);
+  const server = serverUrl(cluster);
   const hasCa = Boolean(c["certificate-authority"] || c["certificate-authority-data"]);
   if (c["insecure-skip-tls-verify"] === true && hasCa)
     throw new KubeconfigError(
       `${where("clusters", cluster)}: insecure-skip-tls-verify is true and a certificate authority is set; choose one ` +
         `(kubectl refuses this too)`,
     );
-  const methods = [
-    (u.token || u.tokenFile) && "token",
-    (u.username !== undefined || u.password !== undefined) && "basic auth",
-    u.exec !== undefined && "exec",
-    u["auth-provider"] !== undefined && "auth-provider",
-  ].filter(Boolean);
+  const methods = authMethods(u, server);
   if (methods.length > 1)
     throw new KubeconfigError(
       `${where("users", user)}: more than one authentication method (${methods.join(", ")}); only one is allowed`,
@@ -244,7 +257,7 @@ function checkCombinations(cluster: Entry, user: Entry): void {
     throw new KubeconfigError(
       `${where("users", user)}: as-uid, as-groups and as-user-extra need "as" (the user to impersonate)`,
     );
-  if (c.server.startsWith("http:") && methods.length > 0)
+  if (server.protocol === "http:" && methods.length > 0)
     throw new KubeconfigError(
       `${where("clusters", cluster)}.server is plain http://: refusing to send the ${methods.join(", ")} credentials ` +
         `of ${where("users", user)} over it; use https://`,

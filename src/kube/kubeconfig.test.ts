@@ -1,11 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { expect } from "chai";
 import yaml from "js-yaml";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
+import type { ClusterAccess } from "./access.js";
 import { loadClusterAccess } from "./kubeconfig.js";
 import { apiRequest } from "./transport.js";
 
@@ -86,6 +87,88 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
     const access = await loadClusterAccess(kubeconfig(dir, { exec }));
     expect(access.server).to.equal("https://127.0.0.1:6443");
     expect((await access.requestOptions()).headers.Authorization).to.equal("Bearer from-exec");
+  });
+
+  /** An exec plugin, a shell script, whose token is `KUBERNETES_EXEC_INFO` as it received it (base64). */
+  const ECHO_EXEC_INFO = [
+    "#!/bin/sh",
+    'info=$(printf %s "$KUBERNETES_EXEC_INFO" | base64 | tr -d "\\n")',
+    'printf \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\' "$info"',
+    "",
+  ].join("\n");
+  const execInfo = async (access: ClusterAccess): Promise<unknown> => {
+    const token = String((await access.requestOptions()).headers.Authorization).replace(/^Bearer /, "");
+    return JSON.parse(Buffer.from(token, "base64").toString("utf8"));
+  };
+
+  it("runs a relative exec command from the kubeconfig's folder and passes the cluster's information", async () => {
+    mkdirSync(join(dir, "bin"));
+    writeFileSync(join(dir, "bin", "plugin"), ECHO_EXEC_INFO, { mode: 0o755 });
+    const ca = Buffer.from("CA PEM");
+    const exec = {
+      apiVersion: "client.authentication.k8s.io/v1",
+      command: "bin/plugin",
+      interactiveMode: "Never",
+      provideClusterInfo: true,
+      env: [{ name: "OTHER", value: "kept" }],
+    };
+    const extension = { audience: "api-123" };
+    const access = await loadClusterAccess(
+      kubeconfig(
+        dir,
+        { exec },
+        {
+          server: "https://rancher.example/k8s/clusters/c-abc/",
+          "certificate-authority-data": ca.toString("base64"),
+          "tls-server-name": "api.local",
+          "proxy-url": "http://proxy.corp:3128",
+          extensions: [{ name: "client.authentication.k8s.io/exec", extension }],
+        },
+      ),
+    );
+    expect(await execInfo(access)).to.deep.equal({
+      apiVersion: "client.authentication.k8s.io/v1",
+      kind: "ExecCredential",
+      spec: {
+        interactive: false,
+        cluster: {
+          server: "https://rancher.example/k8s/clusters/c-abc",
+          "tls-server-name": "api.local",
+          "certificate-authority-data": ca.toString("base64"),
+          "proxy-url": "http://proxy.corp:3128",
+          config: extension,
+        },
+      },
+    });
+  });
+
+  it("passes no cluster information unless asked, and looks a bare exec command up on PATH", async () => {
+    const bin = join(dir, "path-bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "kube-plugin-test"), ECHO_EXEC_INFO, { mode: 0o755 });
+    const exec = { apiVersion: "client.authentication.k8s.io/v1beta1", command: "kube-plugin-test" };
+    const saved = process.env.PATH;
+    process.env.PATH = `${bin}${delimiter}${saved ?? ""}`;
+    try {
+      const access = await loadClusterAccess(kubeconfig(dir, { exec }));
+      expect(await execInfo(access)).to.deep.equal({
+        apiVersion: "client.authentication.k8s.io/v1beta1",
+        kind: "ExecCredential",
+        spec: { interactive: false },
+      });
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+
+  it("reads the user information of an https server as basic auth, and keeps the server's path", async () => {
+    const access = await loadClusterAccess(
+      kubeconfig(dir, {}, { server: "https://jane:s%40cret@rancher.example/k8s/clusters/c-abc/" }),
+    );
+    expect(access.server).to.equal("https://rancher.example/k8s/clusters/c-abc");
+    expect((await access.requestOptions()).headers).to.deep.equal({
+      Authorization: `Basic ${Buffer.from("jane:s@cret").toString("base64")}`,
+    });
   });
 
   it("says what is wrong with a kubeconfig without a usable current context", async () => {
@@ -222,6 +305,19 @@ describe("loadClusterAccess (kubeconfig without client-node)", () => {
       expect(await refusal(kubeconfig(dir, { token: "t" }, { "proxy-url": "socks5://127.0.0.1:1080" }))).to.contain(
         `clusters[name="c"].proxy-url: proxy scheme socks5 (127.0.0.1:1080) is not supported`,
       );
+    });
+
+    it("user information in the server URL over plain http://, or beside another credential, never repeating it", async () => {
+      const plain = kubeconfig(dir, {}, { server: "http://jane:hunter2@127.0.0.1:8080" });
+      const refused = await refusal(plain);
+      expect(refused).to.contain(
+        `clusters[name="c"].server is plain http://: refusing to send the basic auth in the server URL credentials`,
+      );
+      const both = await refusal(kubeconfig(dir, { token: "t" }, { server: "https://jane:hunter2@api.corp" }));
+      expect(both).to.contain("more than one authentication method (token, basic auth in the server URL)");
+      const malformed = await refusal(kubeconfig(dir, {}, { server: "https://jane:hunter2@[oops" }));
+      expect(malformed).to.contain(`clusters[name="c"].server must be an http:// or https:// URL`);
+      for (const message of [refused, both, malformed]) expect(message).not.to.match(/hunter2|jane/);
     });
 
     it("credentials over plain http://: nothing reaches the server", async () => {

@@ -2,17 +2,19 @@
  * Loads how the controller reaches the API server, as client-go and kubectl do: `--kubeconfig`, else `$KUBECONFIG`
  * (several files merged), else `~/.kube/config`, else the pod's ServiceAccount (in-cluster). Everything a kubeconfig
  * may say is either honoured here or refused with the file and key named (kubeconfig-file.ts):
- * - read here: server, CA (file or data), `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`, client
+ * - read here: server (its path kept, its user information as basic auth), CA (file or data), `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`, client
  *   certificates (file or data), bearer tokens and token files, basic auth, impersonation (`as`, `as-uid`,
  *   `as-groups`, `as-user-extra`); files are read again when they change (certificates rotated in place);
  * - credentials of `exec` plugins and `auth-provider`s come from client-node's KubeConfig, loaded only then (it costs
- *   about 80 MiB of resident memory, issue 13); everything else about such a user is still read here.
+ *   about 80 MiB of resident memory, issue 13), an exec plugin configured as client-go runs it (exec.ts); everything
+ *   else about such a user is still read here.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
 import { createSecureContext } from "node:tls";
-import type { AccessOptions, ClusterAccess } from "./access.js";
+import { parseServer, type AccessOptions, type ClusterAccess } from "./access.js";
+import { execForClientNode } from "./exec.js";
 import { WatchedFile } from "./files.js";
 import { KubeconfigError, readCurrentContext, where, type CurrentContext, type Entry } from "./kubeconfig-file.js";
 import { proxyFor } from "./proxy.js";
@@ -97,15 +99,31 @@ function inCluster(): ClusterAccess | undefined {
   };
 }
 
-/** Credentials that need client-node (exec plugins, auth providers): its KubeConfig for just this context. */
-async function pluginCredentials(current: CurrentContext): Promise<() => Promise<Partial<AccessOptions>>> {
+/**
+ * Credentials that need client-node (exec plugins, auth providers): its KubeConfig for just this context, the exec
+ * plugin given what client-go gives it (exec.ts).
+ */
+async function pluginCredentials(
+  current: CurrentContext,
+  server: string,
+  ca: Buffer | undefined,
+): Promise<() => Promise<Partial<AccessOptions>>> {
   const { KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
   const { cluster, user, context } = current;
+  const exec = user.body.exec as Record<string, unknown> | undefined;
   kc.loadFromString(
     JSON.stringify({
-      clusters: [{ name: cluster.name, cluster: { server: cluster.body.server } }],
-      users: [{ name: user.name, user: { exec: user.body.exec, "auth-provider": user.body["auth-provider"] } }],
+      clusters: [{ name: cluster.name, cluster: { server } }],
+      users: [
+        {
+          name: user.name,
+          user: {
+            exec: exec && execForClientNode(exec, user.file, { server, body: cluster.body, ca }),
+            "auth-provider": user.body["auth-provider"],
+          },
+        },
+      ],
       contexts: [{ name: context.name, context: { cluster: cluster.name, user: user.name } }],
       "current-context": context.name,
     }),
@@ -130,7 +148,8 @@ async function fromFiles(files: string[]): Promise<ClusterAccess> {
   const { cluster, user } = current;
   const c = cluster.body;
   const u = user.body;
-  const server = (c.server as string).replace(/\/+$/, "");
+  // Checked by readCurrentContext: a URL, user information only where no other credential is set.
+  const { server, basic: fromUrl } = parseServer(c.server as string);
   let proxy: string | undefined;
   try {
     proxy = proxyFor(server, c["proxy-url"] as string | undefined);
@@ -155,7 +174,9 @@ async function fromFiles(files: string[]): Promise<ClusterAccess> {
       ? `Basic ${Buffer.from(`${(u.username as string) ?? ""}:${(u.password as string) ?? ""}`).toString("base64")}`
       : undefined;
   const plugin =
-    u.exec !== undefined || u["auth-provider"] !== undefined ? await pluginCredentials(current) : undefined;
+    u.exec !== undefined || u["auth-provider"] !== undefined
+      ? await pluginCredentials(current, server, ca())
+      : undefined;
   const impersonate = impersonation(u);
   return {
     server,
@@ -166,7 +187,9 @@ async function fromFiles(files: string[]): Promise<ClusterAccess> {
       if (bearer) headers.Authorization = `Bearer ${bearer}`;
       else if (basic) headers.Authorization = basic;
       const fromPlugin = plugin ? await plugin() : {};
-      return { ...tls, ca: ca(), ...pair(), ...fromPlugin, headers: { ...headers, ...fromPlugin.headers } };
+      const all = { ...headers, ...fromPlugin.headers };
+      if (fromUrl && !all.Authorization) all.Authorization = fromUrl;
+      return { ...tls, ca: ca(), ...pair(), ...fromPlugin, headers: all };
     },
   };
 }

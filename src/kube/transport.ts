@@ -52,6 +52,13 @@ const MAX_RETRY_AFTER_MS = 10_000;
 
 /** Per access: its HTTP/2 connections, its HTTP/1.1 pool, and the requests waiting for a slot. */
 interface Door {
+  /** `https://host:port` of the server: where requests go. */
+  origin: string;
+  /**
+   * The path of the server URL, no trailing slash ("" for none): every request's path goes below it, as client-go
+   * keeps it (a gateway in front of the API server, as Rancher's `https://rancher.example/k8s/clusters/c-abc`).
+   */
+  base: string;
   h2: H2Pool;
   h1: HttpAgent | undefined;
   inFlight: number;
@@ -63,7 +70,15 @@ const doors = new WeakMap<ClusterAccess, Door>();
 function doorOf(access: ClusterAccess): Door {
   let door = doors.get(access);
   if (!door) {
-    door = { h2: new H2Pool({ server: access.server, proxy: access.proxy }), h1: undefined, inFlight: 0, waiting: [] };
+    const url = new URL(access.server);
+    door = {
+      origin: url.origin,
+      base: url.pathname.replace(/\/+$/, ""),
+      h2: new H2Pool({ server: access.server, proxy: access.proxy }),
+      h1: undefined,
+      inFlight: 0,
+      waiting: [],
+    };
     doors.set(access, door);
   }
   return door;
@@ -91,7 +106,7 @@ function http1AgentOf(access: ClusterAccess, door: Door): HttpAgent {
   return door.h1;
 }
 
-/** URL of `path` with `query` on the server of `access`. */
+/** URL of `path` with `query` on the server of `access`, below the server's own path (a gateway's) when it has one. */
 export function urlOf(access: ClusterAccess, path: string, query: Query = {}): URL {
   return new URL(access.server + requestTarget(path, query));
 }
@@ -112,10 +127,14 @@ export function requestTarget(path: string, query: Query = {}): string {
   return target;
 }
 
-/** Throws before anything is sent when credentials would cross plain `http://` (client-go and kubectl refuse too). */
+/**
+ * Throws before anything is sent when credentials would cross plain `http://` (client-go and kubectl refuse too): an
+ * `Authorization` header, or a user name or password in the URL (Node would send those as basic auth). The message
+ * names the origin only, never the URL's user information.
+ */
 function refuseCleartextCredentials(url: URL, headers: Record<string, string | string[]>): void {
   if (url.protocol !== "http:") return;
-  if (Object.keys(headers).some((name) => name.toLowerCase() === "authorization"))
+  if (url.username || url.password || Object.keys(headers).some((name) => name.toLowerCase() === "authorization"))
     throw new Error(
       `refusing to send credentials (a bearer token or basic auth) to ${url.origin} over plain http://: use https://`,
     );
@@ -171,8 +190,9 @@ interface Answer {
 /** One send of a request, as HTTP/2 or HTTP/1.1. */
 interface Send {
   method: string;
-  /** The server (`https://host:port`, no path) and the path with its query. */
+  /** The server's origin (`https://host:port`, no path). */
   server: string;
+  /** The path with its query, below the server's path: what the request line (HTTP/2's `:path`) carries. */
   target: string;
   headers: Record<string, string>;
   payload: string | undefined;
@@ -190,8 +210,8 @@ export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
       ? {}
       : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
   const deadline = Date.now() + req.timeoutMs;
-  const target = requestTarget(req.path, req.query);
-  const send = { method: req.method, server: access.server, target, headers, payload, what: req.what };
+  const target = door.base + requestTarget(req.path, req.query);
+  const send = { method: req.method, server: door.origin, target, headers, payload, what: req.what };
   for (let attempt = 0; ; attempt++) {
     const throttledMs = throttleDelay();
     if (throttledMs > 0) await sleep(throttledMs);
