@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import { silentLogger } from "../runtime/logger.js";
 import { answerConversionReview, CONVERSION_PATH } from "./conversion.js";
 import { httpsCall, loopbackPki, writeCertDir } from "./https.testutil.js";
+import { DEFAULT_MAX_BODY_BYTES } from "./http.js";
 import { staticLookup } from "./lookup.js";
 import { startWebhookServer } from "./server.js";
 import type { WebhookServer } from "./server.js";
@@ -158,6 +159,34 @@ describe("conversion webhook: served by the webhook server over HTTPS", function
     const response = responseOf(a.json);
     expect(response.result.status).to.equal("Success");
     expect(response.convertedObjects[0]?.apiVersion).to.equal(V1ALPHA2);
+  });
+
+  it("answers a review of a list larger than the body limit with 413 and a Status saying so, announced or streamed", async () => {
+    // About 4 MiB of pools, as the API server sends a whole list in one review.
+    const pools = Array.from({ length: 20_000 }, (_, i) => subnetPool(`pool-${String(i).padStart(6, "0")}`));
+    const body = JSON.stringify(review(V1ALPHA2, pools));
+    expect(body.length).to.be.greaterThan(DEFAULT_MAX_BODY_BYTES);
+    for (const chunked of [false, true]) {
+      const a = await httpsCall(server.port, pki.ca.certPem, CONVERSION_PATH, body, { chunked });
+      expect(a.status, chunked ? "streamed" : "announced").to.equal(413);
+      expect(a.json).to.deep.include({
+        kind: "Status",
+        status: "Failure",
+        reason: "RequestEntityTooLarge",
+        code: 413,
+        message: `the request body is larger than ${DEFAULT_MAX_BODY_BYTES} bytes`,
+      });
+    }
+    // The server goes on serving, a list just under the limit in full.
+    const fits = Math.floor((pools.length * DEFAULT_MAX_BODY_BYTES) / body.length) - 100;
+    const next = await httpsCall(
+      server.port,
+      pki.ca.certPem,
+      CONVERSION_PATH,
+      JSON.stringify(review(V1ALPHA2, pools.slice(0, fits))),
+    );
+    const response = responseOf(next.json);
+    expect([response.result.status, response.convertedObjects.length]).to.deep.equal(["Success", fits]);
   });
 
   it("answers a body that is not JSON with 400, and a GET with 405", async () => {
