@@ -49,6 +49,7 @@ const failingLookup: ClusterLookup = {
   poolsInNamespace: () => Promise.reject(new Error("apiserver down")),
   addressesOfPool: () => Promise.reject(new Error("apiserver down")),
   inClusterPoolAddresses: () => Promise.reject(new Error("apiserver down")),
+  inClusterPoolUid: () => Promise.reject(new Error("apiserver down")),
 };
 
 function ctx(lookup: ClusterLookup = staticLookup([])): HandlerContext {

@@ -28,9 +28,17 @@ interface Kind {
 const NAMESPACED: Kind = { kind: "InClusterIPPool", route: validateInClusterIPPoolRoute, namespace: NS };
 const GLOBAL: Kind = { kind: "GlobalInClusterIPPool", route: validateGlobalInClusterIPPoolRoute, namespace: undefined };
 const KINDS = [NAMESPACED, GLOBAL];
+const VALID_SPEC: Partial<InClusterIPPoolSpec> = {
+  addresses: ["10.0.0.10-10.0.0.20"],
+  prefix: 24,
+  gateway: "10.0.0.1",
+};
+
+/** The uid of the stored my-pool of each kind; reviews carry it, as the API server's do. */
+const POOL_UID = "6f1c0d4e-stored-pool";
 
 function pool(k: Kind, spec: Partial<InClusterIPPoolSpec>, meta: Partial<InClusterIPPool["metadata"]> = {}) {
-  const metadata = { name: "my-pool", ...(k.namespace ? { namespace: k.namespace } : {}), ...meta };
+  const metadata = { name: "my-pool", uid: POOL_UID, ...(k.namespace ? { namespace: k.namespace } : {}), ...meta };
   return { apiVersion: `${GROUP}/v1alpha2`, kind: k.kind, metadata, spec: spec as InClusterIPPoolSpec };
 }
 
@@ -55,27 +63,30 @@ function ipAddress(namespace: string, address: string, ref: Partial<CapiIPAddres
   } satisfies CapiIPAddress;
 }
 
+/** The stored my-pool of each kind, whose uid reviews must carry before the addresses in use are read. */
+const STORED_POOLS = KINDS.map((k) => pool(k, VALID_SPEC));
+
+/** A lookup holding the stored pools and these Cluster API IPAddresses. */
+const holding = (capiAddresses: CapiIPAddress[] = []): ClusterLookup =>
+  staticLookup([], [], capiAddresses, STORED_POOLS);
+
 /** IPAddresses of both kinds of pool named my-pool, as `addresses` of `kind` in `namespace`. */
 function inUse(k: Kind, namespace: string, ...addresses: string[]): ClusterLookup {
-  return staticLookup(
-    [],
-    [],
-    addresses.map((a) => ipAddress(namespace, a, { kind: k.kind })),
-  );
+  return holding(addresses.map((a) => ipAddress(namespace, a, { kind: k.kind })));
 }
 
 const failingLookup: ClusterLookup = {
-  ...staticLookup([]),
+  ...holding(),
   inClusterPoolAddresses: () => Promise.reject(new Error("apiserver down")),
 };
 
-async function run(k: Kind, request: AdmissionRequest, lookup: ClusterLookup = staticLookup([])) {
+async function run(k: Kind, request: AdmissionRequest, lookup: ClusterLookup = holding()) {
   const res: AdmissionResponse = await k.route.handle(request, { lookup, logger: silentLogger() });
   expect(res.uid).to.equal(request.uid);
   return res;
 }
 
-const VALID: Partial<InClusterIPPoolSpec> = { addresses: ["10.0.0.10-10.0.0.20"], prefix: 24, gateway: "10.0.0.1" };
+const VALID: Partial<InClusterIPPoolSpec> = VALID_SPEC;
 
 /** The provider's invalid scenarios (its webhook tests), and what its message contains. */
 const INVALID: Array<{ name: string; spec: Partial<InClusterIPPoolSpec>; message: string }> = [
@@ -327,17 +338,13 @@ describe("admission handlers of the in-cluster provider's pools", () => {
       it("counts only IPAddresses whose poolRef names this kind and name, in the group (or none)", async () => {
         const after = pool(k, { ...before.spec, addresses: ["10.0.0.16-10.0.0.20"] });
         const other = k === NAMESPACED ? GLOBAL : NAMESPACED;
-        const strangers = staticLookup(
-          [],
-          [],
-          [
-            ipAddress(NS, "10.0.0.10", { kind: other.kind }),
-            ipAddress(NS, "10.0.0.11", { kind: k.kind, name: "other-pool" }),
-            ipAddress(NS, "10.0.0.12", { kind: k.kind, apiGroup: "ipam.metal3.io" }),
-          ],
-        );
+        const strangers = holding([
+          ipAddress(NS, "10.0.0.10", { kind: other.kind }),
+          ipAddress(NS, "10.0.0.11", { kind: k.kind, name: "other-pool" }),
+          ipAddress(NS, "10.0.0.12", { kind: k.kind, apiGroup: "ipam.metal3.io" }),
+        ]);
         expect((await run(k, req(k, "UPDATE", after, before), strangers)).allowed).to.equal(true);
-        const groupless = staticLookup([], [], [ipAddress(NS, "10.0.0.13", { kind: k.kind, apiGroup: undefined })]);
+        const groupless = holding([ipAddress(NS, "10.0.0.13", { kind: k.kind, apiGroup: undefined })]);
         expectDropped(await run(k, req(k, "UPDATE", after, before), groupless), "10.0.0.13");
       });
 
@@ -411,6 +418,58 @@ describe("admission handlers of the in-cluster provider's pools", () => {
       const after = pool(GLOBAL, { ...VALID, addresses: ["10.0.0.11-10.0.0.20"] });
       expectDropped(await run(GLOBAL, req(GLOBAL, "UPDATE", after, stored), elsewhere), "10.0.0.10");
     });
+  });
+
+  describe("what a caller who is not the API server learns (any pod can reach the webhook port)", () => {
+    /** A lookup holding addresses of my-pool of both kinds that counts the reads of addresses. */
+    function watched(): { lookup: ClusterLookup; reads: () => number } {
+      let reads = 0;
+      const held = holding(
+        KINDS.flatMap((k) => ["10.0.0.10", "10.0.0.11"].map((a) => ipAddress(k.namespace ?? NS, a, { kind: k.kind }))),
+      );
+      const lookup: ClusterLookup = {
+        ...held,
+        inClusterPoolAddresses: (...args) => {
+          reads++;
+          return held.inClusterPoolAddresses(...args);
+        },
+      };
+      return { lookup, reads: () => reads };
+    }
+    const notStored = (k: Kind, name = "my-pool"): string =>
+      `request.oldObject is not the stored ${k.kind} "${name}" (its metadata.uid differs): the addresses in use are not read`;
+
+    for (const k of KINDS) {
+      it(`${k.kind}: a forged update or delete, without the stored uid, learns nothing of the addresses held`, async () => {
+        const { lookup, reads } = watched();
+        // The widest old range and the narrowest new one: the provider's message would list every address held.
+        const wide = (meta: Partial<InClusterIPPool["metadata"]>) =>
+          pool(k, { addresses: ["10.0.0.0/8"], prefix: 8 }, meta);
+        const narrow = pool(k, { addresses: ["10.255.255.1"], prefix: 8 });
+        for (const meta of [{ uid: "guessed" }, { uid: "" }]) {
+          const update = await run(
+            k,
+            req(k, "UPDATE", { ...narrow, metadata: wide(meta).metadata }, wide(meta)),
+            lookup,
+          );
+          expectBadRequest(update, notStored(k));
+          const removal = await run(k, req(k, "DELETE", undefined, wide(meta)), lookup);
+          expectBadRequest(removal, notStored(k));
+        }
+        // A pool that does not exist gets the same answer as one whose uid differs.
+        const ghost = pool(k, VALID, { name: "ghost" });
+        expectBadRequest(await run(k, req(k, "DELETE", undefined, ghost), lookup), notStored(k, "ghost"));
+        expect(reads(), "reads of the addresses in use").to.equal(0);
+      });
+
+      it(`${k.kind}: the API server's review (the stored uid) still names the addresses, as the provider does`, async () => {
+        const { lookup, reads } = watched();
+        const before = pool(k, { addresses: ["10.0.0.0/24"], prefix: 24 });
+        const after = pool(k, { addresses: ["10.0.0.200"], prefix: 24 });
+        expectBadRequest(await run(k, req(k, "UPDATE", after, before), lookup), `${DROPPED}[10.0.0.10-10.0.0.11]`);
+        expect(reads()).to.equal(1);
+      });
+    }
   });
 
   describe("requests it cannot serve", () => {

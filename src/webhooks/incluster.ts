@@ -9,6 +9,16 @@
  * An UPDATE with an unchanged spec is allowed at once (metadata and finalizer writes never bounce), where the
  * provider validates every update in full. A failed read refuses with 500 (fail closed). The provider's defaulting
  * webhook changes nothing, so none is served here.
+ *
+ * Who may learn what a pool holds. The webhook port is reachable by any pod and the webhook cannot tell the API
+ * server from another caller, so a review is a question anyone may ask, about any pool name, with objects of the
+ * caller's making. Every answer that depends on the IPAddresses (the addresses the denial names, but also its count,
+ * and allowed against denied, which a caller can bisect over ranges of its choosing) is therefore given only for the
+ * stored pool: the uid of the object under review (UPDATE: `oldObject`, DELETE: `oldObject`) must be the uid of the
+ * stored pool of that kind, name and namespace, which the API server always sends. Anything else (no uid, another
+ * uid, no such pool) is refused with 400 before the IPAddresses are read, one message for all three, so the answer
+ * says nothing about the pool either. The API server's reviews keep the provider's messages; a caller who forges one
+ * must know the pool's uid, that is, be able to read the pool.
  */
 import isEqual from "lodash/isEqual.js";
 import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../../api/registry.js";
@@ -41,7 +51,25 @@ function normalized(pool: InClusterIPPool, req: AdmissionRequest, kind: Resource
   return { ...pool, metadata };
 }
 
-/** The addresses of the IPAddresses of `pool`, or the 500 denial to send when they cannot be read. */
+/**
+ * Whether `pool` (the object under review) is the stored pool: its uid is the stored one's. A namespaced pool that
+ * names no namespace anywhere is none.
+ */
+async function isStoredPool(
+  ctx: HandlerContext,
+  kind: ResourceDescriptor,
+  pool: InClusterIPPool,
+  namespace: string | undefined,
+): Promise<boolean> {
+  const { uid, name } = pool.metadata;
+  if (!uid || !name || namespace === "") return false;
+  return (await ctx.lookup.inClusterPoolUid(kind.kind, name, namespace)) === uid;
+}
+
+/**
+ * The addresses of the IPAddresses of `pool` (the stored object, as the request gives it); the 400 denial when it is
+ * not the stored pool (see the file header), or the 500 denial when the cluster cannot be read.
+ */
 async function addressesInUse(
   req: AdmissionRequest,
   ctx: HandlerContext,
@@ -49,13 +77,18 @@ async function addressesInUse(
   pool: InClusterIPPool,
 ): Promise<string[] | AdmissionResponse> {
   const name = pool.metadata.name ?? "";
-  // A namespaced pool that names no namespace anywhere reads every namespace: more in use, never less.
   const namespace = kind.namespaced ? (pool.metadata.namespace ?? "") : undefined;
   try {
+    if (!(await isStoredPool(ctx, kind, pool, namespace)))
+      return badRequest(
+        req,
+        `request.oldObject is not the stored ${kind.kind} "${name}" (its metadata.uid differs): the addresses in ` +
+          `use are not read`,
+      );
     return await ctx.lookup.inClusterPoolAddresses(kind.kind, name, namespace);
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    const message = `cannot read the IPAddresses of ${kind.kind} "${name}" to check the addresses in use: ${why}`;
+    const message = `cannot read ${kind.kind} "${name}" and its IPAddresses to check the addresses in use: ${why}`;
     return deny(req.uid, failure(500, "InternalError", message));
   }
 }

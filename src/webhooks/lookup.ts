@@ -4,10 +4,18 @@
  * in-cluster provider's pool (its update and delete rules). An interface, so handler tests inject plain data.
  */
 import type { Kube } from "../kube/access.js";
-import { CAPI_IPADDRESS, IPADDRESS, IPPOOL, resourceType } from "../../api/registry.js";
+import {
+  CAPI_IPADDRESS,
+  GLOBAL_INCLUSTER_IPPOOL,
+  INCLUSTER_IPPOOL,
+  IPADDRESS,
+  IPPOOL,
+  resourceType,
+} from "../../api/registry.js";
 import type { IPAddress, IPPool } from "../../api/v1alpha1/types.js";
 import type { CapiIPAddress, PoolRef } from "../../api/capi/types.js";
 import { INCLUSTER_GROUP } from "../../api/incluster/types.js";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
 import { isNotFound } from "../kube/errors.js";
 import { ResourceClient } from "../kube/resource.js";
 
@@ -27,12 +35,23 @@ export interface ClusterLookup {
    * None when Cluster API's IPAddress is not served.
    */
   inClusterPoolAddresses(kind: string, name: string, namespace: string | undefined): Promise<string[]>;
+  /**
+   * `metadata.uid` of the stored in-cluster provider's pool of `kind` (`InClusterIPPool` in `namespace`,
+   * `GlobalInClusterIPPool` when `namespace` is undefined) and `name`; undefined when there is none.
+   */
+  inClusterPoolUid(kind: string, name: string, namespace: string | undefined): Promise<string | undefined>;
 }
 
 /** RBAC of the lookups, cluster-wide: lists of pools and of both kinds of IPAddress (global pools span namespaces). */
 export const LOOKUP_RULES = [
   { apiGroups: [IPPOOL.group], resources: [IPPOOL.plural, IPADDRESS.plural], verbs: ["list"] },
   { apiGroups: [CAPI_IPADDRESS.group], resources: [CAPI_IPADDRESS.plural], verbs: ["list"] },
+  // The stored pool's uid, which an in-cluster pool review must match before the addresses in use are read.
+  {
+    apiGroups: [INCLUSTER_IPPOOL.group],
+    resources: [INCLUSTER_IPPOOL.plural, GLOBAL_INCLUSTER_IPPOOL.plural],
+    verbs: ["get"],
+  },
 ];
 
 /** Whether `ref` names the in-cluster pool `kind`/`name`, an absent apiGroup read as the provider reads it. */
@@ -82,6 +101,12 @@ export function kubeLookup(kubeConfig: Kube): ClusterLookup {
   const capiAddresses = CAPI_IPADDRESS.versions.map(
     (version) => new ResourceClient<CapiIPAddress>(kubeConfig, resourceType(CAPI_IPADDRESS, version)),
   );
+  const inClusterPools = new Map(
+    [INCLUSTER_IPPOOL, GLOBAL_INCLUSTER_IPPOOL].map((kind) => [
+      kind.kind as string,
+      new ResourceClient<InClusterIPPool>(kubeConfig, resourceType(kind)),
+    ]),
+  );
   const metal3AddressesOfPool = async (namespace: string, poolName: string): Promise<string[]> =>
     (await addresses.listWhere(namespace, "spec.pool.name", poolName, (a) => a.spec?.pool?.name))
       .filter((a) => !a.spec.pool.namespace || a.spec.pool.namespace === namespace)
@@ -100,14 +125,28 @@ export function kubeLookup(kubeConfig: Kube): ClusterLookup {
       (await capiAddressesNamed(capiAddresses, namespace ?? "", name))
         .filter((a) => namesInClusterPool(a.spec?.poolRef, kind, name))
         .map((a) => a.spec.address),
+    inClusterPoolUid: async (kind, name, namespace) => {
+      const client = inClusterPools.get(kind);
+      if (!client) return undefined;
+      try {
+        return (await client.get(namespace ?? "", name)).metadata.uid;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
   };
 }
 
-/** A lookup over fixed data, for tests and tools: Metal3 pools and IPAddresses, Cluster API IPAddresses. */
+/**
+ * A lookup over fixed data, for tests and tools: Metal3 pools and IPAddresses, Cluster API IPAddresses, and the
+ * in-cluster provider's pools (their `kind` says which).
+ */
 export function staticLookup(
   pools: readonly IPPool[],
   addresses: readonly IPAddress[] = [],
   capiAddresses: readonly CapiIPAddress[] = [],
+  inClusterPools: readonly InClusterIPPool[] = [],
 ): ClusterLookup {
   return {
     poolsInNamespace: (namespace) => Promise.resolve(pools.filter((p) => p.metadata.namespace === namespace)),
@@ -123,6 +162,11 @@ export function staticLookup(
           .filter((a) => namespace === undefined || a.metadata.namespace === namespace)
           .filter((a) => namesInClusterPool(a.spec.poolRef, kind, name))
           .map((a) => a.spec.address),
+      ),
+    inClusterPoolUid: (kind, name, namespace) =>
+      Promise.resolve(
+        inClusterPools.find((p) => p.kind === kind && p.metadata.name === name && p.metadata.namespace === namespace)
+          ?.metadata.uid,
       ),
   };
 }
