@@ -33,30 +33,36 @@ describe("proxyFor (which proxy reaches an API server)", () => {
   });
 
   it("reads NO_PROXY domains exactly as Go's httpproxy does: a leading dot or *. matches subdomains only", () => {
-    const direct = (server: string, noProxy: string): boolean =>
-      proxyFor(server, undefined, { ...env, NO_PROXY: noProxy }) === undefined;
-    // `example.com`: the domain itself and its subdomains.
-    expect(direct("https://example.com", "example.com")).to.equal(true);
-    expect(direct("https://api.example.com", "example.com")).to.equal(true);
-    expect(direct("https://notexample.com", "example.com")).to.equal(false);
-    // `.example.com` and `*.example.com`: subdomains only, never the domain itself.
-    expect(direct("https://example.com", ".example.com")).to.equal(false);
-    expect(direct("https://api.example.com", ".example.com")).to.equal(true);
-    expect(direct("https://example.com", "*.example.com")).to.equal(false);
-    expect(direct("https://a.b.example.com", "*.example.com")).to.equal(true);
-    // Ports: a domain or an IP with a port matches that port only (443 is an https server's default).
-    expect(direct("https://example.com", "example.com:443")).to.equal(true);
-    expect(direct("https://example.com:6443", ".example.com:6443")).to.equal(false);
-    expect(direct("https://api.example.com:6443", ".example.com:6443")).to.equal(true);
-    expect(direct("https://10.1.2.3:6443", "10.1.2.3:6443")).to.equal(true);
-    expect(direct("https://10.1.2.3:6443", "10.1.2.3:443")).to.equal(false);
-    expect(direct("https://[fd00::1]:6443", "[fd00::1]:6443")).to.equal(true);
-    expect(direct("https://[fd00::1]:6443", "fd00::1")).to.equal(true);
-    // A CIDR with a port is no CIDR to Go: it matches nothing.
-    expect(direct("https://10.1.2.3:443", "10.0.0.0/8:443")).to.equal(false);
-    // `*` anywhere in the list, case and spaces ignored.
-    expect(direct("https://api.corp", "other.corp, * ")).to.equal(true);
-    expect(direct("https://API.Example.COM", " Example.com ")).to.equal(true);
+    // [server, NO_PROXY, goes direct]
+    const cases: [string, string, boolean][] = [
+      // `example.com`: the domain itself and its subdomains.
+      ["https://example.com", "example.com", true],
+      ["https://api.example.com", "example.com", true],
+      ["https://notexample.com", "example.com", false],
+      // `.example.com` and `*.example.com`: subdomains only, never the domain itself.
+      ["https://example.com", ".example.com", false],
+      ["https://api.example.com", ".example.com", true],
+      ["https://example.com", "*.example.com", false],
+      ["https://a.b.example.com", "*.example.com", true],
+      // Ports: a domain or an IP with a port matches that port only (443 is an https server's default).
+      ["https://example.com", "example.com:443", true],
+      ["https://example.com:6443", ".example.com:6443", false],
+      ["https://api.example.com:6443", ".example.com:6443", true],
+      ["https://10.1.2.3:6443", "10.1.2.3:6443", true],
+      ["https://10.1.2.3:6443", "10.1.2.3:443", false],
+      ["https://[fd00::1]:6443", "[fd00::1]:6443", true],
+      ["https://[fd00::1]:6443", "fd00::1", true],
+      // A CIDR with a port is no CIDR to Go: it matches nothing.
+      ["https://10.1.2.3:443", "10.0.0.0/8:443", false],
+      // `*` anywhere in the list; case and spaces ignored.
+      ["https://api.corp", "other.corp, * ", true],
+      ["https://API.Example.COM", " Example.com ", true],
+    ];
+    const wrong = cases.filter(
+      ([server, noProxy, direct]) =>
+        (proxyFor(server, undefined, { ...env, NO_PROXY: noProxy }) === undefined) !== direct,
+    );
+    expect(wrong, "[server, NO_PROXY, expected to go direct]").to.deep.equal([]);
   });
 
   it("never sends loopback servers through an environment proxy", () => {
