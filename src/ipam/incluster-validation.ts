@@ -169,7 +169,7 @@ function subnetErrors(spec: Partial<InClusterIPPoolSpec>): FieldError[] {
 export function validateInClusterPool(pool: InClusterIPPool, old?: InClusterIPPool): FieldError[] {
   void old;
   const s: Partial<InClusterIPPoolSpec> = pool.spec ?? {};
-  const errors: FieldError[] = [];
+  let errors: FieldError[] = [];
   if (!Array.isArray(s.addresses) || s.addresses.length === 0) {
     const rendered = goStringList(s.addresses);
     errors.push({ field: "spec.addresses", type: "Invalid", rendered, detail: InClusterMessages.addressesRequired });
@@ -184,8 +184,8 @@ export function validateInClusterPool(pool: InClusterIPPool, old?: InClusterIPPo
     const rendered = goStringList(s.addresses);
     errors.push({ field: "spec.addresses", type: "Invalid", rendered, detail: InClusterMessages.mixedFamilies });
   }
-  errors.push(...gatewayErrors(s.gateway, families));
-  errors.push(...excludedErrors(s.excludedAddresses, families));
+  // concat, not push(...): a list of that many arguments overflows the stack.
+  errors = errors.concat(gatewayErrors(s.gateway, families), excludedErrors(s.excludedAddresses, families));
   const grace = s.addressReuseGracePeriodSeconds;
   if (typeof grace === "number" && grace < 0) {
     const field = "spec.addressReuseGracePeriodSeconds";

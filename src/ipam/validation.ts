@@ -7,14 +7,9 @@ import cloneDeep from "lodash/cloneDeep.js";
 import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef, Pool } from "../../api/v1alpha1/types.js";
 import { addressKey, formatAddress, parseAddress } from "./address.js";
-import {
-  addressListErrors,
-  compileEntries,
-  compileEntry,
-  firstEntryContaining,
-  withinMetal3Bounds,
-} from "./entries.js";
-import type { CompiledEntry } from "./entries.js";
+import { addressListErrors, compileEntries, compileEntry } from "./entries.js";
+import type { CompiledEntry, CompileResult } from "./entries.js";
+import { AddressIndex, OverlapCounter } from "./entryindex.js";
 import type { Addr, Family } from "./address.js";
 import type { FieldError } from "./fielderror.js";
 
@@ -44,6 +39,8 @@ function strategyErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]): Fi
 function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]): FieldError[] {
   const errors: FieldError[] = [];
   const seen = new Map<string, string>();
+  const yielded = AddressIndex.yielded(entries);
+  let bounds: AddressIndex | undefined;
   for (const claimName of Object.keys(spec.preAllocations ?? {}).sort()) {
     const text = spec.preAllocations?.[claimName] ?? "";
     const field = `spec.preAllocations[${claimName}]`;
@@ -53,7 +50,7 @@ function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]
       continue;
     }
     // Outside Metal3's own bounds check Metal3 refuses too; inside it but yielded by no entry is only a warning.
-    if (!firstEntryContaining(entries, a) && !withinMetal3Bounds(spec.pools, a)) {
+    if (!yielded.has(a) && !(bounds ??= AddressIndex.metal3Bounds(spec.pools)).has(a)) {
       errors.push({
         field,
         type: "Invalid",
@@ -84,10 +81,12 @@ export function validateIPPoolSpec(spec: IPPoolSpec): FieldError[] {
     errors.push({ field: "spec.namePrefix", type: "Required", detail: "a non-empty prefix for IPAddress names" });
   }
   const compiled = compileEntries(spec);
-  errors.push(...compiled.errors);
-  errors.push(...strategyErrors(spec, compiled.entries));
-  errors.push(...preallocationErrors(spec, compiled.entries));
-  return errors;
+  // concat, not push(...): a list of that many arguments overflows the stack.
+  return errors.concat(
+    compiled.errors,
+    strategyErrors(spec, compiled.entries),
+    preallocationErrors(spec, compiled.entries),
+  );
 }
 
 function normalStrategy(s: string | null | undefined): string {
@@ -103,8 +102,9 @@ function droppedInUse(
   old: IPPool,
   inUseAddresses: readonly string[],
 ): { outside: Addr[]; inside: Addr[] } {
-  const before = compileEntries(old.spec ?? {}).entries;
-  const after = compileEntries(pool.spec ?? {}).entries;
+  const before = AddressIndex.yielded(compileEntries(old.spec ?? {}).entries);
+  const after = AddressIndex.yielded(compileEntries(pool.spec ?? {}).entries);
+  const bounds = AddressIndex.metal3Bounds(pool.spec?.pools);
   const dropped = { outside: [] as Addr[], inside: [] as Addr[] };
   const seen = new Set<string>();
   for (const text of inUseAddresses) {
@@ -112,8 +112,8 @@ function droppedInUse(
     if (!a || seen.has(addressKey(a))) continue;
     seen.add(addressKey(a));
     // Addresses that were outside the ranges already (person-made reservations) do not block updates.
-    if (!firstEntryContaining(before, a) || firstEntryContaining(after, a)) continue;
-    (withinMetal3Bounds(pool.spec?.pools, a) ? dropped.inside : dropped.outside).push(a);
+    if (!before.has(a) || after.has(a)) continue;
+    (bounds.has(a) ? dropped.inside : dropped.outside).push(a);
   }
   return dropped;
 }
@@ -163,8 +163,7 @@ export function validateIPPool(pool: IPPool, old?: IPPool, inUseAddresses: reado
     const value = String(spec.allocationStrategy ?? "");
     errors.push({ field: "spec.allocationStrategy", type: "Invalid", value, detail: IMMUTABLE });
   }
-  errors.push(...inUseErrors({ ...pool, spec }, old, inUseAddresses));
-  return errors;
+  return errors.concat(inUseErrors({ ...pool, spec }, old, inUseAddresses));
 }
 
 /** A copy of `pool` with defaults applied: `allocationStrategy` absent or `""` becomes `sequential`. */
@@ -181,12 +180,13 @@ function emptyEntryReason(start: boolean, subnet: boolean): string {
   return "without start or subnet an entry yields nothing";
 }
 
-function selfWarnings(pool: IPPool): string[] {
+function selfWarnings(pool: IPPool, compiled: readonly CompileResult[]): string[] {
   const warnings: string[] = [];
-  (pool.spec?.pools ?? []).forEach((raw, i) => {
-    const r = compileEntry(raw ?? {}, i);
+  const pools = pool.spec?.pools ?? [];
+  compiled.forEach((r, i) => {
     warnings.push(...r.warnings);
-    if (r.errors.length > 0 || !r.entry) return;
+    const raw = pools[i];
+    if (r.errors.length > 0 || !r.entry || !raw) return;
     if (raw.end && !raw.start && raw.subnet) {
       warnings.push(`spec.pools[${i}].end is ignored: without start an entry is its subnet`);
     }
@@ -194,9 +194,13 @@ function selfWarnings(pool: IPPool): string[] {
       warnings.push(`spec.pools[${i}] yields no address: ${emptyEntryReason(!!raw.start, !!raw.subnet)}`);
     }
   });
-  const mixed = mixedFamilyWarning(pool.spec?.pools ?? []);
+  const mixed = mixedFamilyWarning(pools, compiled);
   if (mixed) warnings.push(mixed);
-  return [...warnings, ...preallocationWarnings(pool.spec ?? { namePrefix: "" })];
+  return [...warnings, ...preallocationWarnings(pool.spec ?? { namePrefix: "" }, definedEntries(compiled))];
+}
+
+function definedEntries(compiled: readonly CompileResult[]): CompiledEntry[] {
+  return compiled.flatMap((r) => (r.entry ? [r.entry] : []));
 }
 
 /**
@@ -205,14 +209,16 @@ function selfWarnings(pool: IPPool): string[] {
  * family until its entries run out, then the other. And the pool-wide `spec.prefix`, which every entry without its
  * own prefix takes, fits at most one family. Undefined when the yielding entries are of one family.
  */
-function mixedFamilyWarning(pools: readonly (Pool | null | undefined)[]): string | undefined {
+function mixedFamilyWarning(
+  pools: readonly (Pool | null | undefined)[],
+  compiled: readonly CompileResult[],
+): string | undefined {
   const runs: { family: Family; fields: string[] }[] = [];
   const onPoolPrefix: string[] = [];
-  pools.forEach((raw, i) => {
-    const entry = compileEntry(raw ?? {}, i).entry;
+  compiled.forEach(({ entry }, i) => {
     if (!entry || entry.size === 0n) return;
     const field = `spec.pools[${i}]`;
-    if (!raw?.prefix) onPoolPrefix.push(field);
+    if (!pools[i]?.prefix) onPoolPrefix.push(field);
     const last = runs.at(-1);
     if (last?.family === entry.family) last.fields.push(field);
     else runs.push({ family: entry.family, fields: [field] });
@@ -229,18 +235,57 @@ function mixedFamilyWarning(pools: readonly (Pool | null | undefined)[]): string
 }
 
 /** Preallocations Metal3's bounds check accepts but no entry yields: their claims will fail, so say so now. */
-function preallocationWarnings(spec: IPPoolSpec): string[] {
-  const entries = compileEntries(spec).entries;
+function preallocationWarnings(spec: IPPoolSpec, entries: readonly CompiledEntry[]): string[] {
+  const yielded = AddressIndex.yielded(entries);
+  let bounds: AddressIndex | undefined;
   const warnings: string[] = [];
   for (const claimName of Object.keys(spec.preAllocations ?? {}).sort()) {
     const a = parseAddress(spec.preAllocations?.[claimName] ?? "");
-    if (!a || firstEntryContaining(entries, a) || !withinMetal3Bounds(spec.pools, a)) continue;
+    if (!a || yielded.has(a) || !(bounds ??= AddressIndex.metal3Bounds(spec.pools)).has(a)) continue;
     warnings.push(
       `spec.preAllocations[${claimName}]: no entry of spec.pools yields ${formatAddress(a)}: ` +
         `claim "${claimName}" will fail with "Pre-allocated IP out of bounds"`,
     );
   }
   return warnings;
+}
+
+/** Warnings in order, of which the first `max` texts are kept and the rest only counted. */
+class WarningList {
+  private readonly kept: string[] = [];
+  private total = 0;
+
+  constructor(private readonly max: number) {}
+
+  add(texts: readonly string[]): void {
+    for (const text of texts) {
+      if (this.kept.length < this.max) this.kept.push(text);
+      this.total++;
+    }
+  }
+
+  /** `count` warnings, of which `make(n)` writes the first `n`: those that are kept. */
+  addCounted(count: number, make: (n: number) => string[]): void {
+    const n = Math.min(count, Math.max(0, this.max - this.kept.length));
+    if (n > 0) this.add(make(n));
+    this.total += count - n;
+  }
+
+  /** At most `max` texts: when there are more, the first `max - 1` and one that counts the rest. */
+  texts(): string[] {
+    if (this.total <= this.max) return [...this.kept];
+    return [...this.kept.slice(0, this.max - 1), `and ${this.total - this.max + 1} more warnings`];
+  }
+}
+
+/**
+ * At most `max` (at least 1) of `warnings`: when there are more, the first `max - 1` and `and N more warnings` for the
+ * rest (the API server truncates long lists of warnings).
+ */
+export function capWarnings(warnings: readonly string[], max: number): string[] {
+  const list = new WarningList(max);
+  list.add(warnings);
+  return list.texts();
 }
 
 function overlaps(a: CompiledEntry, b: CompiledEntry): boolean {
@@ -252,37 +297,61 @@ function overlaps(a: CompiledEntry, b: CompiledEntry): boolean {
  * pools of other namespaces are skipped): ranges overlapping another pool, a namePrefix shared with another pool
  * (together they make IPAddress names collide, spec §3.6), entries that yield no address, an entry mixing address
  * families, entries of both families in one pool, an `end` that Metal3's arithmetic ignores, and preallocations no
- * entry yields (while inside Metal3's bounds, so not refused).
+ * entry yields (while inside Metal3's bounds, so not refused). At most `max` of them, as {@link capWarnings} cuts
+ * them; overlaps beyond those are counted, not written, so the cost stays O(n log n) in the entries of all pools.
  */
-export function ipPoolWarnings(pool: IPPool, others: readonly IPPool[]): string[] {
-  const warnings = selfWarnings(pool);
-  const mine = compileEntries(pool.spec ?? {}).entries;
-  const ns = pool.metadata?.namespace;
+export function ipPoolWarnings(pool: IPPool, others: readonly IPPool[], max = Number.POSITIVE_INFINITY): string[] {
+  const compiled = (pool.spec?.pools ?? []).map((raw, i) => compileEntry(raw ?? {}, i));
+  const list = new WarningList(max);
+  list.add(selfWarnings(pool, compiled));
+  const mine = definedEntries(compiled);
+  const counter = new OverlapCounter(mine);
   for (const other of others) {
-    const otherNs = other.metadata?.namespace;
-    if (ns && otherNs && ns !== otherNs) continue;
-    if (other.metadata?.name === pool.metadata?.name) continue;
-    warnings.push(...warningsAgainst(pool, mine, other));
+    if (!isNeighbour(pool, other)) continue;
+    const name = other.metadata?.name ?? "";
+    const prefix = pool.spec?.namePrefix;
+    if (prefix && other.spec?.namePrefix === prefix) {
+      list.add([
+        `namePrefix "${prefix}" is also used by IPPool "${name}": names of IPAddresses of overlapping ranges collide`,
+      ]);
+    }
+    const theirs = compileEntries(other.spec ?? {}).entries;
+    let count = 0;
+    for (const f of theirs) count += counter.overlapping(f);
+    list.addCounted(count, (n) => overlapWarnings(mine, theirs, name, n));
   }
-  return warnings;
+  return list.texts();
 }
 
-function warningsAgainst(pool: IPPool, mine: readonly CompiledEntry[], other: IPPool): string[] {
-  const warnings: string[] = [];
-  const name = other.metadata?.name ?? "";
-  const prefix = pool.spec?.namePrefix;
-  if (prefix && other.spec?.namePrefix === prefix) {
-    warnings.push(
-      `namePrefix "${prefix}" is also used by IPPool "${name}": names of IPAddresses of overlapping ranges collide`,
-    );
-  }
-  const theirs = compileEntries(other.spec ?? {}).entries;
+/** Whether `other` is another pool of the namespace of `pool` (a pool without a namespace is everyone's). */
+function isNeighbour(pool: IPPool, other: IPPool): boolean {
+  const ns = pool.metadata?.namespace;
+  const otherNs = other.metadata?.namespace;
+  if (ns && otherNs && ns !== otherNs) return false;
+  return other.metadata?.name !== pool.metadata?.name;
+}
+
+/**
+ * The first `n` overlaps of `mine` with `theirs` (IPPool `name`), ordered by my entry, then theirs. Only entries that
+ * meet the union of theirs are compared one by one, and each of them writes at least one warning.
+ */
+function overlapWarnings(
+  mine: readonly CompiledEntry[],
+  theirs: readonly CompiledEntry[],
+  name: string,
+  n: number,
+): string[] {
+  const union = AddressIndex.yielded(theirs);
+  const out: string[] = [];
   for (const e of mine) {
+    if (out.length >= n) break;
+    if (e.size === 0n || !union.meets(e)) continue;
     for (const f of theirs) {
-      if (overlaps(e, f)) warnings.push(`spec.pools[${e.index}] overlaps spec.pools[${f.index}] of IPPool "${name}"`);
+      if (out.length >= n) break;
+      if (overlaps(e, f)) out.push(`spec.pools[${e.index}] overlaps spec.pools[${f.index}] of IPPool "${name}"`);
     }
   }
-  return warnings;
+  return out;
 }
 
 function refKey(ref: ObjectRef | undefined, ownNamespace: string | undefined): string {

@@ -169,6 +169,7 @@ const CAUSE_TYPE: Record<FieldErrorType, string> = {
   Required: "FieldValueRequired",
   Forbidden: "FieldValueForbidden",
   Duplicate: "FieldValueDuplicate",
+  TooMany: "FieldValueTooMany",
 };
 
 /**

@@ -10,18 +10,12 @@ import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND } from "../../api/v1al
 import type { IPAddress, IPClaim, IPPool, ObjectMeta } from "../../api/v1alpha1/types.js";
 import { formatFieldError } from "../ipam/fielderror.js";
 import type { FieldError } from "../ipam/fielderror.js";
-import {
-  defaultIPPool,
-  ipClaimWarnings,
-  ipPoolUpdateWarnings,
-  ipPoolWarnings,
-  validateIPAddress,
-  validateIPClaim,
-  validateIPPool,
-} from "../ipam/validation.js";
+import { defaultIPPool, ipClaimWarnings, validateIPAddress, validateIPClaim } from "../ipam/validation.js";
 import { allow, deny, failure, invalid, isRecord, pointerSegment } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
 import { validateGlobalInClusterIPPoolRoute, validateInClusterIPPoolRoute } from "./incluster.js";
+import { ipPoolLimitErrors } from "./limits.js";
+import { inlineValidator } from "./offload.js";
 import type { HandlerContext, Route } from "./route.js";
 
 /** URL paths of the webhooks (kubebuilder naming); config/webhook/manifests.yaml uses the same. */
@@ -34,9 +28,6 @@ export const WEBHOOK_PATHS = {
   validateInClusterIPPool: "/validate-ipam-cluster-x-k8s-io-v1alpha2-inclusterippool",
   validateGlobalInClusterIPPool: "/validate-ipam-cluster-x-k8s-io-v1alpha2-globalinclusterippool",
 } as const;
-
-/** The API server truncates long warning lists; beyond this many we summarise. */
-const MAX_WARNINGS = 20;
 
 interface Decoded<T> {
   object: T;
@@ -85,11 +76,6 @@ function isResponse<T>(value: AdmissionResponse | Decoded<T>): value is Admissio
   return "allowed" in value;
 }
 
-function capWarnings(warnings: readonly string[]): string[] {
-  if (warnings.length <= MAX_WARNINGS) return [...warnings];
-  return [...warnings.slice(0, MAX_WARNINGS - 1), `and ${warnings.length - MAX_WARNINGS + 1} more warnings`];
-}
-
 /**
  * Errors of the new object that the old one did not already have (compared as rendered text). Validation ratchets
  * on UPDATE: an object stored before the webhook existed keeps working (finalizer and metadata writes of the
@@ -129,14 +115,15 @@ export const mutateIPPool: Route = {
   },
 };
 
-async function poolWarnings(pool: IPPool, ctx: HandlerContext): Promise<string[]> {
+/** The other pools of the namespace, for warnings; none when they cannot be read. */
+async function poolsAround(pool: IPPool, ctx: HandlerContext): Promise<IPPool[]> {
   const namespace = pool.metadata.namespace ?? "";
   try {
-    return capWarnings(ipPoolWarnings(pool, namespace ? await ctx.lookup.poolsInNamespace(namespace) : []));
+    return namespace ? await ctx.lookup.poolsInNamespace(namespace) : [];
   } catch (err) {
     // Warnings are advice: a failed list must not block the write.
     ctx.logger.warn("Cannot list IPPools for admission warnings", { namespace, error: err });
-    return capWarnings(ipPoolWarnings(pool, []));
+    return [];
   }
 }
 
@@ -145,7 +132,8 @@ async function poolWarnings(pool: IPPool, ctx: HandlerContext): Promise<string[]
  * a changed one is validated in full, and when `spec.pools` changed the addresses in use in the pool are read so
  * that ranges dropping one of them are refused (outside Metal3's bounds) or warned about (inside them). Warnings:
  * overlaps and namePrefix shared with other pools of the namespace, entries that yield nothing or mix families,
- * entries of both families in one pool, preallocations no entry yields.
+ * entries of both families in one pool, preallocations no entry yields. Lists longer than limits.ts allows are
+ * refused before anything is read; the validation itself runs where `ctx.validator` puts it (offload.ts).
  */
 export const validateIPPoolRoute: Route = {
   kind: IPPOOL_KIND,
@@ -156,8 +144,10 @@ export const validateIPPoolRoute: Route = {
     if (old && isEqual(old.spec, object.spec)) return allow(req.uid);
     const namespace = object.metadata.namespace ?? "";
     const name = objectName(req, object.metadata);
-    // Warnings never fail (see poolWarnings), so their list runs while the addresses in use are read.
-    const warnings = poolWarnings(object, ctx);
+    const limits = ipPoolLimitErrors(object);
+    if (limits.length > 0) return answer(req, IPPOOL_KIND, name, limits);
+    // The list of pools never fails (see poolsAround), so it runs while the addresses in use are read.
+    const others = poolsAround(object, ctx);
     let inUse: string[] = [];
     if (old && !isEqual(old.spec?.pools, object.spec?.pools)) {
       try {
@@ -174,9 +164,9 @@ export const validateIPPoolRoute: Route = {
         );
       }
     }
-    const errors = validateIPPool(object, old, inUse);
-    const allWarnings = capWarnings([...(await warnings), ...ipPoolUpdateWarnings(object, old, inUse)]);
-    return answer(req, IPPOOL_KIND, name, errors, allWarnings);
+    const validator = ctx.validator ?? inlineValidator;
+    const verdict = await validator.run("ipPool", { object, old, inUse, others: await others });
+    return answer(req, IPPOOL_KIND, name, verdict.errors, verdict.warnings);
   },
 };
 

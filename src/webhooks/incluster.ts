@@ -6,6 +6,8 @@
  * - UPDATE with a changed and valid spec: the IPAddresses of the pool are read, and a spec that no longer hands out
  *   one of their addresses is refused with 400 `pool addresses do not contain allocated addresses: …`.
  * - DELETE: refused with 400 while IPAddresses refer to the pool, unless it carries the skip annotation.
+ * Lists longer than limits.ts allows (`addresses`, `excludedAddresses`) are refused first with `Too many` (422), and
+ * the validation runs where `ctx.validator` puts it (offload.ts): both bound what one review costs, here only.
  * An UPDATE with an unchanged spec is allowed at once (metadata and finalizer writes never bounce), where the
  * provider validates every update in full. A failed read refuses with 500 (fail closed). The provider's defaulting
  * webhook changes nothing, so none is served here.
@@ -25,9 +27,11 @@ import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../../api/registry.js
 import type { ResourceDescriptor } from "../../api/registry.js";
 import { SKIP_VALIDATE_DELETE_ANNOTATION } from "../../api/incluster/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
-import { deleteRefusal, droppedInUse, validateInClusterPool } from "../ipam/incluster-validation.js";
+import { deleteRefusal } from "../ipam/incluster-validation.js";
 import { allow, deny, failure, invalid, isRecord } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse } from "./admission.js";
+import { inClusterLimitErrors } from "./limits.js";
+import { inlineValidator } from "./offload.js";
 import type { HandlerContext, Route } from "./route.js";
 
 /** A pool whose object (and old object) has a usable shape: records where metadata and spec are expected. */
@@ -101,12 +105,15 @@ async function onCreateOrUpdate(
   old: InClusterIPPool | undefined,
 ): Promise<AdmissionResponse> {
   if (old && isEqual(old.spec, pool.spec)) return allow(req.uid);
-  const errors = validateInClusterPool(pool, old);
+  const limits = inClusterLimitErrors(pool);
+  if (limits.length > 0) return deny(req.uid, invalid(kind.group, kind.kind, pool.metadata.name ?? "", limits));
+  const validator = ctx.validator ?? inlineValidator;
+  const errors = await validator.run("inClusterSpec", { pool, old });
   if (errors.length > 0) return deny(req.uid, invalid(kind.group, kind.kind, pool.metadata.name ?? "", errors));
   if (!old) return allow(req.uid);
   const inUse = await addressesInUse(req, ctx, kind, old);
   if (!Array.isArray(inUse)) return inUse;
-  const dropped = droppedInUse(pool, inUse);
+  const dropped = await validator.run("inClusterDropped", { pool, inUse });
   return dropped === undefined ? allow(req.uid) : badRequest(req, dropped);
 }
 

@@ -2,11 +2,14 @@
 import type { Logger } from "../runtime/logger.js";
 import type { AdmissionRequest, AdmissionResponse } from "./admission.js";
 import type { ClusterLookup } from "./lookup.js";
+import type { Validator } from "./offload.js";
 
 /** What handlers may use besides the request. */
 export interface HandlerContext {
   lookup: ClusterLookup;
   logger: Logger;
+  /** Where the pools' validation jobs run; default the request's thread (offload.ts). */
+  validator?: Validator;
 }
 
 /** One webhook: the kind it accepts and how it answers. */

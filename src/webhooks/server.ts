@@ -17,6 +17,8 @@ import { ROUTES } from "./handlers.js";
 import { admissionListener } from "./http.js";
 import { answerConversionReview, CONVERSION_PATH } from "./conversion.js";
 import { kubeLookup } from "./lookup.js";
+import { WorkerValidator } from "./offload.js";
+import type { WorkerValidatorOptions } from "./offload.js";
 import type { ClusterLookup } from "./lookup.js";
 import type { CertificatePair } from "../certs/pki.js";
 import type { SelfManagedOptions } from "../certs/selfmanaged.js";
@@ -24,6 +26,7 @@ import type { SelfManagedOptions } from "../certs/selfmanaged.js";
 export { WEBHOOK_PATHS } from "./handlers.js";
 export { CONVERSION_PATH } from "./conversion.js";
 export { DEFAULT_MAX_BODY_BYTES } from "./http.js";
+export { MAX_ITEMS } from "./limits.js";
 export type { ClusterLookup } from "./lookup.js";
 export type { SelfManagedOptions } from "../certs/selfmanaged.js";
 
@@ -51,6 +54,8 @@ export interface WebhookServerOptions {
   certReloadMs?: number;
   /** Where each answered request is counted; default nowhere. */
   metrics?: WebhookMetrics;
+  /** Bounds of the validation worker (offload.ts); every one has a default. */
+  validation?: WorkerValidatorOptions;
 }
 
 /** A running webhook server. */
@@ -126,10 +131,11 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const source = await certificateSource(options);
   const tlsOptions = (pair: CertificatePair) =>
     ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION }) as const;
+  const validator = new WorkerValidator(logger, options.validation);
   const listener = admissionListener({
     routes: ROUTES,
     reviews: new Map([[CONVERSION_PATH, answerConversionReview]]),
-    context: { lookup, logger },
+    context: { lookup, logger, validator },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
   });
@@ -159,11 +165,14 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     ready: () => server.listening && source.ready(),
     certificateExpiry: () => expiryOf(source.current().certPem),
     stop: () => {
-      stopped ??= new Promise<void>((resolve) => {
-        source.stop();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      stopped ??= Promise.all([
+        validator.stop(),
+        new Promise<void>((resolve) => {
+          source.stop();
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+      ]).then(() => undefined);
       return stopped;
     },
   };

@@ -1,0 +1,193 @@
+/**
+ * Where the pool webhooks' validation runs (jobs.ts): small jobs in the request's thread, large ones in one worker
+ * thread, so the event loop that renews the leader's Lease and runs the reconcilers never waits for a large review
+ * (spec §6: anyone who reaches the webhook port can send one). Bounded on every side:
+ * - one worker, started on the first large job and stopped after a quiet minute (it costs memory only while used);
+ * - at most `maxWaiting` jobs wait for it; more are refused at once;
+ * - a job not answered within `budgetMs` of its arrival (waiting included) is refused, and the worker is stopped
+ *   mid-job if it was running it (the next job starts a new one), so every review is answered before the API
+ *   server's 10 s timeout;
+ * - the worker's heap is capped; a job that outgrows it is refused.
+ * A refused job rejects with a message saying why; the handlers turn a rejection into a 500 denial (fail closed).
+ */
+import { extname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { Logger } from "../runtime/logger.js";
+import { JOBS, jobSize } from "./jobs.js";
+import type { JobName, Jobs } from "./jobs.js";
+
+/** Runs validation jobs. */
+export interface Validator {
+  run<K extends JobName>(name: K, input: Jobs[K]["input"]): Promise<Jobs[K]["output"]>;
+}
+
+/** Every job in the caller's thread (tests, tools, and small jobs of {@link WorkerValidator}). */
+export const inlineValidator: Validator = {
+  run: (name, input) => new Promise((resolve) => resolve(JOBS[name](input))),
+};
+
+/** Options of {@link WorkerValidator}; every one has a default. */
+export interface WorkerValidatorOptions {
+  /** Jobs of at most this many items run in the caller's thread: a few milliseconds at most. Default 1,000. */
+  inlineItems?: number;
+  /** Longest time from a job's arrival to its answer; default 7 s, under the API server's 10 s. */
+  budgetMs?: number;
+  /** Most jobs waiting while the worker is busy; default 8. */
+  maxWaiting?: number;
+  /** The worker stops after this long without a job; default 60 s. */
+  idleMs?: number;
+  /** Cap of the worker's old-generation heap, in MiB; default 512. */
+  heapMiB?: number;
+}
+
+interface Pending {
+  id: number;
+  name: JobName;
+  input: unknown;
+  deadline: number;
+  resolve: (output: unknown) => void;
+  reject: (err: Error) => void;
+  timer?: NodeJS.Timeout;
+}
+
+interface Answer {
+  id: number;
+  output?: unknown;
+  error?: string;
+}
+
+/** The worker's file beside this one, with this file's extension (`.js` when built, `.ts` under tsx). */
+function workerFile(): URL {
+  const ext = extname(fileURLToPath(import.meta.url));
+  return new URL(`./validator-worker${ext}`, import.meta.url);
+}
+
+/** Small jobs in the caller's thread, large ones in one worker thread: see the top of this file. */
+export class WorkerValidator implements Validator {
+  private readonly inlineItems: number;
+  private readonly budgetMs: number;
+  private readonly maxWaiting: number;
+  private readonly idleMs: number;
+  private readonly heapMiB: number;
+  private worker: Worker | undefined;
+  private running: Pending | undefined;
+  private readonly waiting: Pending[] = [];
+  private idleTimer: NodeJS.Timeout | undefined;
+  private nextId = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly logger: Logger,
+    options: WorkerValidatorOptions = {},
+  ) {
+    this.inlineItems = options.inlineItems ?? 1_000;
+    this.budgetMs = options.budgetMs ?? 7_000;
+    this.maxWaiting = options.maxWaiting ?? 8;
+    this.idleMs = options.idleMs ?? 60_000;
+    this.heapMiB = options.heapMiB ?? 512;
+  }
+
+  run<K extends JobName>(name: K, input: Jobs[K]["input"]): Promise<Jobs[K]["output"]> {
+    if (jobSize(name, input) <= this.inlineItems) return inlineValidator.run(name, input);
+    if (this.stopped) return Promise.reject(new Error("the webhook server is stopping"));
+    if (this.waiting.length >= this.maxWaiting) {
+      return Promise.reject(
+        new Error(`too many large admission reviews are waiting (${this.maxWaiting}); retry later`),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const job: Pending = {
+        id: this.nextId++,
+        name,
+        input,
+        deadline: performance.now() + this.budgetMs,
+        resolve: resolve as (output: unknown) => void,
+        reject,
+      };
+      this.waiting.push(job);
+      this.next();
+    });
+  }
+
+  /** Whether a worker thread is running now (tests). */
+  hasWorker(): boolean {
+    return this.worker !== undefined;
+  }
+
+  /** Refuses every job not answered yet and stops the worker. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.idleTimer);
+    for (const job of this.waiting.splice(0)) job.reject(new Error("the webhook server is stopping"));
+    this.finish(this.running, new Error("the webhook server is stopping"));
+    await this.kill();
+  }
+
+  private next(): void {
+    if (this.running) return;
+    const job = this.waiting.shift();
+    if (!job) {
+      this.idleTimer = setTimeout(() => void this.kill(), this.idleMs).unref();
+      return;
+    }
+    clearTimeout(this.idleTimer);
+    const left = job.deadline - performance.now();
+    if (left <= 0) {
+      job.reject(this.overBudget());
+      this.next();
+      return;
+    }
+    this.running = job;
+    job.timer = setTimeout(() => {
+      this.logger.warn("Admission validation over its time budget: its worker is stopped", { job: job.name });
+      this.finish(job, this.overBudget());
+      void this.kill().then(() => this.next());
+    }, left);
+    this.spawn().postMessage({ id: job.id, name: job.name, input: job.input });
+  }
+
+  private overBudget(): Error {
+    return new Error(`the validation did not finish within ${this.budgetMs / 1000} s, the limit of one review`);
+  }
+
+  /** Settles `job` if it is the running one; the next job may then start. */
+  private finish(job: Pending | undefined, error: Error | undefined, output?: unknown): void {
+    if (!job || this.running !== job) return;
+    clearTimeout(job.timer);
+    this.running = undefined;
+    if (error) job.reject(error);
+    else job.resolve(output);
+  }
+
+  private spawn(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(workerFile(), { resourceLimits: { maxOldGenerationSizeMb: this.heapMiB } });
+    worker.unref();
+    worker.on("message", (answer: Answer) => {
+      const job = this.running?.id === answer.id ? this.running : undefined;
+      this.finish(job, answer.error === undefined ? undefined : new Error(answer.error), answer.output);
+      this.next();
+    });
+    // A worker stopped on purpose (kill) is no longer `this.worker`, and its job was settled before.
+    worker.on("error", (err: Error) => {
+      if (this.worker !== worker) return;
+      this.logger.warn("Admission validation worker failed", { error: err });
+      this.finish(this.running, new Error(`the validation failed: ${err.message}`));
+    });
+    worker.on("exit", () => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.finish(this.running, new Error("the validation worker stopped"));
+      if (!this.stopped) this.next();
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  private async kill(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker) await worker.terminate();
+  }
+}
