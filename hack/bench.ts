@@ -19,11 +19,12 @@
  *   6. netbox (only when BENCH_SCENARIOS names it): BENCH_CLAIMS IPAddressClaims at once on a NetBoxIPPool of a real
  *      NetBox (the test kit's), beside a bare client making the NetBox calls they need at the least; NetBox calls per
  *      claim from the controller's /metrics, CPU by process tree, NetBox's records checked (see bench/netbox.ts)
+ *   7. admission only: the pool webhooks' validation of pools of 10 to 100,000 entries (bench/admission.ts)
  *
- * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox; all but netbox
+ * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox, admission; all but netbox
  * by default); BENCH_POOLS=IPPool (say)
  * only the claim kinds on the named pool kinds (IPPool, InClusterIPPool, GlobalInClusterIPPool).
- * Scenario 3 runs first, before the local plane starts, so nothing else competes for the CPU. The others run against a
+ * Scenarios 3 and 7 run first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`, as is the floor client in .cache/bench/floor) as a child process. Only a crash fails the run; everything started is
  * stopped at the end, on error and on Ctrl-C. Smoke run: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200 npm run bench`.
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each measured controller there; BENCH_NODE_FLAGS adds Node flags to
@@ -34,7 +35,8 @@ import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { CAPI_CRDS, INCLUSTER_POOL_CRDS, OUR_CRDS, repoRoot } from "./testkit/cluster.js";
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
-import { readConfig, type BenchConfig } from "./bench/config.js";
+import { ADMISSION_SIZES, measureAdmission } from "./bench/admission.js";
+import { PURE_SCENARIOS, readConfig, type BenchConfig } from "./bench/config.js";
 import { startBenchController, stopAllControllers } from "./bench/controller.js";
 import { CAPI_IPADDRESSCLAIM, CLAIM_KINDS, METAL3_IPCLAIM, type ClaimKind } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
@@ -78,6 +80,14 @@ function runAllocator(config: BenchConfig, results: BenchResults): void {
   for (const c of ALLOCATOR_CASES) {
     progress(`allocator: ${c.label}, ${config.allocations} allocations × ${config.repeats + 1}`);
     results.allocator.push(measureAllocator(c, config.allocations, config.window, config.repeats));
+  }
+}
+
+function runAdmission(config: BenchConfig, results: BenchResults): void {
+  results.admission = [];
+  for (const n of ADMISSION_SIZES) {
+    progress(`admission: pools of ${n} entries × ${config.repeats + 1}`);
+    results.admission.push(measureAdmission(n, config.repeats));
   }
 }
 
@@ -246,7 +256,8 @@ async function main(): Promise<number> {
   let failure: unknown;
   try {
     if (config.scenarios.includes("allocator")) runAllocator(config, results);
-    if (config.scenarios.some((s) => s !== "allocator")) await runClusterScenarios(config, results);
+    if (config.scenarios.includes("admission")) runAdmission(config, results);
+    if (config.scenarios.some((s) => !PURE_SCENARIOS.includes(s))) await runClusterScenarios(config, results);
   } catch (err) {
     failure = err;
     results.error = describeError(err);

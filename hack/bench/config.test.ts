@@ -11,7 +11,7 @@ describe("bench configuration (trickle knobs)", () => {
       200,
     ]);
     expect(c.scenarios).to.deep.equal([...DEFAULT_SCENARIOS]);
-    expect(c.scenarios).to.deep.equal(["allocator", "burst", "memory", "trickle"]);
+    expect(c.scenarios).to.deep.equal(["allocator", "burst", "memory", "trickle", "admission"]);
     expect(readConfig({ BENCH_SCENARIOS: "netbox" }, "o").scenarios).to.deep.equal(["netbox"]);
   });
 

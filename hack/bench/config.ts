@@ -60,8 +60,10 @@ export interface BenchConfig {
   printJson: boolean;
 }
 
-/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5), netbox (6). */
-export const SCENARIOS = ["allocator", "burst", "memory", "trickle", "netbox"] as const;
+/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5), netbox (6), admission (7). */
+export const SCENARIOS = ["allocator", "burst", "memory", "trickle", "netbox", "admission"] as const;
+/** The scenarios that need no API server: they run first, before the local plane starts. */
+export const PURE_SCENARIOS: readonly Scenario[] = ["allocator", "admission"];
 export type Scenario = (typeof SCENARIOS)[number];
 /**
  * What runs without BENCH_SCENARIOS: all but `netbox`, which needs a NetBox (installed by its first run: minutes,

@@ -1,4 +1,5 @@
 /** Turns the results of a run into table sections. Missing results (a run that failed half-way) are skipped. */
+import type { AdmissionResult } from "./admission.js";
 import type { AllocatorResult } from "./allocator.js";
 import type { BenchConfig } from "./config.js";
 import type { ProcMemory } from "./controller.js";
@@ -15,6 +16,8 @@ export interface BenchResults {
   host: { node: string; platform: string; cpus: number; loadAverageAtStart: number[] };
   config: BenchConfig;
   allocator: AllocatorResult[];
+  /** Admission validation by pool size (scenario 7). */
+  admission?: AdmissionResult[];
   /** A bare client's unavoidable writes per kind and size, with no controller: the bursts' ceiling. */
   ceilings: CeilingResult[];
   /** Bursts per kind and size, in the order they ran, on one controller process. */
@@ -161,6 +164,26 @@ function allocatorSection(results: readonly AllocatorResult[]): Section | undefi
       r.heapEmptyBytes === undefined ? "n/a" : fmtBytes(r.heapEmptyBytes),
       r.heapFilledBytes === undefined ? "n/a" : fmtBytes(r.heapFilledBytes),
       r.heapFilledBytes === undefined ? "n/a" : `${fmt(r.heapFilledBytes / r.allocations)} B`,
+    ]),
+  };
+}
+
+function admissionSection(results: readonly AdmissionResult[] | undefined): Section | undefined {
+  const first = results?.[0];
+  if (!results || !first) return undefined;
+  const perEntry = (ms: number, n: number): string => `${fmt((ms * 1000) / n)} µs`;
+  return {
+    title:
+      `7. Admission validation only (webhook jobs, no API server; median of ${first.repeats} runs): IPPool of n ` +
+      "entries, n preallocations, n in use, 3 overlapping pools of n/5; InClusterIPPool of n addresses, n excluded, n in use",
+    header: ["entries n", "IPPool", "per entry", "IPPool errors", "InClusterIPPool", "per entry"],
+    cells: results.map((r) => [
+      String(r.entries),
+      fmtMs(r.ipPoolMs),
+      perEntry(r.ipPoolMs, r.entries),
+      String(r.ipPoolErrors),
+      fmtMs(r.inClusterMs),
+      perEntry(r.inClusterMs, r.entries),
     ]),
   };
 }
@@ -442,6 +465,7 @@ export function sectionsOf(r: BenchResults): Section[] {
     r.latency && latencySection(r.latency),
     comparisonSection(r),
     allocatorSection(r.allocator),
+    admissionSection(r.admission),
     memorySection(r),
     trickleSection(r.trickles),
     floorSection(r.floors, r.trickles),
