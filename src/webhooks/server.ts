@@ -116,7 +116,8 @@ function listen(server: Server, port: number, host: string | undefined): Promise
  * Starts the webhook server and resolves once it listens.
  *
  * Guarantees: every request is answered and none throws out of the server (see http.ts: 404/405/413/400 for bad
- * HTTP input, AdmissionReview answers otherwise, 500 denials for handler failures); TLS 1.2 or newer only; a new
+ * HTTP input, AdmissionReview answers otherwise, 500 denials for handler failures); large pools validated in a worker
+ * thread within a time budget, so the caller's event loop never waits for one (offload.ts); TLS 1.2 or newer only; a new
  * certificate (renewed folder, self-managed renewal) applies to new connections without a restart.
  *
  * @throws (rejects) when neither or both certificate modes are given, when there is nothing to read the cluster
