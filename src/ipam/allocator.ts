@@ -12,12 +12,17 @@
  *
  * Two ways to build one: `new PoolAllocator(spec)` compiles a Metal3 IPPoolSpec (strategy and preallocations
  * included); `PoolAllocator.fromSpace(space)` takes entries already compiled from another kind of pool (the in-cluster
- * provider's, src/ipam/incluster.ts) and allocates from them sequentially, with no preallocations.
+ * provider's, src/ipam/incluster.ts) and allocates from them sequentially, with no preallocations. Either source can
+ * be compiled once (`PoolAllocator.compile`) and allocators opened on it as often as needed (`new PoolAllocator(c)`).
+ *
+ * Cost: a decision, `reserve` and `release` are O(log n + log r) for n entries and r runs of addresses in use,
+ * whatever the entries (overlapping, thousands of ranges): see allocator-order.ts. Compiling is O(n log n).
  */
 import type { IPPoolSpec } from "../../api/v1alpha1/types.js";
 import { addressKey, canonicalAddress, formatAddress, parseAddress, sameAddress } from "./address.js";
 import type { Addr, Family } from "./address.js";
-import { compileEntries, entryUnion, firstEntryContaining } from "./entries.js";
+import { EntryLayout, FreePieces } from "./allocator-order.js";
+import { compileEntries, entryUnion } from "./entries.js";
 import type { CompiledEntry } from "./entries.js";
 import { formatFieldError } from "./fielderror.js";
 import { FreeSet } from "./freeset.js";
@@ -81,6 +86,53 @@ export interface AddressSpace {
   readonly specErrors: readonly string[];
 }
 
+/**
+ * What every allocator of one unchanged pool shares: its entries, problems, strategy, parsed preallocations and scan
+ * order (allocator-order.ts). Immutable; made by {@link PoolAllocator.compile}, which validates the spec once.
+ */
+export class CompiledSpace {
+  /** The usable entries, in scan order. */
+  readonly entries: readonly CompiledEntry[];
+  readonly specErrors: readonly string[];
+  readonly random: boolean;
+  /** Preallocated address per claim name; `undefined` when the text is not an address. */
+  readonly preallocations: ReadonlyMap<string, Addr | undefined>;
+  /** Claim names per preallocated address (its `addressKey`). */
+  readonly preallocatedKeys: ReadonlyMap<string, readonly string[]>;
+  readonly layout: EntryLayout;
+  readonly union: Record<Family, ReadonlyArray<readonly [bigint, bigint]>>;
+  readonly total: bigint;
+
+  constructor(source: IPPoolSpec | AddressSpace) {
+    const spec = "entries" in source ? undefined : source;
+    if (spec) {
+      this.entries = compileEntries(spec).entries;
+      this.specErrors = validateIPPoolSpec(spec).map(formatFieldError);
+    } else {
+      const space = source as AddressSpace;
+      this.entries = [...space.entries];
+      this.specErrors = [...space.specErrors];
+    }
+    this.random = spec?.allocationStrategy === "random";
+    this.layout = new EntryLayout(this.entries);
+    this.union = entryUnion(this.entries);
+    let total = 0n;
+    for (const family of [4, 6] as const) for (const [lo, hi] of this.union[family]) total += hi - lo + 1n;
+    this.total = total;
+    const preallocations = new Map<string, Addr | undefined>();
+    const keys = new Map<string, string[]>();
+    for (const [claimName, text] of Object.entries(spec?.preAllocations ?? {})) {
+      const addr = parseAddress(text);
+      preallocations.set(claimName, addr);
+      if (!addr) continue;
+      const key = addressKey(addr);
+      keys.set(key, [...(keys.get(key) ?? []), claimName]);
+    }
+    this.preallocations = preallocations;
+    this.preallocatedKeys = keys;
+  }
+}
+
 /** Options of {@link PoolAllocator}. */
 export interface PoolAllocatorOptions {
   /** Source of uniform numbers in [0, 1) for `random` pools; defaults to `Math.random`. */
@@ -131,42 +183,41 @@ export class PoolAllocator {
   readonly specErrors: readonly string[];
   /** The usable entries, in declaration order. */
   readonly entries: readonly CompiledEntry[];
-  private readonly random: boolean;
+  private readonly compiled: CompiledSpace;
   private readonly rng: Rng;
   /** Held (by `reserve`) ∪ preallocated: what allocation must avoid. */
   private readonly inUse: Record<Family, FreeSet> = { 4: new FreeSet(), 6: new FreeSet() };
   /** Held by `reserve` only: what `used` counts. */
   private readonly held: Record<Family, FreeSet> = { 4: new FreeSet(), 6: new FreeSet() };
+  /** Which pieces of the scan order have an address not in `inUse`. */
+  private readonly free: FreePieces;
   private readonly holders = new Map<string, Holder[]>();
-  private readonly preallocations = new Map<string, Addr | undefined>();
-  private readonly preallocatedKeys = new Map<string, string[]>();
-  private readonly union: Record<Family, Array<[bigint, bigint]>>;
-  private readonly total: bigint;
 
-  /** From a Metal3 pool spec, or from a space compiled elsewhere (see {@link PoolAllocator.fromSpace}). */
-  constructor(source: IPPoolSpec | AddressSpace, options: PoolAllocatorOptions = {}) {
-    const spec = "entries" in source ? undefined : source;
-    if (spec) {
-      this.entries = compileEntries(spec).entries;
-      this.specErrors = validateIPPoolSpec(spec).map(formatFieldError);
-    } else {
-      const space = source as AddressSpace;
-      this.entries = [...space.entries];
-      this.specErrors = [...space.specErrors];
-    }
-    this.random = spec?.allocationStrategy === "random";
+  /**
+   * From a Metal3 pool spec, from a space compiled elsewhere (see {@link PoolAllocator.fromSpace}), or from either
+   * compiled once ({@link PoolAllocator.compile}): then nothing is parsed or validated again.
+   */
+  constructor(source: IPPoolSpec | AddressSpace | CompiledSpace, options: PoolAllocatorOptions = {}) {
+    this.compiled = source instanceof CompiledSpace ? source : new CompiledSpace(source);
+    this.specErrors = this.compiled.specErrors;
+    this.entries = this.compiled.entries;
     this.rng = options.rng ?? Math.random;
-    this.union = entryUnion(this.entries);
-    let total = 0n;
-    for (const family of [4, 6] as const) for (const [lo, hi] of this.union[family]) total += hi - lo + 1n;
-    this.total = total;
-    for (const [claimName, text] of Object.entries(spec?.preAllocations ?? {})) this.addPreallocation(claimName, text);
+    this.free = new FreePieces(this.compiled.layout.pieces.length);
+    for (const addr of this.compiled.preallocations.values()) if (addr) this.markInUse(addr);
+  }
+
+  /**
+   * Compiles and validates `source` once, for allocators opened on it later (`new PoolAllocator(compiled)`): what a
+   * caller keeps while the pool's spec is unchanged.
+   */
+  static compile(source: IPPoolSpec | AddressSpace): CompiledSpace {
+    return new CompiledSpace(source);
   }
 
   /**
    * An allocator over entries compiled elsewhere (see {@link AddressSpace}): sequential strategy, no preallocations,
-   * `specErrors` as given. Everything else (reserve, release, requests, capacity, holders) works as for a Metal3 pool;
-   * each decision costs O(log n) per entry tried, as there. The entries are copied: later changes to the array do not
+   * `specErrors` as given. Everything else (reserve, release, requests, capacity, holders) works as for a Metal3 pool,
+   * at the same cost. The entries are copied: later changes to the array do not
    * reach the allocator.
    */
   static fromSpace(space: AddressSpace): PoolAllocator {
@@ -180,7 +231,7 @@ export class PoolAllocator {
 
   /** Tree nodes visited by the free-space structures so far; for cost assertions (O(log n) per decision). */
   get work(): number {
-    return this.inUse[4].work + this.inUse[6].work + this.held[4].work + this.held[6].work;
+    return this.inUse[4].work + this.inUse[6].work + this.held[4].work + this.held[6].work + this.free.work;
   }
 
   /**
@@ -197,7 +248,7 @@ export class PoolAllocator {
     if (!list.some((h) => sameHolder(h, holder))) list.push({ ...holder });
     this.holders.set(key, list);
     this.held[a.family].markUsed(a.value);
-    this.inUse[a.family].markUsed(a.value);
+    this.markInUse(a);
     return true;
   }
 
@@ -216,7 +267,7 @@ export class PoolAllocator {
     }
     this.holders.delete(key);
     this.held[a.family].unmark(a.value);
-    if (!this.preallocatedKeys.has(key)) this.inUse[a.family].unmark(a.value);
+    if (!this.compiled.preallocatedKeys.has(key) && this.inUse[a.family].unmark(a.value)) this.refresh(a);
   }
 
   /** The first (earliest reserved) holder of `address`; `undefined` when nobody holds it (preallocations aside). */
@@ -233,7 +284,7 @@ export class PoolAllocator {
   /** Claim names `address` is preallocated to (normally zero or one). */
   preallocatedTo(address: string): string[] {
     const a = parseAddress(address);
-    return a ? [...(this.preallocatedKeys.get(addressKey(a)) ?? [])] : [];
+    return a ? [...(this.compiled.preallocatedKeys.get(addressKey(a)) ?? [])] : [];
   }
 
   /** Whether some entry yields `address`. */
@@ -244,16 +295,17 @@ export class PoolAllocator {
   /** The first entry (declaration order) that yields `address`. */
   entryOf(address: string): CompiledEntry | undefined {
     const a = parseAddress(address);
-    return a ? firstEntryContaining(this.entries, a) : undefined;
+    return a ? this.compiled.layout.ownerOf(a) : undefined;
   }
 
   /** Exact counts; see {@link Capacity}. O(k log n) for k disjoint ranges. */
   capacity(): Capacity {
     let used = 0n;
     for (const family of [4, 6] as const) {
-      for (const [lo, hi] of this.union[family]) used += this.held[family].countUsed(lo, hi);
+      for (const [lo, hi] of this.compiled.union[family]) used += this.held[family].countUsed(lo, hi);
     }
-    return { total: this.total, used, free: this.total - used };
+    const total = this.compiled.total;
+    return { total, used, free: total - used };
   }
 
   /**
@@ -277,8 +329,8 @@ export class PoolAllocator {
       requested = parseAddress(requestedAddress);
       if (!requested) return failed(AllocationMessages.invalidAnnotation(requestedAddress));
     }
-    if (this.preallocations.has(claimName)) {
-      const pre = this.preallocations.get(claimName);
+    if (this.compiled.preallocations.has(claimName)) {
+      const pre = this.compiled.preallocations.get(claimName);
       if (requested && !(pre && sameAddress(pre, requested))) return failed(AllocationMessages.conflicting);
       return this.allocatePreallocated(claimName, claimKind, pre);
     }
@@ -291,7 +343,7 @@ export class PoolAllocator {
     claimKind: string | undefined,
     addr: Addr | undefined,
   ): AllocationResult {
-    const entry = addr && firstEntryContaining(this.entries, addr);
+    const entry = addr && this.compiled.layout.ownerOf(addr);
     if (!addr || !entry) return failed(AllocationMessages.preallocatedOutOfBounds);
     const other = (this.holders.get(addressKey(addr)) ?? []).find((h) => !isClaim(h, claimName, claimKind));
     if (other) return failed(AllocationMessages.preallocatedHeld(formatAddress(addr), other));
@@ -299,22 +351,29 @@ export class PoolAllocator {
   }
 
   private allocateRequested(claimName: string, claimKind: string | undefined, addr: Addr): AllocationResult {
-    const entry = firstEntryContaining(this.entries, addr);
+    const entry = this.compiled.layout.ownerOf(addr);
     if (!entry) return failed(AllocationMessages.requestedOutOfBounds(formatAddress(addr)));
     const key = addressKey(addr);
     const heldByOther = (this.holders.get(key) ?? []).some((h) => !isClaim(h, claimName, claimKind));
-    const preallocatedToOther = (this.preallocatedKeys.get(key) ?? []).some((c) => c !== claimName);
+    const preallocatedToOther = (this.compiled.preallocatedKeys.get(key) ?? []).some((c) => c !== claimName);
     if (heldByOther || preallocatedToOther) return failed(AllocationMessages.requestedNotAvailable);
     return this.result(entry, addr.value);
   }
 
+  /**
+   * The first piece of the scan order with a free address belongs to the first entry with one (every entry before it
+   * is full, allocator-order.ts): sequential takes the piece's lowest free address, which is that entry's lowest.
+   * Random draws its index in that entry only: a full entry's draw could not change the outcome, so the addresses are
+   * distributed as when every full entry before it drew too.
+   */
   private allocateFree(): AllocationResult {
-    for (const entry of this.entries) {
-      if (entry.size === 0n) continue;
-      const value = this.random ? this.pickRandom(entry) : this.inUse[entry.family].nextFree(entry.first, entry.last);
-      if (value !== undefined) return this.result(entry, value);
-    }
-    return { ok: false, reason: "PoolExhausted", message: AllocationMessages.exhausted };
+    const rank = this.free.first();
+    const piece = this.compiled.layout.pieces[rank];
+    if (!piece) return { ok: false, reason: "PoolExhausted", message: AllocationMessages.exhausted };
+    const entry = piece.entry;
+    const value = this.compiled.random ? this.pickRandom(entry) : this.inUse[piece.family].nextFree(piece.lo, piece.hi);
+    if (value === undefined) throw new Error("allocator: a piece counted free has no free address");
+    return this.result(entry, value);
   }
 
   private pickRandom(entry: CompiledEntry): bigint | undefined {
@@ -348,12 +407,15 @@ export class PoolAllocator {
     };
   }
 
-  private addPreallocation(claimName: string, text: string): void {
-    const addr = parseAddress(text);
-    this.preallocations.set(claimName, addr);
-    if (!addr) return;
-    const key = addressKey(addr);
-    this.preallocatedKeys.set(key, [...(this.preallocatedKeys.get(key) ?? []), claimName]);
-    this.inUse[addr.family].markUsed(addr.value);
+  /** Marks `a` in use (held or preallocated) and updates its piece. */
+  private markInUse(a: Addr): void {
+    if (this.inUse[a.family].markUsed(a.value)) this.refresh(a);
+  }
+
+  /** Records whether the piece holding `a` (if an entry yields it) still has an address not in use. O(log n). */
+  private refresh(a: Addr): void {
+    const rank = this.compiled.layout.rankOf(a.family, a.value);
+    const piece = this.compiled.layout.pieces[rank];
+    if (piece) this.free.set(rank, this.inUse[a.family].nextFree(piece.lo, piece.hi) !== undefined);
   }
 }
