@@ -17,6 +17,7 @@ import { describeError } from "../../kube/errors.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { ExternalAnswer, ExternalClaim, ExternalEngine, PoolObject } from "./kind.js";
 import type { ClaimApi, Pass } from "./pass.js";
+import { DecisionSlicer } from "./slices.js";
 
 /** Claims to give an address per engine call: NetBox's batch (src/controllers/netbox/engine.ts BATCH). */
 export const ENGINE_SEGMENT = 50;
@@ -31,7 +32,8 @@ export interface ClaimStep {
 
 /**
  * Decides `steps` (in decision order) segment by segment, asking `engine` for each segment's claims first; runs the
- * writes `writeConcurrency` at a time as they come. Resolves once every write is done; rejects with the first error.
+ * writes `writeConcurrency` at a time as they come, pausing between decisions as `slicer` says (pools/slices.ts).
+ * Resolves once every write is done; rejects with the first error.
  */
 export async function decideWithEngine(
   pass: Pass,
@@ -40,6 +42,7 @@ export async function decideWithEngine(
   steps: readonly ClaimStep[],
   kindContext: Parameters<ExternalEngine["obtain"]>[2],
   writeConcurrency: number,
+  slicer: DecisionSlicer = new DecisionSlicer(),
 ): Promise<void> {
   const answers = new Map<string, ExternalAnswer>();
   pass.external = answers;
@@ -55,7 +58,12 @@ export async function decideWithEngine(
           failure = segment.asked.map((a) => answers.get(a.holder)).find(failed);
       }
     }
-    for (const step of segment.steps) writes.add(step.decide());
+    slicer.start();
+    for (const [i, step] of segment.steps.entries()) {
+      const pause = i > 0 ? slicer.pause() : undefined;
+      if (pause) await pause;
+      writes.add(step.decide());
+    }
   }
   await writes.drain();
 }

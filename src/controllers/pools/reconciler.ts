@@ -34,6 +34,7 @@ import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
 import type { ApplyContext, ClaimApi, Pass } from "./pass.js";
 import type { PoolKinds } from "./registry.js";
 import { decideWithEngine, type ClaimStep } from "./external.js";
+import { decideInSlices } from "./slices.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -350,7 +351,8 @@ export class PoolReconciler {
    * Decides claim by claim (every API, one deterministic order), then applies the writes a few at a time. A claim not
    * bound by its decision is kept in `state.unsettled`, so incremental passes plan it again until it is. For a kind
    * with an external engine (NetBox), the engine is asked for the claims to give an address segment by segment, each
-   * before its claims are decided, and the writes of a segment run while the next is asked (pools/external.ts).
+   * before its claims are decided, and the writes of a segment run while the next is asked (pools/external.ts). A
+   * long pass gives the event loop a turn between decisions now and then (pools/slices.ts).
    */
   private async reconcileClaims(
     pass: Pass,
@@ -369,7 +371,7 @@ export class PoolReconciler {
       await decideWithEngine(pass, pool, engine, steps, kindContext, concurrency);
       return;
     }
-    const writes = steps.map((step) => step.decide());
+    const writes = await decideInSlices(steps);
     await runLimited(writes, concurrency, (write) => write());
   }
 
