@@ -91,6 +91,8 @@ export interface AddressSpace {
  * order (allocator-order.ts). Immutable; made by {@link PoolAllocator.compile}, which validates the spec once.
  */
 export class CompiledSpace {
+  /** Spaces compiled since the process started (each validated its spec once); for tests. */
+  static compilations = 0;
   /** The usable entries, in scan order. */
   readonly entries: readonly CompiledEntry[];
   readonly specErrors: readonly string[];
@@ -104,6 +106,7 @@ export class CompiledSpace {
   readonly total: bigint;
 
   constructor(source: IPPoolSpec | AddressSpace) {
+    CompiledSpace.compilations++;
     const spec = "entries" in source ? undefined : source;
     if (spec) {
       this.entries = compileEntries(spec).entries;

@@ -16,6 +16,16 @@ import { PoolAllocator } from "../../ipam/allocator.js";
 import { inClusterSpace, inClusterUsage } from "../../ipam/incluster.js";
 import { poolKindRules } from "../pools/rbac.js";
 import type { PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
+import { SpecCache } from "../pools/speccache.js";
+
+/**
+ * Each in-cluster pool's allocatable set, problems and scan order, computed once per generation
+ * (pools/speccache.ts), for its allocators and its status. Pools of both kinds have uids of their own.
+ */
+export const inClusterSpecs = new SpecCache((pool: InClusterIPPool) => {
+  const space = inClusterSpace(pool.spec);
+  return { space, compiled: PoolAllocator.compile(space) };
+});
 
 function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool> {
   return {
@@ -32,7 +42,7 @@ function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool
       if (!unpaused || finalizers.includes(PROTECT_POOL_FINALIZER)) return undefined;
       return { finalizers: [...finalizers, PROTECT_POOL_FINALIZER] };
     },
-    openAllocator: (pool) => Promise.resolve(PoolAllocator.fromSpace(inClusterSpace(pool.spec))),
+    openAllocator: (pool) => Promise.resolve(new PoolAllocator(inClusterSpecs.get(pool).compiled)),
     recordName: (_pool, claimName) => claimName,
     describeNameCollision: (_pool, name, _address, otherPool) =>
       `IPAddress ${name} already exists and belongs to pool ${otherPool}; it is not this claim's`,
@@ -48,7 +58,7 @@ function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool
  */
 function inClusterStatus(pool: InClusterIPPool, input: StatusInput): StatusDecision | undefined {
   const usage = inClusterUsage(
-    inClusterSpace(pool.spec),
+    inClusterSpecs.get(pool).space,
     input.records.capiAddresses.map((r) => r.spec.address),
   );
   input.metrics.poolCapacity(input.ref, usage.total, usage.used, usage.free);

@@ -23,7 +23,11 @@ import { ipAddressName } from "../../ipam/naming.js";
 import type { Cluster } from "../clusters.js";
 import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
 import { BY_NAMESPACE } from "../pools/indexes.js";
+import { SpecCache } from "../pools/speccache.js";
 import { desiredPoolStatus, indexesPatch, sameStatus } from "./status.js";
+
+/** Each IPPool's spec compiled and validated once per generation (pools/speccache.ts). */
+export const metal3Specs = new SpecCache((pool: IPPool) => PoolAllocator.compile(pool.spec));
 
 export const METAL3_POOL_KIND: PoolKind<IPPool> = {
   descriptor: IPPOOL,
@@ -52,7 +56,7 @@ export const METAL3_POOL_KIND: PoolKind<IPPool> = {
     return Object.keys(patch).length === 0 ? undefined : patch;
   },
 
-  openAllocator: (pool) => Promise.resolve(new PoolAllocator(pool.spec)),
+  openAllocator: (pool) => Promise.resolve(new PoolAllocator(metal3Specs.get(pool))),
 
   reserveForeign: (pool, allocator, ctx) => reserveForeignNames(pool, allocator, ctx),
 
