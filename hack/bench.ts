@@ -7,7 +7,9 @@
  *      Kinds: IPClaim and IPAddressClaim on an IPPool, IPAddressClaim on an InClusterIPPool and on a
  *      GlobalInClusterIPPool (claims spread over 3 namespaces); see bench/kinds.ts
  *   2. latency: BENCH_LATENCY_CLAIMS claims (default 50) one at a time on a quiet pool; median and p90
- *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random
+ *   3. allocator only: cost of allocations 1-100 versus 9,901-10,000 in a /16 and a /64, sequential and random;
+ *      3b: cost per decision against the number of entries (10 to 100,000): an in-cluster pool's excluded addresses,
+ *      a Metal3 pool's entries with preallocations (bench/entries.ts)
  *   4. memory: the controller process idle, and holding BENCH_ADDRESSES IPAddresses (default 10000)
  *   5. trickle: BENCH_TRICKLE_CLAIMS claims (default 100) of each kind created one at a time into pools already holding
  *      BENCH_TRICKLE_HELD claims (default 0,2000; 10000 too with `--large`), each controller after a warm-up of
@@ -37,6 +39,7 @@ import { CAPI_CRDS, INCLUSTER_POOL_CRDS, OUR_CRDS, repoRoot } from "./testkit/cl
 import { ALLOCATOR_CASES, measureAllocator } from "./bench/allocator.js";
 import { ADMISSION_SIZES, measureAdmission } from "./bench/admission.js";
 import { PURE_SCENARIOS, readConfig, type BenchConfig } from "./bench/config.js";
+import { ENTRIES_CASES, ENTRY_COUNTS, measureEntries } from "./bench/entries.js";
 import { startBenchController, stopAllControllers } from "./bench/controller.js";
 import { CAPI_IPADDRESSCLAIM, CLAIM_KINDS, METAL3_IPCLAIM, type ClaimKind } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
@@ -80,6 +83,13 @@ function runAllocator(config: BenchConfig, results: BenchResults): void {
   for (const c of ALLOCATOR_CASES) {
     progress(`allocator: ${c.label}, ${config.allocations} allocations × ${config.repeats + 1}`);
     results.allocator.push(measureAllocator(c, config.allocations, config.window, config.repeats));
+  }
+  results.allocatorEntries = [];
+  for (const c of ENTRIES_CASES) {
+    for (const n of ENTRY_COUNTS) {
+      progress(`allocator: ${c}, ${n} entries × ${config.repeats + 1}`);
+      results.allocatorEntries.push(measureEntries(c, n, config.repeats));
+    }
   }
 }
 

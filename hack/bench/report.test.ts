@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import type { BenchConfig } from "./config.js";
+import type { EntriesResult } from "./entries.js";
 import { cpuVersusReference, kindName, sectionsOf, type BenchResults } from "./report.js";
 import type { BurstResult } from "./scenarios.js";
 import { summarize } from "./stats.js";
@@ -199,5 +200,27 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
     expect(column("warm-up: floor")).to.deep.equal(["3.50", "4.00"]);
     expect(column("warm-up: controller")).to.deep.equal(["7.50", "-"]);
     expect(grid.title).to.include("a warm-up of 200 claims");
+  });
+
+  it("the allocator's cost against the number of entries is a grid row per case and count; older runs have none", () => {
+    expect(sectionsOf(results([])).some((s) => s.title.startsWith("3b."))).to.equal(false);
+    const row = (entries: number, micros: number): EntriesResult => ({
+      label: "InClusterIPPool, excluded addresses",
+      entries,
+      fullBefore: entries - 1,
+      decisions: 1_000,
+      repeats: 3,
+      buildMs: 12,
+      microsPerDecision: micros,
+      workPerDecision: 50,
+    });
+    const grid = sectionsOf({ ...results([]), allocatorEntries: [row(10, 4), row(100_000, 9.5)] }).find((s) =>
+      s.title.startsWith("3b."),
+    );
+    if (!grid || !("cells" in grid)) throw new Error("no entries grid");
+    expect(grid.cells.map((line) => [line[1], line[2], line[3]])).to.deep.equal([
+      ["10", "9", "4.00"],
+      ["100000", "99999", "9.50"],
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 /** Turns the results of a run into table sections. Missing results (a run that failed half-way) are skipped. */
 import type { AdmissionResult } from "./admission.js";
 import type { AllocatorResult } from "./allocator.js";
+import type { EntriesResult } from "./entries.js";
 import type { BenchConfig } from "./config.js";
 import type { ProcMemory } from "./controller.js";
 import type { BurstResult, CeilingResult, LatencyResult, MemoryReading, MemoryResult } from "./scenarios.js";
@@ -18,6 +19,8 @@ export interface BenchResults {
   allocator: AllocatorResult[];
   /** Admission validation by pool size (scenario 7). */
   admission?: AdmissionResult[];
+  /** Scenario 3b: cost per decision against the number of entries; absent in runs from before it. */
+  allocatorEntries?: EntriesResult[];
   /** A bare client's unavoidable writes per kind and size, with no controller: the bursts' ceiling. */
   ceilings: CeilingResult[];
   /** Bursts per kind and size, in the order they ran, on one controller process. */
@@ -184,6 +187,23 @@ function admissionSection(results: readonly AdmissionResult[] | undefined): Sect
       String(r.ipPoolErrors),
       fmtMs(r.inClusterMs),
       perEntry(r.inClusterMs, r.entries),
+    ]),
+  };
+}
+
+function entriesSection(results: readonly EntriesResult[] | undefined): Section | undefined {
+  const first = results?.[0];
+  if (!results || !first) return undefined;
+  return {
+    title: `3b. Allocator against the number of entries (${first.decisions} decisions past the full entries, allocate + reserve; median of ${first.repeats} runs after a warm-up)`,
+    header: ["pool", "entries", "full entries before", "µs/decision", "work/decision", "build + hold"],
+    cells: results.map((r) => [
+      r.label,
+      String(r.entries),
+      String(r.fullBefore),
+      fmt(r.microsPerDecision),
+      fmt(r.workPerDecision),
+      fmtMs(r.buildMs),
     ]),
   };
 }
@@ -466,6 +486,7 @@ export function sectionsOf(r: BenchResults): Section[] {
     comparisonSection(r),
     allocatorSection(r.allocator),
     admissionSection(r.admission),
+    entriesSection(r.allocatorEntries),
     memorySection(r),
     trickleSection(r.trickles),
     floorSection(r.floors, r.trickles),
