@@ -220,8 +220,7 @@ export class PoolAllocator {
   /**
    * An allocator over entries compiled elsewhere (see {@link AddressSpace}): sequential strategy, no preallocations,
    * `specErrors` as given. Everything else (reserve, release, requests, capacity, holders) works as for a Metal3 pool,
-   * at the same cost. The entries are copied: later changes to the array do not
-   * reach the allocator.
+   * at the same cost. The entries are copied: later changes to the array do not reach the allocator.
    */
   static fromSpace(space: AddressSpace): PoolAllocator {
     return new PoolAllocator(space);
