@@ -9,6 +9,19 @@ import type { ResourceType } from "../../api/registry.js";
 import type { ObjectMeta } from "../../api/v1alpha1/types.js";
 
 export { RequestTimeoutError };
+
+/**
+ * A get, update, patch or delete asked for an object with an empty name. The API server would read `<plural>/` as the
+ * collection (a GET lists it, a PATCH answers 404), so such a call is refused before anything is sent: a caller that
+ * takes a name from an unchecked field (a claim's empty pool reference) gets this error, never a list posing as an
+ * object.
+ */
+export class EmptyNameError extends Error {
+  constructor(verb: string, plural: string) {
+    super(`refused to ${verb} ${plural} with an empty name`);
+    this.name = "EmptyNameError";
+  }
+}
 /** The REST address of one served version of a kind; build it from api/registry.ts with `resourceType()`. */
 export type { ResourceType };
 
@@ -76,7 +89,9 @@ export class ResourceClient<T extends KubeObject> {
     return namespace && this.type.namespaced ? `${prefix}/namespaces/${namespace}/${plural}` : `${prefix}/${plural}`;
   }
 
-  private objectPath(namespace: string, name: string, subresource?: string): string {
+  /** URL path of one object; throws {@link EmptyNameError} for an empty name (see there). */
+  private objectPath(verb: string, namespace: string, name: string, subresource?: string): string {
+    if (!name) throw new EmptyNameError(verb, this.type.plural);
     return `${this.collectionPath(namespace)}/${encodeURIComponent(name)}${subresource ? `/${subresource}` : ""}`;
   }
 
@@ -147,7 +162,7 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   async get(namespace: string, name: string): Promise<T> {
-    return await this.send<T>("get", { method: "GET", path: this.objectPath(namespace, name) });
+    return await this.send<T>("get", { method: "GET", path: this.objectPath("get", namespace, name) });
   }
 
   async create(namespace: string, body: T): Promise<T> {
@@ -158,7 +173,11 @@ export class ResourceClient<T extends KubeObject> {
   /** Full update (PUT); carries the body's resourceVersion, so a stale one answers 409. */
   async replace(namespace: string, name: string, body: T): Promise<T> {
     const full = { apiVersion: this.apiVersion(), kind: this.type.kind, ...body };
-    return await this.send<T>("update", { method: "PUT", path: this.objectPath(namespace, name), body: full });
+    return await this.send<T>("update", {
+      method: "PUT",
+      path: this.objectPath("update", namespace, name),
+      body: full,
+    });
   }
 
   /**
@@ -168,7 +187,7 @@ export class ResourceClient<T extends KubeObject> {
   async patch(namespace: string, name: string, patch: object): Promise<T> {
     return await this.send<T>("patch", {
       method: "PATCH",
-      path: this.objectPath(namespace, name),
+      path: this.objectPath("patch", namespace, name),
       body: patch,
       contentType: MERGE_PATCH,
     });
@@ -178,7 +197,7 @@ export class ResourceClient<T extends KubeObject> {
   async patchJson(namespace: string, name: string, operations: readonly object[]): Promise<T> {
     return await this.send<T>("patch", {
       method: "PATCH",
-      path: this.objectPath(namespace, name),
+      path: this.objectPath("patch", namespace, name),
       body: operations,
       contentType: JSON_PATCH,
     });
@@ -188,7 +207,7 @@ export class ResourceClient<T extends KubeObject> {
   async patchStatus(namespace: string, name: string, patch: object): Promise<T> {
     return await this.send<T>("patch status of", {
       method: "PATCH",
-      path: this.objectPath(namespace, name, "status"),
+      path: this.objectPath("patch status of", namespace, name, "status"),
       body: patch,
       contentType: MERGE_PATCH,
     });
@@ -197,7 +216,8 @@ export class ResourceClient<T extends KubeObject> {
   /** Deletes; with `uid`, only that incarnation of the object (a same-named successor is left alone). */
   async delete(namespace: string, name: string, uid?: string): Promise<void> {
     const body = uid ? { kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid } } : undefined;
-    await this.send("delete", { method: "DELETE", path: this.objectPath(namespace, name), ...(body ? { body } : {}) });
+    const path = this.objectPath("delete", namespace, name);
+    await this.send("delete", { method: "DELETE", path, ...(body ? { body } : {}) });
   }
 
   apiVersion(): string {
