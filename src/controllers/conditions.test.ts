@@ -1,6 +1,12 @@
 import { expect } from "chai";
 import type { Condition } from "../../api/v1alpha1/types.js";
-import { conditionUnchanged, getCondition, setCondition, type ConditionInput } from "./conditions.js";
+import {
+  conditionUnchanged,
+  getCondition,
+  MAX_CONDITION_MESSAGE,
+  setCondition,
+  type ConditionInput,
+} from "./conditions.js";
 
 const EARLIER = "2026-11-01T00:00:00Z";
 const NOW = new Date("2026-11-23T10:20:30.456Z");
@@ -104,6 +110,23 @@ describe("conditionUnchanged and getCondition (pure)", () => {
   it("agrees with setCondition on an empty reason: what was set is unchanged", () => {
     const input: ConditionInput = { type: "Ready", status: "False", reason: "", message: "m" };
     expect(conditionUnchanged(setCondition(undefined, input, NOW), input)).to.equal(true);
+  });
+
+  it("cuts a message longer than the schema allows, and then finds it unchanged (one write, not one per pass)", () => {
+    const input: ConditionInput = {
+      type: "Ready",
+      status: "False",
+      reason: "InvalidSpec",
+      message: "e; ".repeat(20_000),
+    };
+    const set = setCondition(undefined, input, NOW);
+    const stored = set[0]?.message ?? "";
+    expect(stored).to.have.length(MAX_CONDITION_MESSAGE);
+    expect(stored.endsWith(" …")).to.equal(true);
+    expect(input.message.startsWith(stored.slice(0, -2))).to.equal(true);
+    expect(conditionUnchanged(set, input)).to.equal(true);
+    expect(conditionUnchanged(set, { ...input, message: `${input.message}x` })).to.equal(true);
+    expect(conditionUnchanged(set, { ...input, message: "e; " })).to.equal(false);
   });
 
   it("finds a condition by type", () => {

@@ -7,8 +7,23 @@ export type ConditionInput = Pick<Condition, "type" | "status" | "reason" | "mes
 const storedReason = (reason: string): string => reason || "Unknown";
 
 /**
+ * The longest message stored, in UTF-16 code units: metav1.Condition's schema allows 32768 characters, and a longer
+ * one would make the API server refuse the whole status write (a pool with thousands of invalid entries lists an
+ * error per entry), so every later pass would fail the same way.
+ */
+export const MAX_CONDITION_MESSAGE = 32_768;
+const TRUNCATED = " …";
+
+/** The message as stored: cut to {@link MAX_CONDITION_MESSAGE}, marked when cut. */
+const storedMessage = (message: string): string =>
+  message.length <= MAX_CONDITION_MESSAGE
+    ? message
+    : `${message.slice(0, MAX_CONDITION_MESSAGE - TRUNCATED.length)}${TRUNCATED}`;
+
+/**
  * Returns `conditions` with `input` set. `lastTransitionTime` moves only when the status flips, so a repeated pass
- * writes nothing new. Reasons must be non-empty (the CRDs require it): an empty one becomes "Unknown".
+ * writes nothing new. Reasons must be non-empty (the CRDs require it): an empty one becomes "Unknown"; a message
+ * longer than the schema allows is cut.
  */
 export function setCondition(
   conditions: readonly Condition[] | undefined,
@@ -22,7 +37,7 @@ export function setCondition(
     type: input.type,
     status: input.status,
     reason: storedReason(input.reason),
-    message: input.message,
+    message: storedMessage(input.message),
     lastTransitionTime:
       previous && previous.status === input.status
         ? previous.lastTransitionTime
@@ -39,8 +54,8 @@ export function getCondition(conditions: readonly Condition[] | undefined, type:
 }
 
 /**
- * True when setting `input` would change nothing visible (status, reason, message). The reason is compared as
- * {@link setCondition} stores it, so an empty one matches the "Unknown" it became.
+ * True when setting `input` would change nothing visible (status, reason, message). Reason and message are compared
+ * as {@link setCondition} stores them, so an empty reason matches the "Unknown" it became and a long message its cut.
  */
 export function conditionUnchanged(conditions: readonly Condition[] | undefined, input: ConditionInput): boolean {
   const c = getCondition(conditions, input.type);
@@ -48,6 +63,6 @@ export function conditionUnchanged(conditions: readonly Condition[] | undefined,
     c !== undefined &&
     c.status === input.status &&
     c.reason === storedReason(input.reason) &&
-    c.message === input.message
+    c.message === storedMessage(input.message)
   );
 }

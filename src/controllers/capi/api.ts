@@ -17,7 +17,13 @@ import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
 import { planCapiClaim } from "./plan.js";
-import { capiAddressToPool, capiClaimClusterName, capiClaimToPool, capiHolderName } from "./translate.js";
+import {
+  capiAddressToPool,
+  capiClaimClusterName,
+  capiClaimTarget,
+  capiClaimToPool,
+  capiHolderName,
+} from "./translate.js";
 
 /** The selectable field naming the pool of a Cluster API IPAddress (not selectable in Cluster API's CRDs: read here). */
 const CAPI_ADDRESS_POOL_FIELD = {
@@ -107,6 +113,7 @@ export class IPAddressClaimApi implements ClaimApi {
     const claim = object as IPAddressClaim;
     const capi = this.capi as CapiInformers;
     const { kind, pool, ctx } = pass;
+    const refProblem = capiClaimTarget(this.kinds, claim)?.problem;
     return {
       claim,
       decide: () => {
@@ -125,6 +132,7 @@ export class IPAddressClaimApi implements ClaimApi {
           heldByAnother: pass.heldByAnother,
           now: ctx.now,
           ...(pass.external ? { external: pass.external } : {}),
+          ...(refProblem !== undefined ? { refProblem } : {}),
         });
         return { write: () => applyCapiClaimAction(pass, capi, action), settled: action.kind === "bind" };
       },

@@ -4,9 +4,11 @@ import type { InClusterIPPool } from "../../../api/incluster/types.js";
 import type { IPPool, ObjectMeta } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
 import type { PauseState } from "../clusters.js";
-import { INCLUSTER_POOL_KIND } from "../incluster/kind.js";
+import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "../incluster/kind.js";
+import { PoolKinds } from "../pools/registry.js";
 import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import { planCapiClaim, type CapiClaimAction, type CapiClaimPlanInput } from "./plan.js";
+import { capiClaimTarget } from "./translate.js";
 
 const OURS = "ipam.metal3.io/ipaddressclaim";
 const DELETED = "2026-11-23T00:00:00Z";
@@ -278,5 +280,68 @@ describe("planCapiClaim: the in-cluster pools' address reuse grace period (spec 
     const metal3 = plan({ claim: claim({ deletionTimestamp: DELETED, finalizers: [OURS] }), claimAddresses: [] });
     expect(summary(metal3.action)).to.equal("release -");
     expect("releaseGraceSeconds" in METAL3_POOL_KIND, "Metal3 IPPool has no period").to.equal(false);
+  });
+});
+
+describe("poolRefs the Cluster API v1beta1 schema admits with the webhooks off (pure)", () => {
+  const kinds = new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND]);
+  const withRef = (poolRef: object): IPAddressClaim => ({ ...claim(), spec: { poolRef } }) as unknown as IPAddressClaim;
+  /** [what, poolRef, key served under (none: another provider's), decision there]. */
+  const rows: [string, object, string | undefined, string][] = [
+    [
+      "an empty name",
+      { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "" },
+      "IPPool.ipam.metal3.io/ns/",
+      "fail AllocationFailed: spec.poolRef.name is empty: the claim names no IPPool",
+    ],
+    [
+      "no apiGroup, one of our kinds",
+      { kind: "IPPool", name: "p" },
+      "IPPool.ipam.metal3.io/ns/",
+      "fail AllocationFailed: spec.poolRef.apiGroup is empty: IPPool pools are in group ipam.metal3.io",
+    ],
+    [
+      "an empty kind in our group",
+      { apiGroup: "ipam.metal3.io", kind: "", name: "p" },
+      "IPPool.ipam.metal3.io/ns/",
+      "fail AllocationFailed: spec.poolRef.kind is empty: set the kind of pool in group ipam.metal3.io to allocate from",
+    ],
+    [
+      "a cluster-scoped kind with an empty name: keyed without namespace",
+      { apiGroup: "ipam.cluster.x-k8s.io", kind: "GlobalInClusterIPPool", name: "" },
+      "GlobalInClusterIPPool.ipam.cluster.x-k8s.io//",
+      "fail AllocationFailed: spec.poolRef.name is empty: the claim names no GlobalInClusterIPPool",
+    ],
+    [
+      "a pool that does not exist (yet): its own key; the claim waits and says why",
+      { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "later" },
+      "IPPool.ipam.metal3.io/ns/later",
+      "fail PoolNotReady: IPPool later not found",
+    ],
+    ["another provider's kind: not ours", { apiGroup: "ipam.example.com", kind: "IPPool", name: "" }, undefined, ""],
+    ["neither group nor kind: nobody's", { apiGroup: "", kind: "", name: "p" }, undefined, ""],
+  ];
+  for (const [what, poolRef, key, expected] of rows) {
+    it(what, () => {
+      const c = withRef(poolRef);
+      const target = capiClaimTarget(kinds, c);
+      expect(target?.key).to.equal(key);
+      if (!target) return;
+      const refProblem = target.problem;
+      const decided = plan({ claim: c, pool: undefined, allocator: undefined, ...(refProblem ? { refProblem } : {}) });
+      expect(summary(decided.action)).to.equal(expected);
+    });
+  }
+
+  it("a deleting claim with a broken poolRef is released, not failed", () => {
+    const c = {
+      ...withRef({ kind: "IPPool", name: "p" }),
+      metadata: { ...claim().metadata, deletionTimestamp: DELETED, finalizers: [OURS] },
+    };
+    const refProblem = capiClaimTarget(kinds, c)?.problem;
+    expect(refProblem).to.be.a("string");
+    expect(
+      summary(plan({ claim: c, pool: undefined, allocator: undefined, ...(refProblem ? { refProblem } : {}) }).action),
+    ).to.equal("release -");
   });
 });

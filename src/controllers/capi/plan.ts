@@ -46,6 +46,8 @@ export interface CapiClaimPlanInput {
   now: Date;
   /** The external engine's answers of this pass (kinds with one only), by holder name. */
   external?: ReadonlyMap<string, ExternalAnswer>;
+  /** Why the claim's poolRef names no pool (translate.ts, capiClaimTarget); absent for a claim of a named pool. */
+  refProblem?: string;
 }
 
 /** The next step for `input.claim`. */
@@ -56,6 +58,8 @@ export function planCapiClaim(input: CapiClaimPlanInput): CapiClaimAction {
   if (isDeletedForMove(claim.metadata) || input.movedAway) return { kind: "skip", why: "moved by clusterctl" };
   const mine = input.claimAddresses.filter((a) => belongsToCapiClaim(a, claim)).sort(byName);
   if (isDeleting(claim.metadata)) return planDeletion(input, mine);
+  // Stored without the webhooks: nothing to allocate from until someone fixes the reference; it is told why.
+  if (input.refProblem !== undefined) return fail(claim, Reasons.AllocationFailed, input.refProblem);
   // An existing record wins (adoption, spec §5.6); a second one we made can only come from a create whose answer
   // was lost and that was then redone: it is released once the claim names the kept one.
   const kept = mine.find((a) => a.metadata.name === claim.status?.addressRef?.name) ?? mine[0];

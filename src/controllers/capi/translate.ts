@@ -19,7 +19,8 @@ import {
 } from "../../../api/v1alpha1/types.js";
 import { setCondition } from "../conditions.js";
 import type { PoolKind, PoolObject } from "../pools/kind.js";
-import type { PoolKinds } from "../pools/registry.js";
+import { poolKeyOf } from "../pools/indexes.js";
+import type { PoolKinds, PoolReference } from "../pools/registry.js";
 
 /**
  * Spec §5.1: only claims for a pool kind we serve, by group and kind (Metal3's Go controller compares the name only;
@@ -256,10 +257,41 @@ export function capiAddressToPool(kinds: PoolKinds, a: CapiIPAddress): string[] 
   return key === undefined ? [] : [key];
 }
 
-/** Pool key of a Cluster API claim we serve (none for another provider's pool kind). */
+/**
+ * Where a Cluster API claim belongs: the key of its pool, or none for another provider's claim. A claim meant for a
+ * kind of ours whose `poolRef` names no pool (an empty name, group or kind, which Cluster API's v1beta1 schema
+ * admits) is keyed under that kind's pool with the empty name, in its namespace: the pass over that key names no
+ * pool, asks the API server nothing about one, and fails each such claim with `problem`.
+ */
+export function capiClaimTarget(
+  kinds: PoolKinds,
+  claim: IPAddressClaim,
+): { key: string; problem?: string } | undefined {
+  const ref = claim.spec?.poolRef;
+  const namespace = claim.metadata.namespace ?? "";
+  const key = kinds.keyOfRef(ref, namespace);
+  if (key !== undefined) return { key };
+  const kind = kinds.intendedKind(ref);
+  if (!kind) return undefined;
+  const { group, kind: kindName, namespaced } = kind.descriptor;
+  return {
+    key: poolKeyOf({ group, kind: kindName, namespace: namespaced ? namespace : "", name: "" }),
+    problem: poolRefProblem(ref ?? {}, kind),
+  };
+}
+
+/** What is wrong with a reference meant for `kind` that names no pool of it. */
+function poolRefProblem(ref: PoolReference, kind: PoolKind): string {
+  const { group, kind: kindName } = kind.descriptor;
+  if (!ref.apiGroup) return `spec.poolRef.apiGroup is empty: ${kindName} pools are in group ${group}`;
+  if (!ref.kind) return `spec.poolRef.kind is empty: set the kind of pool in group ${group} to allocate from`;
+  return `spec.poolRef.name is empty: the claim names no ${kindName}`;
+}
+
+/** Pool key of a Cluster API claim we serve (none for another provider's pool kind); see {@link capiClaimTarget}. */
 export function capiClaimToPool(kinds: PoolKinds, c: IPAddressClaim): string[] {
-  const key = kinds.keyOfRef(c.spec?.poolRef, c.metadata.namespace ?? "");
-  return key === undefined ? [] : [key];
+  const target = capiClaimTarget(kinds, c);
+  return target === undefined ? [] : [target.key];
 }
 
 /** `<namespace>/<cluster>` of a Cluster API claim's own Cluster (spec.clusterName, else the label). */

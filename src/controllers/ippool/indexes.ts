@@ -11,7 +11,11 @@ import { poolAddressKey, poolKeyOf } from "../pools/indexes.js";
 export const ipPoolKey = (namespace: string, name: string): string =>
   poolKeyOf({ group: GROUP, kind: IPPOOL_KIND, namespace, name });
 
-/** Key of the pool a claim names. Claims naming another namespace are keyed in their own (and fail there). */
+/**
+ * Key of the pool a claim names. Claims naming another namespace are keyed in their own (and fail there); claims
+ * naming no pool (no spec, an empty name) under the empty name, a key the pass never asks the API server about
+ * (they fail there: plan.ts, ipClaimRefProblem).
+ */
 export const claimToPool = (c: IPClaim): string => ipPoolKey(c.metadata.namespace ?? "", c.spec?.pool?.name ?? "");
 
 /** Key of the pool an IPAddress belongs to (its own namespace: pools and addresses share one). */

@@ -29,6 +29,9 @@ import { desiredPoolStatus, indexesPatch, sameStatus } from "./status.js";
 /** Each IPPool's spec compiled and validated once per generation (pools/speccache.ts). */
 export const metal3Specs = new SpecCache((pool: IPPool) => PoolAllocator.compile(pool.spec));
 
+/** The spec error of an IPPool stored without a spec. */
+const NO_SPEC = "spec is missing: the pool has no namePrefix and no address ranges";
+
 export const METAL3_POOL_KIND: PoolKind<IPPool> = {
   descriptor: IPPOOL,
   servesIPClaims: true,
@@ -56,7 +59,14 @@ export const METAL3_POOL_KIND: PoolKind<IPPool> = {
     return Object.keys(patch).length === 0 ? undefined : patch;
   },
 
-  openAllocator: (pool) => Promise.resolve(new PoolAllocator(metal3Specs.get(pool))),
+  // A pool stored without a spec (the CRD does not require one) is an empty space with that error: it reports
+  // InvalidSpec and its claims are told why they get nothing.
+  openAllocator: (pool) =>
+    Promise.resolve(
+      pool.spec
+        ? new PoolAllocator(metal3Specs.get(pool))
+        : PoolAllocator.fromSpace({ entries: [], specErrors: [NO_SPEC] }),
+    ),
 
   reserveForeign: (pool, allocator, ctx) => reserveForeignNames(pool, allocator, ctx),
 

@@ -1,6 +1,8 @@
 import { expect } from "chai";
 import type { IPAddress, IPClaim, IPPool, ObjectMeta } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
+import { claimToPool } from "./indexes.js";
+import { METAL3_POOL_KIND } from "./kind.js";
 import { planClaim, type ClaimAction, type ClaimPlanInput } from "./plan.js";
 
 const OURS = "ipclaim.ipam.metal3.io";
@@ -39,7 +41,7 @@ function plan(over: Partial<ClaimPlanInput> = {}): ClaimAction {
     pool: p,
     claimAddresses: [],
     pause: { paused: false },
-    allocator: p ? new PoolAllocator(p.spec) : undefined,
+    allocator: "allocator" in over ? over.allocator : p ? new PoolAllocator(p.spec) : undefined,
     addressNamed: () => undefined,
     onCollision: () => undefined,
     ...over,
@@ -186,5 +188,104 @@ describe("planClaim (spec §3, pure)", () => {
     const action = plan({ pool: pool({ prefix: undefined }) });
     if (action.kind !== "create") throw new Error(summary(action));
     expect(action.address.spec).to.not.have.property("prefix");
+  });
+});
+
+describe("what the CRD schema admits with the webhooks off (pure)", () => {
+  /** A claim as stored: any spec at all, or none. */
+  const stored = (spec: unknown, meta: Partial<ObjectMeta> = {}): IPClaim =>
+    ({
+      metadata: { name: "c", namespace: "ns", uid: "uid-c", ...meta },
+      ...(spec === undefined ? {} : { spec }),
+    }) as IPClaim;
+  const NAMELESS = "IPPool.ipam.metal3.io/ns/";
+
+  describe("claims: the key they are served under, and the decision there", () => {
+    const rows: [string, IPClaim, string, string][] = [
+      [
+        "no spec",
+        stored(undefined),
+        NAMELESS,
+        "fail AllocationFailed: spec is missing: the claim names no IPPool (spec.pool.name)",
+      ],
+      [
+        "spec.pool without a name (Metal3's CRD)",
+        stored({ pool: {} }),
+        NAMELESS,
+        "fail AllocationFailed: spec.pool.name is empty: the claim names no IPPool",
+      ],
+      [
+        "spec.pool.name empty",
+        stored({ pool: { name: "" } }),
+        NAMELESS,
+        "fail AllocationFailed: spec.pool.name is empty: the claim names no IPPool",
+      ],
+      [
+        "an empty name and another namespace: the empty name is what is wrong",
+        stored({ pool: { name: "", namespace: "elsewhere" } }),
+        NAMELESS,
+        "fail AllocationFailed: spec.pool.name is empty: the claim names no IPPool",
+      ],
+      [
+        "no spec, deleting with our finalizer: released, not failed",
+        stored(undefined, { deletionTimestamp: DELETED, finalizers: [OURS] }),
+        NAMELESS,
+        "release -",
+      ],
+      [
+        "a pool that does not exist: Metal3 waits for it, and the claim says so",
+        stored({ pool: { name: "later" } }),
+        "IPPool.ipam.metal3.io/ns/later",
+        "fail PoolNotFound: IPPool later not found",
+      ],
+    ];
+    for (const [what, c, key, expected] of rows) {
+      it(what, () => {
+        expect(claimToPool(c)).to.equal(key);
+        const absent = key === NAMELESS || key.endsWith("/later");
+        expect(summary(plan({ claim: c, ...(absent ? { pool: undefined } : {}) }))).to.equal(expected);
+      });
+    }
+  });
+
+  describe("pools and requests: the claim is told why nothing is handed out", () => {
+    const rows: [string, IPPool, Partial<ObjectMeta>, string][] = [
+      [
+        "a pool without spec",
+        { metadata: { name: "p", namespace: "ns", uid: "uid-p" } } as IPPool,
+        {},
+        "fail PoolNotReady: IPPool p has no usable address range: spec is missing: the pool has no namePrefix and no address ranges",
+      ],
+      [
+        "a pool whose only range is reversed",
+        pool({ pools: [{ start: "10.0.0.9", end: "10.0.0.1" }] }),
+        {},
+        'fail PoolNotReady: IPPool p has no usable address range: spec.pools[0].end: Invalid value: "10.0.0.1": end is before start',
+      ],
+      [
+        "a pool without ranges and without errors is exhausted",
+        pool({ pools: [] }),
+        {},
+        "fail PoolExhausted: Exhausted IP Pools",
+      ],
+      [
+        "an IPv6 request in an IPv4 pool",
+        pool(),
+        { annotations: { ipAddress: "2001:db8::1" } },
+        "fail AllocationFailed: Requested IP 2001:db8::1 is out of bounds: it lies in no range of the pool",
+      ],
+      [
+        "a request that is no address",
+        pool(),
+        { annotations: { ipAddress: "ten" } },
+        'fail AllocationFailed: Invalid ipAddress annotation "ten": not a valid IP address',
+      ],
+    ];
+    for (const [what, p, meta, expected] of rows) {
+      it(what, async () => {
+        const allocator = await METAL3_POOL_KIND.openAllocator(p, {} as never);
+        expect(summary(plan({ claim: claim(meta), pool: p, allocator }))).to.equal(expected);
+      });
+    }
   });
 });

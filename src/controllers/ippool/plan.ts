@@ -80,13 +80,25 @@ function unconfirmed(kept: IPAddress, input: ClaimPlanInput): boolean {
   return claim.status?.address?.name !== kept.metadata.name && madeFor(kept, claim) && !!input.heldByAnother?.(kept);
 }
 
-/** The next step for `input.claim`. */
-export function planClaim(input: ClaimPlanInput): ClaimAction {
-  const { claim, pool, pause } = input;
-  if (pause.paused) return { kind: "skip", why: pause.why };
-  const mine = input.claimAddresses.filter((a) => belongsToClaim(a, claim)).sort(byName);
-  if (isDeleting(claim.metadata)) return planDeletion(claim, mine);
-  const poolNamespace = claim.spec?.pool?.namespace;
+/**
+ * Why `claim` names no IPPool, or undefined when it names one. The CRDs require `spec.pool` but not `spec`, and
+ * Metal3's not even `spec.pool.name`: without the webhooks such claims are stored. They are keyed under the pool
+ * with the empty name (indexes.ts), which the pass never asks the API server about.
+ */
+export function ipClaimRefProblem(claim: IPClaim): string | undefined {
+  if (!claim.spec) return "spec is missing: the claim names no IPPool (spec.pool.name)";
+  if (!claim.spec.pool?.name) return "spec.pool.name is empty: the claim names no IPPool";
+  return undefined;
+}
+
+/**
+ * The failure of a claim whose `spec.pool` names no pool it may use: none at all (only possible where no webhook
+ * guards it: nothing to allocate from until someone fixes it), or one of another namespace.
+ */
+function referenceRefusal(claim: IPClaim): ClaimAction | undefined {
+  const problem = ipClaimRefProblem(claim);
+  if (problem !== undefined) return fail(claim, Reasons.AllocationFailed, problem);
+  const poolNamespace = claim.spec.pool.namespace;
   if (poolNamespace && poolNamespace !== claim.metadata.namespace) {
     return fail(
       claim,
@@ -94,6 +106,17 @@ export function planClaim(input: ClaimPlanInput): ClaimAction {
       `IPPool ${poolNamespace}/${claim.spec.pool.name} is in another namespace; an IPClaim can only use a pool of its own namespace`,
     );
   }
+  return undefined;
+}
+
+/** The next step for `input.claim`. */
+export function planClaim(input: ClaimPlanInput): ClaimAction {
+  const { claim, pool, pause } = input;
+  if (pause.paused) return { kind: "skip", why: pause.why };
+  const mine = input.claimAddresses.filter((a) => belongsToClaim(a, claim)).sort(byName);
+  if (isDeleting(claim.metadata)) return planDeletion(claim, mine);
+  const unusable = referenceRefusal(claim);
+  if (unusable) return unusable;
   // The address the claim's status already names stays its address (spec §3.4: it never changes while the claim
   // lives). A second one we made for the same claim can only come from an allocation whose create succeeded unseen
   // (a lost answer, a timeout, a crash) and was then redone: it is released, so nothing leaks.

@@ -70,12 +70,7 @@ export function chooseAddress(input: AddressChoiceInput): AddressChoice {
       claimKind,
       ...(requestedAddress !== undefined ? { requestedAddress } : {}),
     });
-    if (!result.ok)
-      return {
-        ok: false,
-        reason: result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed,
-        message: result.message,
-      };
+    if (!result.ok) return refusalOf(result, kind, pool, allocator);
     const name = kind.recordName(pool, claimName, result.address);
     const otherPool = input.nameHeldByOtherPool(name);
     if (otherPool !== undefined) {
@@ -92,6 +87,33 @@ export function chooseAddress(input: AddressChoiceInput): AddressChoice {
   }
   return { ok: false, reason: Reasons.AllocationFailed, message: "Too many name collisions in one pass; will retry" };
 }
+
+/**
+ * Why the allocator gave no address. A pool whose spec yields no address at all and has errors (no spec, no entries,
+ * reversed ranges: what the CRD schema admits with the webhooks off) is not ready, and the claim is told the errors;
+ * an empty pool without errors (a /32 subnet) is exhausted.
+ */
+function refusalOf(
+  result: Extract<AllocationResult, { ok: false }>,
+  kind: PoolKind,
+  pool: PoolObject,
+  allocator: PoolAllocator,
+): { ok: false; reason: Reason; message: string } {
+  if (allocator.specErrors.length > 0 && allocator.capacity().total === 0n) {
+    const errors = allocator.specErrors.slice(0, MAX_ERRORS_TOLD).join("; ");
+    const more = allocator.specErrors.length - MAX_ERRORS_TOLD;
+    return {
+      ok: false,
+      reason: Reasons.PoolNotReady,
+      message: `${kind.descriptor.kind} ${pool.metadata.name ?? ""} has no usable address range: ${errors}${more > 0 ? `; and ${more} more` : ""}`,
+    };
+  }
+  const reason = result.reason === "PoolExhausted" ? Reasons.PoolExhausted : Reasons.AllocationFailed;
+  return { ok: false, reason, message: result.message };
+}
+
+/** Spec errors a claim's message repeats at most (the pool's own condition lists them all). */
+const MAX_ERRORS_TOLD = 5;
 
 /**
  * The engine's address for `holder` as a request, or why there is none. No answer means the claim arrived after the

@@ -202,7 +202,9 @@ export class PoolReconciler {
   /**
    * A pool missing from the cache while claims name it may only be late: pools come on a watch of their own, and a
    * claim created right after its pool can arrive first. Failing the claims then ("not found", an Event) would be
-   * wrong, so the pool is read from the API server before its claims are failed. Without claims nothing is read.
+   * wrong, so the pool is read from the API server before its claims are failed. Without claims nothing is read, nor
+   * for the empty name: its key collects the claims that name no pool (their lifecycles fail them), and no object of
+   * that name can exist.
    */
   private async confirmMissing(
     key: string,
@@ -210,6 +212,7 @@ export class PoolReconciler {
     kind: PoolKind,
     pools: Informer<PoolObject>,
   ): Promise<PoolObject | undefined> {
+    if (!ref.name) return undefined;
     const claimed = this.apis.some((api) => api.serves(kind) && api.claimsOf(key).length > 0);
     return claimed ? await this.store.fetch(pools, ref.namespace, ref.name) : undefined;
   }

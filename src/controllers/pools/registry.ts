@@ -36,6 +36,21 @@ export class PoolKinds {
     return poolKeyOf({ group, kind: kindName, namespace: namespaced ? namespace : "", name: ref.name });
   }
 
+  /**
+   * The kind a reference that names no pool of ours exactly still means, or undefined when it means someone else's:
+   * group and kind of ours; an empty `apiGroup` with the name of one of our kinds (the core group has no pools); an
+   * empty `kind` in a group of ours (the group's first kind). A reference to another group's kind is another
+   * provider's and yields undefined, as does one with neither group nor kind.
+   */
+  intendedKind(ref: PoolReference | undefined): PoolKind | undefined {
+    const group = ref?.apiGroup ?? "";
+    const kind = ref?.kind ?? "";
+    if (group && kind) return this.find(group, kind);
+    if (kind) return this.all.find((k) => k.descriptor.kind === kind);
+    if (group) return this.all.find((k) => k.descriptor.group === group);
+    return undefined;
+  }
+
   /** The key of a pool object of `kind`. */
   keyOf(kind: PoolKind, pool: PoolObject): string {
     return keyOfPool(kind, pool);
