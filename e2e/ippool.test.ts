@@ -475,10 +475,10 @@ describe("IPAM controller (real API server)", function () {
           (await eventReasons(c, ns, "on-missing")).includes("PoolNotFound"),
         ),
       ).to.equal(true);
-      expect(await eventually("on-broken to fail", () => readyReason(c, ns, "on-broken"))).to.be.oneOf([
-        "PoolExhausted",
-        "AllocationFailed",
-      ]);
+      // A pool whose spec yields no address and has errors is not ready: the claim is told its errors.
+      expect(await eventually("on-broken to fail", () => readyReason(c, ns, "on-broken"))).to.equal("PoolNotReady");
+      const told = (await c.claims.get(ns, "on-broken")).status?.conditions?.find((x) => x.type === "Ready");
+      expect(told?.message).to.match(/^IPPool broken has no usable address range: spec\.pools\[0\]/);
       await c.pools.create(ns, pool(ns, "no-such-pool", { pools: [{ start: "10.9.0.1", end: "10.9.0.2" }] }));
       expect(await eventually("on-missing healed", () => addressOf(c, ns, "on-missing"))).to.equal("10.9.0.1");
     });
