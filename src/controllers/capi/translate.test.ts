@@ -9,7 +9,6 @@ import {
   claimStatus,
   desiredCapiAddress,
   madeForCapiClaim,
-  servesClaim,
   type AllocatedAddress,
 } from "./translate.js";
 import { METAL3_POOL_KIND } from "../ippool/kind.js";
@@ -34,22 +33,6 @@ const pool = (clusterName?: string): IPPool => ({
 });
 
 describe("Cluster API translation", () => {
-  describe("servesClaim (group and kind, not just the name)", () => {
-    const rows: [string, IPAddressClaim["spec"]["poolRef"], boolean][] = [
-      ["our pool", { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "p" }, true],
-      [
-        "in-cluster provider's pool of the same name",
-        { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "p" },
-        false,
-      ],
-      ["right group, other kind", { apiGroup: "ipam.metal3.io", kind: "GlobalIPPool", name: "p" }, false],
-      ["no group", { kind: "IPPool", name: "p" }, false],
-      ["empty name", { apiGroup: "ipam.metal3.io", kind: "IPPool", name: "" }, false],
-    ];
-    for (const [what, poolRef, expected] of rows)
-      it(what, () => expect(servesClaim(METAL3_ONLY, claim({ poolRef }))).to.equal(expected));
-  });
-
   describe("capiClaimClusterName: spec.clusterName, else label, else pool", () => {
     const rows: [string, IPAddressClaim, IPPool | undefined, string | undefined][] = [
       ["field wins", claim({ clusterName: "a" }, { labels: { "cluster.x-k8s.io/cluster-name": "b" } }), pool("c"), "a"],

@@ -22,14 +22,6 @@ import type { PoolKind, PoolObject } from "../pools/kind.js";
 import { poolKeyOf } from "../pools/indexes.js";
 import type { PoolKinds, PoolReference } from "../pools/registry.js";
 
-/**
- * Spec §5.1: only claims for a pool kind we serve, by group and kind (Metal3's Go controller compares the name only;
- * we do not).
- */
-export function servesClaim(kinds: PoolKinds, claim: IPAddressClaim): boolean {
-  return kinds.keyOfRef(claim.spec?.poolRef, claim.metadata.namespace ?? "") !== undefined;
-}
-
 /** Spec §4: `spec.clusterName`, else the cluster-name label, else the pool's (pools of kinds that name one). */
 export function capiClaimClusterName(
   claim: IPAddressClaim,
