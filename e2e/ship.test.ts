@@ -24,6 +24,7 @@ const EXPECTED = [
   "admissionregistration.k8s.io/validatingwebhookconfigurations: get patch",
   "apiextensions.k8s.io/customresourcedefinitions[globalinclusterippools.ipam.cluster.x-k8s.io,inclusterippools.ipam.cluster.x-k8s.io]: get patch",
   "cluster.x-k8s.io/clusters: get list watch",
+  "coordination.k8s.io/leases[7bb7acb4.ipam.cluster.x-k8s.io]: get",
   "ipam.cluster.x-k8s.io/globalinclusterippools: get list patch watch",
   "ipam.cluster.x-k8s.io/globalinclusterippools/finalizers: update",
   "ipam.cluster.x-k8s.io/globalinclusterippools/status: patch",
@@ -59,7 +60,7 @@ describe("shipping: RBAC and manifests", function () {
     for (const [path, text] of renderRbac()) expect(readFileSync(join(repoRoot, path), "utf8"), path).to.equal(text);
   });
 
-  it("grants exactly the listed verbs and resources: no wildcards, Secrets (get) and Leases only in its namespace", () => {
+  it("grants exactly the listed verbs and resources: no wildcards, Secrets (get) and Leases (but the in-cluster provider's, get) only in its namespace", () => {
     const table = normalizeRules(CLUSTER_ROLE_RULES).map(
       (r) =>
         `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}: ${r.verbs.join(" ")}`,
@@ -121,6 +122,7 @@ describe("shipping: RBAC and manifests", function () {
       ["list", "cluster.x-k8s.io", "clusters", "default", true],
       ["patch", "coordination.k8s.io", "leases", CONTROLLER_NAMESPACE, true],
       ["patch", "coordination.k8s.io", "leases", "default", false],
+      ["list", "coordination.k8s.io", "leases", "capi-ipam-in-cluster-system", false],
       ["get", "", "secrets", CONTROLLER_NAMESPACE, true],
       ["list", "", "secrets", CONTROLLER_NAMESPACE, false],
       ["watch", "", "secrets", CONTROLLER_NAMESPACE, false],

@@ -25,7 +25,10 @@ async function main(): Promise<void> {
     crdDirs: clusterApi ? [OUR_CRDS, INCLUSTER_POOL_CRDS, CAPI_CRDS] : [OUR_CRDS, INCLUSTER_POOL_CRDS],
   });
   console.log(`Control plane ready in ${((Date.now() - started) / 1000).toFixed(1)} s at ${plane.server}`);
-  const manager = new Manager(plane.kubeConfig, { logger: createLogger({ level: "warn", format: "text" }) });
+  const manager = new Manager(plane.kubeConfig, {
+    logger: createLogger({ level: "warn", format: "text" }),
+    serveInClusterPools: true,
+  });
   try {
     await manager.start();
     console.log("Applying config/samples and config/samples/clusterapi; waiting for the controller...\n");

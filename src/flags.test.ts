@@ -97,6 +97,19 @@ describe("flags", () => {
     expect(parseFlags(argv, {})).to.not.have.property("webhookSecretName");
   });
 
+  it("serves the in-cluster kinds only when asked, by flag or environment, and names the provider's namespace", () => {
+    expect(parseFlags([], {})).to.deep.include({
+      serveInClusterPools: false,
+      inClusterProviderNamespace: "capi-ipam-in-cluster-system",
+    });
+    expect(parseFlags(["--serve-incluster-pools", "--incluster-provider-namespace=caip"], {})).to.deep.include({
+      serveInClusterPools: true,
+      inClusterProviderNamespace: "caip",
+    });
+    const env = { SERVE_INCLUSTER_POOLS: "true", INCLUSTER_PROVIDER_NAMESPACE: "e" };
+    expect(parseFlags([], env)).to.deep.include({ serveInClusterPools: true, inClusterProviderNamespace: "e" });
+  });
+
   it("parses durations", () => {
     expect([
       parseDuration("d", "15s"),

@@ -29,6 +29,9 @@ export interface Flags {
   kubeApiBurst: number;
   /** How often RSS is checked for V8 heap pages to give back to the OS; 0 never (src/runtime/memory.ts). */
   memoryReleaseIntervalMs: number;
+  /** Serve the in-cluster provider's pool kinds, never while it runs (src/controllers/incluster/provider.ts). */
+  serveInClusterPools: boolean;
+  inClusterProviderNamespace: string;
 }
 
 export const USAGE = `Usage: npm start -- [flags]
@@ -57,7 +60,11 @@ export const USAGE = `Usage: npm start -- [flags]
   --kube-api-burst N                 requests it may send at once above that rate (env KUBE_API_BURST, default 2000)
   --memory-release-interval D        how often to check whether freed heap pages should go back to the OS; needs
                                      node --expose-gc, as the image runs it (env MEMORY_RELEASE_INTERVAL, default 60s;
-                                     0 never)`;
+                                     0 never)
+  --serve-incluster-pools            serve InClusterIPPool and GlobalInClusterIPPool claims, except while the in-cluster
+                                     provider runs (env SERVE_INCLUSTER_POOLS=true)
+  --incluster-provider-namespace NS  where that provider's leader-election Lease is (env INCLUSTER_PROVIDER_NAMESPACE,
+                                     default capi-ipam-in-cluster-system)`;
 
 const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
   v === undefined ? env === "true" : v === true || v === "true";
@@ -101,6 +108,8 @@ const OPTIONS = {
   "memory-release-interval": { type: "string" },
   "kube-api-qps": { type: "string" },
   "kube-api-burst": { type: "string" },
+  "serve-incluster-pools": { type: "boolean" },
+  "incluster-provider-namespace": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -208,5 +217,8 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
       "memory-release-interval",
       values["memory-release-interval"] ?? env.MEMORY_RELEASE_INTERVAL ?? "60s",
     ),
+    serveInClusterPools: bool(values["serve-incluster-pools"], env.SERVE_INCLUSTER_POOLS),
+    inClusterProviderNamespace:
+      values["incluster-provider-namespace"] ?? env.INCLUSTER_PROVIDER_NAMESPACE ?? "capi-ipam-in-cluster-system",
   };
 }

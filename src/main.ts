@@ -102,6 +102,8 @@ async function main(): Promise<void> {
     logger,
     metrics,
     controllerNamespace: flags.leaderElectionNamespace,
+    serveInClusterPools: flags.serveInClusterPools,
+    inClusterProviderNamespace: flags.inClusterProviderNamespace,
   });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
   const releaser = startMemoryReleaser(flags, logger, metrics);

@@ -7,6 +7,7 @@ import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
 import { CLUSTER_RULES } from "./controllers/clusters.js";
 import { EVENT_RULES } from "./controllers/events.js";
 import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
+import { INCLUSTER_PROVIDER_RULES } from "./controllers/incluster/provider.js";
 import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
@@ -30,6 +31,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...EVENT_RULES,
   ...BRIDGE_RULES,
   ...INCLUSTER_RULES,
+  ...INCLUSTER_PROVIDER_RULES,
   ...NETBOX_RULES,
   ...CA_BUNDLE_RULES,
   ...crdBundleRules(CONVERSION_CRDS),

@@ -198,7 +198,13 @@ export async function startRecordedController(side: Side, namespace: string): Pr
     },
   });
   const logger = createLogger({ level: "info", format: "json", stream });
-  const manager = new Manager(side.kubeConfig, { namespace, poolConcurrency: 4, logger, watchTimeoutSeconds: 60 });
+  const manager = new Manager(side.kubeConfig, {
+    namespace,
+    poolConcurrency: 4,
+    logger,
+    watchTimeoutSeconds: 60,
+    serveInClusterPools: true,
+  });
   await manager.start();
   return { records, count, stop: () => manager.stop() };
 }

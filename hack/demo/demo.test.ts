@@ -30,7 +30,7 @@ describe("npm run demo (hack/demo.ts)", function () {
     this.timeout(180_000);
     expect(existsSync(CAPI_CRDS), "Cluster API's CRDs are cached (npm run binaries)").to.equal(true);
     plane = await LocalPlane.start({ crdDirs: [OUR_CRDS, INCLUSTER_POOL_CRDS, CAPI_CRDS] });
-    manager = new Manager(plane.kubeConfig, { logger: silentLogger() });
+    manager = new Manager(plane.kubeConfig, { logger: silentLogger(), serveInClusterPools: true });
     await manager.start();
     result = await runDemo(plane.kubeConfig, true);
   });

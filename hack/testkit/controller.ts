@@ -79,6 +79,8 @@ export interface ControllerProcessOptions {
   healthProbeBindAddress?: string;
   /** Node flags added after the build's own (e.g. `--cpu-prof`). */
   nodeFlags?: readonly string[];
+  /** `--serve-incluster-pools`, which config/manager's Deployment passes. Default true. */
+  serveInClusterPools?: boolean;
   /** Controller flags added after the ones above (leader election, webhooks, …). */
   flags?: readonly string[];
   /** Name in error messages. Default `controller`. */
@@ -118,6 +120,7 @@ function controllerArgs(o: ControllerProcessOptions): string[] {
     o.metricsBindAddress ?? "0",
     "--health-probe-bind-address",
     o.healthProbeBindAddress ?? "0",
+    ...(o.serveInClusterPools === false ? [] : ["--serve-incluster-pools"]),
     ...(o.flags ?? []),
   ];
 }

@@ -47,14 +47,23 @@ export class LogCapture {
   }
 }
 
-/** A controller in this process with a capturing logger; `options` override the Manager's. */
+/**
+ * A controller in this process with a capturing logger; `options` override the Manager's. It serves the in-cluster
+ * pools unless told not to, as config/manager's Deployment does.
+ */
 export async function startObservedController(
   kc: Kube,
   namespace: string,
   options: Partial<Omit<ManagerOptions, "logger">> = {},
 ): Promise<{ manager: Manager; logs: LogCapture; stop: () => Promise<void> }> {
   const logs = new LogCapture();
-  const manager = new Manager(kc, { namespace, poolConcurrency: 4, logger: logs.logger, ...options });
+  const manager = new Manager(kc, {
+    namespace,
+    poolConcurrency: 4,
+    logger: logs.logger,
+    serveInClusterPools: true,
+    ...options,
+  });
   await manager.start();
   return { manager, logs, stop: () => manager.stop() };
 }

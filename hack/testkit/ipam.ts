@@ -61,6 +61,7 @@ export function capiClients(kc: KubeConfig): CapiClients {
 /**
  * Starts the controller for `namespace` in this process; returns a stop function. It authenticates as the
  * ServiceAccount of config/rbac (so every suite proves those rules sufficient), unless E2E_CONTROLLER_AS_ADMIN=true.
+ * It serves the in-cluster pools, as config/manager's Deployment does (`--serve-incluster-pools`).
  */
 export async function startController(
   adminKc: KubeConfig,
@@ -71,7 +72,13 @@ export async function startController(
   const kc = process.env.E2E_CONTROLLER_AS_ADMIN === "true" ? adminKc : await serviceAccountKubeConfig(adminKc);
   // E2E_LOG=debug shows the controller's log in the test output.
   const logger = process.env.E2E_LOG ? createLogger({ level: process.env.E2E_LOG, format: "text" }) : silentLogger();
-  const manager = new Manager(kc, { namespace, poolConcurrency, logger, watchTimeoutSeconds: 60 });
+  const manager = new Manager(kc, {
+    namespace,
+    poolConcurrency,
+    logger,
+    watchTimeoutSeconds: 60,
+    serveInClusterPools: true,
+  });
   await manager.start();
   return { manager, stop: () => manager.stop() };
 }

@@ -15,14 +15,17 @@ import { addressToPool, claimToPool, poolKey } from "./ippool/indexes.js";
 import { IPClaimApi } from "./ippool/api.js";
 import { METAL3_POOL_KIND } from "./ippool/kind.js";
 import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "./incluster/kind.js";
+import { inClusterSharedKinds } from "./incluster/provider.js";
 import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
 import { IPAddressClaimApi } from "./capi/api.js";
 import { CapiBridge } from "./capi/bridge.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
+import { ProviderGate } from "./pools/gate.js";
 import { BY_CLUSTER } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
+import type { SharedKinds } from "./pools/providers.js";
 import { PoolReconciler } from "./pools/reconciler.js";
 import { PoolKinds } from "./pools/registry.js";
 import { netBoxConnector } from "./netbox/connect.js";
@@ -60,6 +63,12 @@ export interface ManagerOptions {
   capiDiscoveryRetryMs?: number;
   /** The controller's own namespace: NetBox tokens are read from Secrets there (netbox/connect.ts). */
   controllerNamespace?: string;
+  /** Serve the in-cluster provider's kinds (`--serve-incluster-pools`), never while it runs. Default false. */
+  serveInClusterPools?: boolean;
+  /** Namespace of the in-cluster provider's Lease (incluster/provider.ts). */
+  inClusterProviderNamespace?: string;
+  /** How often other providers' Leases are read (pools/gate.ts; default 5 s). */
+  providerPollMs?: number;
 }
 
 export class Manager {
@@ -67,7 +76,10 @@ export class Manager {
   private queue?: WorkQueue;
   private bridge?: CapiBridge;
   private discovery?: PoolKindDiscovery;
+  private gate?: ProviderGate;
   private readonly kinds: PoolKinds;
+  /** The kinds another provider may serve too: one declaration per provider (pools/providers.ts). */
+  private readonly shared: SharedKinds<PoolKind>[];
 
   constructor(
     private readonly kubeConfig: Kube,
@@ -82,6 +94,7 @@ export class Manager {
       }),
     );
     this.kinds = servedPoolKinds(new NetBoxEngine(connector));
+    this.shared = [inClusterSharedKinds(options.serveInClusterPools ?? false, options.inClusterProviderNamespace)];
   }
 
   /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */
@@ -135,11 +148,27 @@ export class Manager {
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
     });
     await this.bridge.start();
+    const gate = new ProviderGate(this.shared, {
+      kube: this.kubeConfig,
+      logger: log,
+      metrics,
+      events,
+      pollMs: this.options.providerPollMs,
+    });
+    this.gate = gate;
+    await gate.start();
     this.discovery = new PoolKindDiscovery(store, this.optionalKinds(), {
       logger: log,
       enqueuePool: add,
       retryMs: this.options.capiDiscoveryRetryMs,
+      held: (kind) => gate.held(kind),
+      onHeldPool: (kind, pool) => gate.heldPool(kind, pool),
+      resumePool: (key) => {
+        reconciler.markFull(key);
+        add(key);
+      },
     });
+    gate.attach(this.discovery);
     await this.discovery.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
@@ -151,7 +180,9 @@ export class Manager {
    * the records of the other namespaces could hand out an address twice. It leaves such pools alone and says so.
    */
   private optionalKinds(): PoolKind[] {
-    const optional = this.kinds.all.filter((kind) => kind !== METAL3_POOL_KIND);
+    // Kinds another provider may serve are looked for only when the operator enabled them.
+    const off = new Set(this.shared.filter((group) => !group.enabled).flatMap((group) => group.kinds));
+    const optional = this.kinds.all.filter((kind) => kind !== METAL3_POOL_KIND && !off.has(kind));
     if (!this.options.namespace) return optional;
     const scoped = optional.filter((kind) => !kind.descriptor.namespaced);
     for (const kind of scoped)
@@ -187,6 +218,7 @@ export class Manager {
     this.store?.stop();
     this.bridge?.stop();
     this.discovery?.stop();
+    this.gate?.stop();
     await this.queue?.shutdown();
   }
 }

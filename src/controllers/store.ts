@@ -141,6 +141,11 @@ export class Store {
     this.poolInformers.set(kindName(kind), informer as unknown as Informer<AnyPool>);
   }
 
+  /** Forgets the pools of `kind`: passes of its pools do nothing until it is served again (pools/discovery.ts). */
+  stopServingPools(kind: PoolKindName): void {
+    this.poolInformers.delete(kindName(kind));
+  }
+
   /** The pools of `kind`, or undefined while the kind is not served. */
   poolInformer(kind: PoolKindName): Informer<AnyPool> | undefined {
     return this.poolInformers.get(kindName(kind));

@@ -34,6 +34,8 @@ export interface ControllerMetrics {
   reconcileError(controller: string): void;
   queue(controller: string): WorkQueueMetrics;
   leader(isLeader: boolean): void;
+  /** Whether a pool kind another provider may serve is served by us (1) or not (0), and why (one series a kind). */
+  poolKindServed(kind: string, served: boolean, reason: string): void;
   /** One finished NetBox request: templated route, method, HTTP status or failure reason, duration. */
   netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void;
 }
@@ -47,6 +49,7 @@ export const noMetrics: ControllerMetrics = {
   reconcileError: () => undefined,
   queue: () => ({ queued: () => undefined, processed: () => undefined }),
   leader: () => undefined,
+  poolKindServed: () => undefined,
   netBoxRequest: () => undefined,
 };
 
@@ -187,6 +190,15 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     registers: [this.registry],
   });
 
+  private readonly kindServed = new Gauge({
+    name: `${PREFIX}pool_kind_served`,
+    help: "1 when a pool kind another provider may serve is served by this controller, 0 when not; reason says why",
+    labelNames: ["pool_kind", "reason"],
+    registers: [this.registry],
+  });
+  /** The reason label of each kind's served series. */
+  private readonly kindReasons = new Map<string, string>();
+
   constructor() {
     // The event-loop delay histogram samples once a second instead of prom-client's every 10 ms. Each sample wakes the
     // process: on a 2-core machine a bare Node process with a 100 ms histogram spent 4.5 ms of CPU a second on it (1 ms
@@ -317,6 +329,14 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
 
   leader(isLeader: boolean): void {
     this.leaderGauge.set(isLeader ? 1 : 0);
+  }
+
+  poolKindServed(kind: string, served: boolean, reason: string): void {
+    // One series a kind: the reason it is (not) served now, not every reason it ever had.
+    const previous = this.kindReasons.get(kind);
+    if (previous !== undefined && previous !== reason) this.kindServed.remove({ pool_kind: kind, reason: previous });
+    this.kindReasons.set(kind, reason);
+    this.kindServed.set({ pool_kind: kind, reason }, served ? 1 : 0);
   }
 
   netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void {
