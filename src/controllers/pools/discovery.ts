@@ -101,6 +101,7 @@ export class PoolKindDiscovery {
     this.store.servePools(kind, informer);
     const resume = this.options.resumePool ?? this.options.enqueuePool;
     for (const pool of informer.list()) resume(keyOfPool(kind, pool));
+    this.options.logger.info("Serving pool kind", { kind: `${kind.descriptor.kind}.${kind.descriptor.group}` });
   }
 
   /** The pools of a kind found served (none before). */
