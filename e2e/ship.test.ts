@@ -1,59 +1,110 @@
 /**
- * What operators install: the generated RBAC grants exactly what the code declares (checked on paper and by the API
- * server's own authorizer), and config/default passes a server-side dry-run.
+ * What operators install: the generated RBAC grants exactly what the code declares, the default install's and the
+ * self-managed certificate mode's (checked on paper and by the API server's own authorizer). The manifests themselves:
+ * e2e/install.test.ts.
  */
-import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { AuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { installCrds } from "../hack/testkit/crds.js";
 import { renderRbac } from "../hack/rbac.js";
-import { CLUSTER_ROLE_RULES, NAMESPACE_ROLE_RULES, normalizeRules } from "../src/rbac.js";
+import {
+  CLUSTER_ROLE_RULES,
+  NAMESPACE_ROLE_RULES,
+  normalizeRules,
+  SELF_MANAGED_CLUSTER_ROLE_RULES,
+  SELF_MANAGED_NAMESPACE_ROLE_RULES,
+  type PolicyRule,
+} from "../src/rbac.js";
 import { repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import {
+  bindSelfManagedRoles,
   CONTROLLER_NAMESPACE,
   CONTROLLER_SERVICE_ACCOUNT,
   serviceAccountKubeConfig,
 } from "../hack/testkit/serviceaccount.js";
+import { SELF_MANAGED_NAMES } from "../src/certs/rbac.js";
 
-/** The whole grant, as a table: any change to what the controller may do must change this table too. */
-const EXPECTED = [
-  "/events: create patch",
-  "admissionregistration.k8s.io/mutatingwebhookconfigurations: get patch",
-  "admissionregistration.k8s.io/validatingwebhookconfigurations: get patch",
-  "apiextensions.k8s.io/customresourcedefinitions[globalinclusterippools.ipam.cluster.x-k8s.io,inclusterippools.ipam.cluster.x-k8s.io]: get patch",
-  "cluster.x-k8s.io/clusters: get list watch",
-  "coordination.k8s.io/leases[7bb7acb4.ipam.cluster.x-k8s.io]: get",
-  "ipam.cluster.x-k8s.io/globalinclusterippools: get list patch watch",
-  "ipam.cluster.x-k8s.io/globalinclusterippools/finalizers: update",
-  "ipam.cluster.x-k8s.io/globalinclusterippools/status: patch",
-  "ipam.cluster.x-k8s.io/inclusterippools: get list patch watch",
-  "ipam.cluster.x-k8s.io/inclusterippools/finalizers: update",
-  "ipam.cluster.x-k8s.io/inclusterippools/status: patch",
-  "ipam.cluster.x-k8s.io/ipaddressclaims: get list patch watch",
-  "ipam.cluster.x-k8s.io/ipaddressclaims/finalizers: update",
-  "ipam.cluster.x-k8s.io/ipaddressclaims/status: patch",
-  "ipam.cluster.x-k8s.io/ipaddresses: create delete get list patch watch",
-  "ipam.metal3.io/ipaddresses: create delete get list patch watch",
-  "ipam.metal3.io/ipclaims: get list patch watch",
-  "ipam.metal3.io/ipclaims/status: patch",
-  "ipam.metal3.io/ippools: get list patch watch",
-  "ipam.metal3.io/ippools/finalizers: update",
-  "ipam.metal3.io/ippools/status: patch",
-  "netbox.ipam.cluster.x-k8s.io/globalnetboxippools: get list patch watch",
-  "netbox.ipam.cluster.x-k8s.io/globalnetboxippools/finalizers: update",
-  "netbox.ipam.cluster.x-k8s.io/globalnetboxippools/status: patch",
-  "netbox.ipam.cluster.x-k8s.io/netboxippools: get list patch watch",
-  "netbox.ipam.cluster.x-k8s.io/netboxippools/finalizers: update",
-  "netbox.ipam.cluster.x-k8s.io/netboxippools/status: patch",
+const SELF_MANAGED_CHECK_ACCOUNT = "metal3-ipam-selfmanaged-check";
+
+/**
+ * The whole grant of the default install (config/rbac), as a table of rule and reason: any change to what the
+ * controller may do must change this table too, and say why.
+ */
+const EXPECTED: [string, string][] = [
+  ["/events: create patch", "Events on claims and pools, aggregated (repeats patch the count)"],
+  ["cluster.x-k8s.io/clusters: get list watch", "pools and claims follow their Cluster's pause and deletion"],
+  [
+    "coordination.k8s.io/leases[7bb7acb4.ipam.cluster.x-k8s.io]: get",
+    "the in-cluster provider's leader Lease, by name: its kinds are not served while it runs",
+  ],
+  ...poolKindRows("ipam.cluster.x-k8s.io", "globalinclusterippools", "cluster-wide in-cluster pools"),
+  ...poolKindRows("ipam.cluster.x-k8s.io", "inclusterippools", "in-cluster pools"),
+  ["ipam.cluster.x-k8s.io/ipaddressclaims: get list patch watch", "Cluster API claims served, finalizer added"],
+  [
+    "ipam.cluster.x-k8s.io/ipaddressclaims/finalizers: update",
+    "blockOwnerDeletion on owner references to claims (OwnerReferencesPermissionEnforcement)",
+  ],
+  ["ipam.cluster.x-k8s.io/ipaddressclaims/status: patch", "a claim's addressRef and conditions"],
+  [
+    "ipam.cluster.x-k8s.io/ipaddresses: create delete get list patch watch",
+    "the Cluster API IPAddress of a claim, deleted on release; listed by the webhooks",
+  ],
+  [
+    "ipam.metal3.io/ipaddresses: create delete get list patch watch",
+    "the Metal3 IPAddress of an IPClaim, deleted on release; listed by the webhooks",
+  ],
+  ["ipam.metal3.io/ipclaims: get list patch watch", "IPClaims served, finalizer added"],
+  ["ipam.metal3.io/ipclaims/status: patch", "an IPClaim's address and error"],
+  ["ipam.metal3.io/ippools: get list patch watch", "Metal3 pools served, finalizer added; listed by the webhooks"],
+  [
+    "ipam.metal3.io/ippools/finalizers: update",
+    "blockOwnerDeletion on owner references to pools (OwnerReferencesPermissionEnforcement)",
+  ],
+  ["ipam.metal3.io/ippools/status: patch", "a pool's allocations and conditions"],
+  ...poolKindRows("netbox.ipam.cluster.x-k8s.io", "globalnetboxippools", "cluster-wide NetBox pools"),
+  ...poolKindRows("netbox.ipam.cluster.x-k8s.io", "netboxippools", "NetBox pools"),
 ];
 
-function kubectlAvailable(): boolean {
-  return spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
+/** The three rules of a pool kind: served (finalizer added), owner references onto it, its status. */
+function poolKindRows(group: string, plural: string, what: string): [string, string][] {
+  return [
+    [`${group}/${plural}: get list patch watch`, `${what} served, finalizer added`],
+    [`${group}/${plural}/finalizers: update`, `blockOwnerDeletion on owner references to ${what}`],
+    [`${group}/${plural}/status: patch`, `the status of ${what}`],
+  ];
 }
 
-describe("shipping: RBAC and manifests", function () {
+/** What only the self-managed certificate mode adds (config/selfmanaged/role.yaml), every rule by name. */
+const SELF_MANAGED_EXPECTED: [string, string][] = [
+  [
+    "admissionregistration.k8s.io/mutatingwebhookconfigurations[metal3-ipam-mutating-webhook-configuration]: get patch",
+    "its caBundle kept equal to the controller's CA",
+  ],
+  [
+    "admissionregistration.k8s.io/validatingwebhookconfigurations[metal3-ipam-validating-webhook-configuration]: get patch",
+    "its caBundle kept equal to the controller's CA",
+  ],
+  [
+    "apiextensions.k8s.io/customresourcedefinitions[globalinclusterippools.ipam.cluster.x-k8s.io,inclusterippools.ipam.cluster.x-k8s.io]: get patch",
+    "the CA bundle of their conversion webhook, when it is our Service",
+  ],
+];
+const SELF_MANAGED_NAMESPACE_EXPECTED: [string, string][] = [
+  ["/secrets: create", "the first replica creates the shared Secret (create cannot be limited to a name)"],
+  ["/secrets[metal3-ipam-webhook-self-managed]: get update", "every replica reads the CA from it and stores renewals"],
+];
+
+const ruleRow = (r: PolicyRule): string =>
+  `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}: ${r.verbs.join(" ")}`;
+
+/** The rendered rules as rows, checked against `expected`; each row there has a reason. */
+function expectTable(rules: readonly PolicyRule[], expected: [string, string][]): void {
+  expect(normalizeRules(rules).map(ruleRow)).to.deep.equal(expected.map(([row]) => row));
+  for (const [row, reason] of expected) expect(reason.length, `the reason of ${row}`).to.be.greaterThan(10);
+}
+
+describe("shipping: RBAC", function () {
   this.timeout(120_000);
 
   it("config/rbac is generated from the rules in src and is current (run `npm run generate`)", () => {
@@ -61,12 +112,13 @@ describe("shipping: RBAC and manifests", function () {
   });
 
   it("grants exactly the listed verbs and resources: no wildcards, Secrets (get) and Leases (but the in-cluster provider's, get) only in its namespace", () => {
-    const table = normalizeRules(CLUSTER_ROLE_RULES).map(
-      (r) =>
-        `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}: ${r.verbs.join(" ")}`,
-    );
-    expect(table).to.deep.equal(EXPECTED);
-    const all = [...CLUSTER_ROLE_RULES, ...NAMESPACE_ROLE_RULES];
+    expectTable(CLUSTER_ROLE_RULES, EXPECTED);
+    const all = [
+      ...CLUSTER_ROLE_RULES,
+      ...NAMESPACE_ROLE_RULES,
+      ...SELF_MANAGED_CLUSTER_ROLE_RULES,
+      ...SELF_MANAGED_NAMESPACE_ROLE_RULES,
+    ];
     for (const r of all) {
       expect([...r.apiGroups, ...r.resources, ...r.verbs]).to.not.include("*");
     }
@@ -78,17 +130,27 @@ describe("shipping: RBAC and manifests", function () {
     ]);
   });
 
+  it("adds for the self-managed certificate mode only the listed rules, each limited by name but Secret create", () => {
+    expectTable(SELF_MANAGED_CLUSTER_ROLE_RULES, SELF_MANAGED_EXPECTED);
+    expectTable(SELF_MANAGED_NAMESPACE_ROLE_RULES, SELF_MANAGED_NAMESPACE_EXPECTED);
+    for (const r of SELF_MANAGED_CLUSTER_ROLE_RULES) expect(r.resourceNames ?? [], ruleRow(r)).to.not.be.empty;
+  });
+
   describe("against the API server's authorizer", function () {
     let admin: KubeConfig;
-    const user = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${CONTROLLER_SERVICE_ACCOUNT}`;
+    const controller = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${CONTROLLER_SERVICE_ACCOUNT}`;
+    /** A ServiceAccount bound to config/selfmanaged's roles alone, so its rows show what they add. */
+    const selfManaged = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${SELF_MANAGED_CHECK_ACCOUNT}`;
 
     before(async function () {
       if (usingExistingCluster()) this.skip();
       admin = (await sharedCluster()).kubeConfig;
       await serviceAccountKubeConfig(admin);
+      await bindSelfManagedRoles(admin, SELF_MANAGED_CHECK_ACCOUNT);
     });
 
     async function allowed(
+      user: string,
       verb: string,
       group: string,
       resource: string,
@@ -126,6 +188,7 @@ describe("shipping: RBAC and manifests", function () {
       ["get", "", "secrets", CONTROLLER_NAMESPACE, true],
       ["list", "", "secrets", CONTROLLER_NAMESPACE, false],
       ["watch", "", "secrets", CONTROLLER_NAMESPACE, false],
+      ["create", "", "secrets", CONTROLLER_NAMESPACE, false],
       ["get", "", "secrets", "default", false],
       ["list", "", "secrets", "default", false],
       ["list", "", "pods", "default", false],
@@ -134,50 +197,62 @@ describe("shipping: RBAC and manifests", function () {
       ["delete", "cluster.x-k8s.io", "clusters", "default", false],
       ["create", "apps", "deployments", "default", false],
     ];
-    // The conversion CRDs' CA bundle (self-managed mode): those two CRDs by name, nothing else about CRDs.
-    const crdRows: [string, string, boolean][] = [
-      ["patch", "inclusterippools.ipam.cluster.x-k8s.io", true],
-      ["get", "globalinclusterippools.ipam.cluster.x-k8s.io", true],
-      ["patch", "ippools.ipam.metal3.io", false],
-      ["delete", "inclusterippools.ipam.cluster.x-k8s.io", false],
-      ["list", "", false],
-    ];
-    for (const [verb, name, expected] of crdRows) {
-      it(`${expected ? "may" : "may not"} ${verb} customresourcedefinitions ${name || "(all)"}`, async () => {
-        const ok = await allowed(
-          verb,
-          "apiextensions.k8s.io",
-          "customresourcedefinitions",
-          "",
-          undefined,
-          name || undefined,
-        );
-        expect(ok).to.equal(expected);
-      });
-    }
     for (const [verb, group, resource, namespace, expected, sub] of rows) {
       it(`${expected ? "may" : "may not"} ${verb} ${group || "core"}/${resource}${sub ? "/" + sub : ""} in ${namespace}`, async () => {
-        expect(await allowed(verb, group, resource, namespace, sub)).to.equal(expected);
+        expect(await allowed(controller, verb, group, resource, namespace, sub)).to.equal(expected);
       });
     }
-  });
 
-  it("config/default passes `kubectl apply --dry-run=server`", async function () {
-    if (usingExistingCluster() || !kubectlAvailable()) this.skip();
-    const cluster = await sharedCluster();
-    await installCrds(cluster.kubeConfig, [join(repoRoot, "e2e", "fixtures")]);
-    const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath };
-    // The namespace must exist for a dry-run of the objects inside it (a dry-run creates nothing).
-    spawnSync("kubectl", ["create", "namespace", CONTROLLER_NAMESPACE], { env, stdio: "ignore" });
-    const out = execFileSync("kubectl", ["apply", "--dry-run=server", "-k", join(repoRoot, "config", "default")], {
-      env,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    expect(out).to.match(/deployment\.apps\/metal3-ipam-controller-manager .*\(server dry run\)/);
-    expect(out).to.match(
-      /validatingwebhookconfiguration.*metal3-ipam-validating-webhook-configuration .*\(server dry run\)/,
-    );
-    expect(out).to.match(/clusterrole.*metal3-ipam-manager-role .*\(server dry run\)/);
+    // Cluster-scoped, by name ("" = every object). The default install: nothing on webhook configurations or CRDs
+    // (cert-manager injects the CA); config/selfmanaged's roles: exactly the objects the self-managed mode patches.
+    const MUTATING = "admissionregistration.k8s.io/mutatingwebhookconfigurations";
+    const VALIDATING = "admissionregistration.k8s.io/validatingwebhookconfigurations";
+    const CRDS = "apiextensions.k8s.io/customresourcedefinitions";
+    const namedRows: [string, string, string, boolean, boolean][] = [
+      // verb, group/resource, name, the controller may, config/selfmanaged's roles may
+      ["get", MUTATING, SELF_MANAGED_NAMES.mutating, false, true],
+      ["patch", MUTATING, SELF_MANAGED_NAMES.mutating, false, true],
+      ["patch", VALIDATING, SELF_MANAGED_NAMES.validating, false, true],
+      ["patch", MUTATING, "another-webhook-configuration", false, false],
+      ["patch", VALIDATING, SELF_MANAGED_NAMES.mutating, false, false],
+      ["list", MUTATING, "", false, false],
+      ["delete", VALIDATING, SELF_MANAGED_NAMES.validating, false, false],
+      ["patch", CRDS, "inclusterippools.ipam.cluster.x-k8s.io", false, true],
+      ["get", CRDS, "globalinclusterippools.ipam.cluster.x-k8s.io", false, true],
+      ["patch", CRDS, "ippools.ipam.metal3.io", false, false],
+      ["delete", CRDS, "inclusterippools.ipam.cluster.x-k8s.io", false, false],
+      ["list", CRDS, "", false, false],
+    ];
+    for (const [verb, groupResource, name, byController, bySelfManaged] of namedRows) {
+      const [group = "", resource = ""] = groupResource.split("/");
+      const what = `${verb} ${resource} ${name || "(all)"}`;
+      it(`the controller ${byController ? "may" : "may not"} ${what}; config/selfmanaged's roles ${bySelfManaged ? "may" : "may not"}`, async () => {
+        expect(await allowed(controller, verb, group, resource, "", undefined, name || undefined)).to.equal(
+          byController,
+        );
+        expect(await allowed(selfManaged, verb, group, resource, "", undefined, name || undefined)).to.equal(
+          bySelfManaged,
+        );
+      });
+    }
+
+    const secretRows: [string, string, string, boolean][] = [
+      ["create", CONTROLLER_NAMESPACE, "", true],
+      ["get", CONTROLLER_NAMESPACE, SELF_MANAGED_NAMES.secret, true],
+      ["update", CONTROLLER_NAMESPACE, SELF_MANAGED_NAMES.secret, true],
+      ["get", CONTROLLER_NAMESPACE, "another-secret", false],
+      ["update", CONTROLLER_NAMESPACE, "another-secret", false],
+      ["delete", CONTROLLER_NAMESPACE, SELF_MANAGED_NAMES.secret, false],
+      ["list", CONTROLLER_NAMESPACE, "", false],
+      ["create", "default", "", false],
+      ["get", "default", SELF_MANAGED_NAMES.secret, false],
+    ];
+    for (const [verb, namespace, name, expected] of secretRows) {
+      it(`config/selfmanaged's roles ${expected ? "may" : "may not"} ${verb} Secret ${name || "(any)"} in ${namespace}`, async () => {
+        expect(await allowed(selfManaged, verb, "", "secrets", namespace, undefined, name || undefined)).to.equal(
+          expected,
+        );
+      });
+    }
   });
 });

@@ -1,7 +1,9 @@
 /**
  * Every permission the controller needs, collected from the modules that declare them. `npm run generate` renders
  * them into config/rbac (a ClusterRole for the cluster-wide rules, a Role in the controller's namespace for the
- * leader-election Lease); a test fails when the rendered files are stale or a rule grows a wildcard.
+ * leader-election Lease) and, for the self-managed certificate mode only, into config/selfmanaged (a ClusterRole and a
+ * Role, every rule limited to named objects); a test fails when the rendered files are stale or a rule grows a
+ * wildcard.
  */
 import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
 import { CLUSTER_RULES } from "./controllers/clusters.js";
@@ -12,7 +14,7 @@ import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
-import { CA_BUNDLE_RULES, crdBundleRules } from "./certs/rbac.js";
+import { caBundleRules, crdBundleRules, SELF_MANAGED_NAMES, sharedSecretRules } from "./certs/rbac.js";
 import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { LOOKUP_RULES } from "./webhooks/lookup.js";
 
@@ -33,12 +35,18 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...INCLUSTER_RULES,
   ...INCLUSTER_PROVIDER_RULES,
   ...NETBOX_RULES,
-  ...CA_BUNDLE_RULES,
-  ...crdBundleRules(CONVERSION_CRDS),
   ...LOOKUP_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES, ...NETBOX_SECRET_RULES];
+
+/** Cluster-scoped rules only the self-managed certificate mode needs (config/selfmanaged), by the names it installs. */
+export const SELF_MANAGED_CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
+  ...caBundleRules(SELF_MANAGED_NAMES.mutating, SELF_MANAGED_NAMES.validating),
+  ...crdBundleRules(CONVERSION_CRDS),
+];
+/** Namespaced rules only the self-managed certificate mode needs, in the controller's namespace. */
+export const SELF_MANAGED_NAMESPACE_ROLE_RULES: readonly PolicyRule[] = sharedSecretRules(SELF_MANAGED_NAMES.secret);
 
 /**
  * Merges rules per (group, resource, resource names), verbs united and sorted, for a stable rendering. Rules limited

@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject } from "@kubernetes/client-node";
-import { load } from "js-yaml";
+import { load, loadAll } from "js-yaml";
 import { isConflict } from "../../src/kube/errors.js";
 import { repoRoot } from "./cluster.js";
 
@@ -58,17 +58,45 @@ async function applyAll(kc: KubeConfig, objects: KubernetesObject[]): Promise<vo
   }
 }
 
+/**
+ * Binds config/selfmanaged's generated roles (role.yaml) to the ServiceAccount `account` of the controller's namespace
+ * (created here), through role_binding.yaml's bindings renamed for it: what those roles alone allow, for the
+ * authorizer's checks, without widening the controller's own ServiceAccount.
+ */
+export async function bindSelfManagedRoles(admin: KubeConfig, account: string): Promise<void> {
+  const read = (f: string): (KubernetesObject & Record<string, unknown>)[] =>
+    loadAll(readFileSync(join(repoRoot, "config", "selfmanaged", f), "utf8")) as (KubernetesObject &
+      Record<string, unknown>)[];
+  const bindings = read("role_binding.yaml").map((b) => ({
+    ...b,
+    metadata: { ...b.metadata, name: `${b.metadata?.name ?? ""}-${account}` },
+    subjects: [{ kind: "ServiceAccount", name: account, namespace: CONTROLLER_NAMESPACE }],
+  }));
+  const serviceAccount = {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: account, namespace: CONTROLLER_NAMESPACE },
+  };
+  await applyAll(admin, [serviceAccount, ...read("role.yaml"), ...bindings]);
+}
+
 /** RBAC installs per API server (suites may run planes of their own). */
 const installed = new Map<string, Promise<void>>();
 
-/** A kubeconfig for the same server that authenticates as the controller's ServiceAccount (token valid 1 h). */
-export async function serviceAccountKubeConfig(admin: KubeConfig): Promise<KubeConfig> {
+/**
+ * A kubeconfig for the same server that authenticates as the controller's ServiceAccount (token valid 1 h), or as
+ * `account`, another ServiceAccount of its namespace that exists already.
+ */
+export async function serviceAccountKubeConfig(
+  admin: KubeConfig,
+  account = CONTROLLER_SERVICE_ACCOUNT,
+): Promise<KubeConfig> {
   const server = admin.getCurrentCluster()?.server ?? "";
   if (!installed.has(server)) installed.set(server, applyAll(admin, renderedRbac()));
   await installed.get(server);
   const core = admin.makeApiClient(CoreV1Api);
   const token = await core.createNamespacedServiceAccountToken({
-    name: CONTROLLER_SERVICE_ACCOUNT,
+    name: account,
     namespace: CONTROLLER_NAMESPACE,
     body: { spec: { audiences: [], expirationSeconds: 3600 } },
   });
@@ -77,8 +105,8 @@ export async function serviceAccountKubeConfig(admin: KubeConfig): Promise<KubeC
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ ...cluster, name: "test" }],
-    users: [{ name: CONTROLLER_SERVICE_ACCOUNT, token: token.status.token }],
-    contexts: [{ name: "sa", cluster: "test", user: CONTROLLER_SERVICE_ACCOUNT }],
+    users: [{ name: account, token: token.status.token }],
+    contexts: [{ name: "sa", cluster: "test", user: account }],
     currentContext: "sa",
   });
   return kc;

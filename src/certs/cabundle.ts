@@ -6,9 +6,10 @@
  * repaired on the next sync.
  */
 import type { Kube } from "../kube/access.js";
-import { describeError, isNotFound } from "../kube/errors.js";
+import { describeError, isForbidden, isNotFound } from "../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
+import { SELF_MANAGED_RBAC_HINT } from "./rbac.js";
 
 /** A webhook configuration to keep current. */
 export interface BundleTarget {
@@ -95,7 +96,8 @@ export class CaBundleInjector {
     } catch (err) {
       const problem = isNotFound(err) ? "not found" : describeError(err);
       if (this.problems.get(key) !== problem) {
-        this.logger.warn("Cannot inject CA bundle; retrying", { configuration: key, problem });
+        const hint = isForbidden(err) ? { hint: SELF_MANAGED_RBAC_HINT } : {};
+        this.logger.warn("Cannot inject CA bundle; retrying", { configuration: key, problem, ...hint });
         this.problems.set(key, problem);
       }
       return false;

@@ -12,9 +12,10 @@
  * Each of those counts as current for readiness; only a failed read or patch does not.
  */
 import type { Kube } from "../kube/access.js";
-import { describeError, isNotFound } from "../kube/errors.js";
+import { describeError, isForbidden, isNotFound } from "../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
+import { SELF_MANAGED_RBAC_HINT } from "./rbac.js";
 
 interface ClientConfig {
   url?: string;
@@ -98,14 +99,14 @@ export class CrdBundleInjector {
   }
 
   /** Logs `text` about `name` once while it lasts (`undefined`: nothing to say any more). */
-  private note(name: string, text: string | undefined, level: "info" | "warn" = "info"): void {
+  private note(name: string, text: string | undefined, level: "info" | "warn" = "info", hint?: string): void {
     if (text === undefined || this.notes.get(name) === text) {
       if (text === undefined) this.notes.delete(name);
       return;
     }
     this.notes.set(name, text);
     const message = level === "warn" ? "Cannot inject CA bundle into CRD; retrying" : "Leaving CRD's conversion alone";
-    this.logger[level](message, { crd: name, problem: text });
+    this.logger[level](message, { crd: name, problem: text, ...(hint ? { hint } : {}) });
   }
 
   private async syncOne(name: string, bundle: string): Promise<boolean> {
@@ -121,7 +122,7 @@ export class CrdBundleInjector {
         this.note(name, undefined);
         return true;
       }
-      this.note(name, describeError(err), "warn");
+      this.note(name, describeError(err), "warn", isForbidden(err) ? SELF_MANAGED_RBAC_HINT : undefined);
       return false;
     }
   }

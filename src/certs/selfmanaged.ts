@@ -10,11 +10,12 @@
  * they live in memory: fine for one replica (a restart makes a new CA and re-patches the bundle).
  */
 import type { Kube } from "../kube/access.js";
-import { isConflict, isNotFound } from "../kube/errors.js";
+import { describeError, isConflict, isForbidden, isNotFound } from "../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import type { Logger } from "../runtime/logger.js";
 import { CaBundleInjector } from "./cabundle.js";
 import { CrdBundleInjector } from "./crdbundle.js";
+import { SELF_MANAGED_RBAC_HINT } from "./rbac.js";
 import type { CertificateSource } from "./certdir.js";
 import {
   createCertificateAuthority,
@@ -186,7 +187,13 @@ export class SelfManagedSource implements CertificateSource {
       kind: "Secret",
       namespaced: true,
     });
-    return await obtainFromSecret(secrets, options.namespace, options.secretName, hosts);
+    try {
+      return await obtainFromSecret(secrets, options.namespace, options.secretName, hosts);
+    } catch (err) {
+      if (!isForbidden(err)) throw err;
+      const secret = `${options.namespace}/${options.secretName}`;
+      throw new Error(`Secret ${secret}: ${describeError(err)}; ${SELF_MANAGED_RBAC_HINT}`, { cause: err });
+    }
   }
 
   current(): CertificatePair {

@@ -10,6 +10,8 @@ export function statusCodeOf(err: unknown): number | undefined {
 export const isNotFound = (err: unknown): boolean => statusCodeOf(err) === 404;
 /** 409 covers both AlreadyExists (create) and Conflict (stale resourceVersion); see isAlreadyExists. */
 export const isConflict = (err: unknown): boolean => statusCodeOf(err) === 409;
+/** 403: RBAC denies the request. */
+export const isForbidden = (err: unknown): boolean => statusCodeOf(err) === 403;
 export const isGone = (err: unknown): boolean => statusCodeOf(err) === 410;
 export const isInvalid = (err: unknown): boolean => statusCodeOf(err) === 422;
 
