@@ -8,7 +8,9 @@
 #                                          kube-proxy when this machine can run a node (root, containerd and runc
 #                                          installed: see node_possible)
 #   hack/localplane-binaries.sh plane      only what a plane needs (etcd, kube-apiserver, kube-controller-manager,
-#                                          Cluster API's CRDs): what `npm run demo` builds first
+#                                          Cluster API's CRDs): what `npm run demo` and `npm run localplane -- up`
+#                                          build first
+#   hack/localplane-binaries.sh plane-node that and the node's binaries: what `npm run localplane -- up --node` builds
 #   hack/localplane-binaries.sh node       everything, and the node's binaries whatever the machine
 #   KUBEBUILDER_ASSETS=/dir hack/...       use etcd, kube-apiserver (and kube-controller-manager) from /dir instead
 #
@@ -212,7 +214,7 @@ main() {
     ln -sf "${k8s_dir}/kube-apiserver" "${CACHE_ROOT}/bin/kube-apiserver"
     ln -sf "${k8s_dir}/kube-controller-manager" "${CACHE_ROOT}/bin/kube-controller-manager"
   fi
-  if [[ "${want}" == "node" ]] || { [[ "${want}" == "all" ]] && node_possible; }; then
+  if [[ "${want}" == "node" || "${want}" == "plane-node" ]] || { [[ "${want}" == "all" ]] && node_possible; }; then
     local node_dir b; node_dir="$(build_kubernetes kubernetes-node kubelet kube-scheduler kube-proxy)"
     for b in kubelet kube-scheduler kube-proxy; do ln -sf "${node_dir}/${b}" "${CACHE_ROOT}/bin/${b}"; done
     ln -sf "$(build_pause)/pause" "${CACHE_ROOT}/bin/pause"

@@ -8,9 +8,12 @@
  *   down    stops it (the node's pods first) and removes its files; prints what the node left on the host, if anything
  *   status  says whether one runs
  *
+ * `up` first runs `hack/localplane-binaries.sh plane` (`plane-node` with --node): a no-op when the binaries are cached
+ * and Cluster API's CRDs copied, and what a fresh clone needs before its first plane.
+ *
  * State lives in `.localplane/` (git-ignored): `state.json` (daemon pid) and a copy of the admin kubeconfig.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -67,11 +70,25 @@ async function serve(node: boolean): Promise<void> {
   setInterval(() => undefined, 1 << 30);
 }
 
+/**
+ * Builds (or finds cached) what the plane runs and copies Cluster API's CRDs into .cache/, showing the script's
+ * progress; false when it fails (it said why on stderr).
+ */
+function prepare(node: boolean): boolean {
+  const script = join(repoRoot, "hack", "localplane-binaries.sh");
+  const result = spawnSync(script, [node ? "plane-node" : "plane"], { stdio: ["ignore", "ignore", "inherit"] });
+  return result.status === 0;
+}
+
 async function up(node: boolean): Promise<number> {
   const state = readState();
   if (state && processAlive(state.pid)) {
     console.log(`A local plane already runs (pid ${state.pid}).\nexport KUBECONFIG=${state.kubeconfig}`);
     return 0;
+  }
+  if (!prepare(node)) {
+    console.error("The local plane's binaries or Cluster API's CRDs could not be prepared (see above).");
+    return 1;
   }
   mkdirSync(stateDir, { recursive: true });
   rmSync(stateFile, { force: true });
