@@ -8,14 +8,8 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { AuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { renderRbac } from "../hack/rbac.js";
-import {
-  CLUSTER_ROLE_RULES,
-  NAMESPACE_ROLE_RULES,
-  normalizeRules,
-  SELF_MANAGED_CLUSTER_ROLE_RULES,
-  SELF_MANAGED_NAMESPACE_ROLE_RULES,
-  type PolicyRule,
-} from "../src/rbac.js";
+import { normalizeRules, type PolicyRule } from "../src/rbac.js";
+import * as rbac from "../src/rbac.js";
 import { repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import {
   bindSelfManagedRoles,
@@ -112,28 +106,26 @@ describe("shipping: RBAC", function () {
   });
 
   it("grants exactly the listed verbs and resources: no wildcards, Secrets (get) and Leases (but the in-cluster provider's, get) only in its namespace", () => {
-    expectTable(CLUSTER_ROLE_RULES, EXPECTED);
-    const all = [
-      ...CLUSTER_ROLE_RULES,
-      ...NAMESPACE_ROLE_RULES,
-      ...SELF_MANAGED_CLUSTER_ROLE_RULES,
-      ...SELF_MANAGED_NAMESPACE_ROLE_RULES,
-    ];
+    expectTable(rbac.CLUSTER_ROLE_RULES, EXPECTED);
+    const all = Object.values(rbac)
+      .filter((v): v is readonly PolicyRule[] => Array.isArray(v))
+      .flat();
+    expect(all.length, "rules of the four role sets").to.be.greaterThan(20);
     for (const r of all) {
       expect([...r.apiGroups, ...r.resources, ...r.verbs]).to.not.include("*");
     }
     // Secrets: none cluster-wide; in its own namespace `get` only (NetBox tokens, by name; never listed or watched).
-    for (const r of CLUSTER_ROLE_RULES) expect(r.resources).to.not.include("secrets");
-    expect(normalizeRules(NAMESPACE_ROLE_RULES)).to.deep.equal([
+    for (const r of rbac.CLUSTER_ROLE_RULES) expect(r.resources).to.not.include("secrets");
+    expect(normalizeRules(rbac.NAMESPACE_ROLE_RULES)).to.deep.equal([
       { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
       { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "get", "patch"] },
     ]);
   });
 
   it("adds for the self-managed certificate mode only the listed rules, each limited by name but Secret create", () => {
-    expectTable(SELF_MANAGED_CLUSTER_ROLE_RULES, SELF_MANAGED_EXPECTED);
-    expectTable(SELF_MANAGED_NAMESPACE_ROLE_RULES, SELF_MANAGED_NAMESPACE_EXPECTED);
-    for (const r of SELF_MANAGED_CLUSTER_ROLE_RULES) expect(r.resourceNames ?? [], ruleRow(r)).to.not.be.empty;
+    expectTable(rbac.SELF_MANAGED_CLUSTER_ROLE_RULES, SELF_MANAGED_EXPECTED);
+    expectTable(rbac.SELF_MANAGED_NAMESPACE_ROLE_RULES, SELF_MANAGED_NAMESPACE_EXPECTED);
+    for (const r of rbac.SELF_MANAGED_CLUSTER_ROLE_RULES) expect(r.resourceNames ?? [], ruleRow(r)).to.not.be.empty;
   });
 
   describe("against the API server's authorizer", function () {
