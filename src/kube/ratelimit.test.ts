@@ -19,6 +19,14 @@ describe("TokenBucket (client-side rate limit)", () => {
     expect([idle.reserve(3_600_000), idle.reserve(3_600_000), idle.reserve(3_600_000)]).to.deep.equal([0, 0, 100]);
   });
 
+  it("tryTake: takes free tokens only, and a refused flood leaves no debt behind", () => {
+    const bucket = new TokenBucket(10, 2, 0);
+    expect([bucket.tryTake(0), bucket.tryTake(0), bucket.tryTake(0)]).to.deep.equal([true, true, false]);
+    for (let i = 0; i < 1000; i++) expect(bucket.tryTake(50)).to.equal(false);
+    // 100 ms after the burst was spent one token is back, however many were refused meanwhile.
+    expect([bucket.tryTake(100), bucket.tryTake(100)]).to.deep.equal([true, false]);
+  });
+
   it("refuses a rate of zero or a burst below one", () => {
     expect(() => new TokenBucket(0, 1, 0)).to.throw("qps > 0");
     expect(() => new TokenBucket(5, 0, 0)).to.throw("burst >= 1");

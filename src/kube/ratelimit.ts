@@ -29,10 +29,25 @@ export class TokenBucket {
    * Tokens are reserved in order, so concurrent callers queue up behind each other as client-go's `Wait` does.
    */
   reserve(now: number): number {
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.updatedAt) * this.qps) / 1000);
-    this.updatedAt = now;
+    this.refill(now);
     this.tokens -= 1;
     return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.qps);
+  }
+
+  /**
+   * Takes one token when one is free at `now` and answers whether it did; never borrows, so callers that refuse work
+   * instead of waiting (a flood of it) leave no debt behind that would outlast the flood.
+   */
+  tryTake(now: number): boolean {
+    this.refill(now);
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  private refill(now: number): void {
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.updatedAt) * this.qps) / 1000);
+    this.updatedAt = now;
   }
 }
 
