@@ -31,7 +31,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
 USER 65532:65532
-EXPOSE 9443 8080 8081
+EXPOSE 9443 8443 8081
 # No --optimize-for-size: it gives back about 10 MiB of a burst's garbage once the controller is idle again, but costs
 # about 25% more controller CPU in a 10,000-claim burst (1.75 instead of 1.41 s per 1,000 IPClaims on the local
 # plane), and CPU is what the API server and the controller share. Node refuses V8 flags of that kind in NODE_OPTIONS:

@@ -15,7 +15,7 @@ import { silentLogger } from "../src/runtime/logger.js";
 import { PrometheusMetrics } from "../src/runtime/metrics.js";
 import { LeaderElector } from "../src/runtime/leader.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
-import { startProbeServer } from "../src/runtime/probes.js";
+import { startDiagnosticsServer } from "../src/runtime/diagnostics.js";
 import { freshNamespace, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
 import { freshTarget, type TargetKind } from "../hack/testkit/pooltarget.js";
@@ -82,7 +82,8 @@ describe("leader election and metrics (controller processes)", function () {
       logDir: dir,
       logName: `${lease}-${name}.log`,
       logLevel: "warn",
-      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      diagnosticsAddress: `127.0.0.1:${metricsPort}`,
+      insecureDiagnostics: true,
       flags: [
         "--leader-elect",
         `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
@@ -258,7 +259,8 @@ describe("leader election and metrics (controller processes)", function () {
       logDir: dir,
       logName: "qps.log",
       logLevel: "warn",
-      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      diagnosticsAddress: `127.0.0.1:${metricsPort}`,
+      insecureDiagnostics: true,
       flags: ["--kube-api-qps=4", "--kube-api-burst=1"],
     });
     replicas.push({ name: "rate-limited", proc, metricsPort });
@@ -279,7 +281,7 @@ describe("leader election and metrics (controller processes)", function () {
       metrics,
     });
     await manager.start();
-    const probe = await startProbeServer({ address: "127.0.0.1:0", registry: metrics.registry });
+    const probe = await startDiagnosticsServer({ address: "127.0.0.1:0", registry: metrics.registry });
     try {
       await c.pools.create(ns, pool(ns, "m", { pools: [{ start: "10.52.0.1", end: "10.52.0.40" }] }));
       for (let i = 0; i < 25; i++) await c.claims.create(ns, claim(ns, `x-${i}`, "m"));

@@ -41,7 +41,8 @@ describe("memory release in the controller process", function () {
       kubeconfigPath: await serviceAccountKubeconfigFile(admin, dir),
       namespace: ns,
       logDir: dir,
-      metricsBindAddress: `127.0.0.1:${port}`,
+      diagnosticsAddress: `127.0.0.1:${port}`,
+      insecureDiagnostics: true,
       nodeFlags: ["--expose-gc"],
       flags: ["--memory-release-interval=1s"],
     });

@@ -1,6 +1,7 @@
 /**
  * The alerts and the dashboard against live metrics: a real Prometheus (built from Go modules by `npm run binaries`)
- * on loopback scrapes a controller process on the local plane, with our rules loaded (short `for:`). A pool is
+ * on loopback scrapes a controller process on the local plane as config/prometheus/monitor.yaml has it scrape (HTTPS,
+ * the token of a ServiceAccount bound to metrics-reader), with our rules loaded (short `for:`). A pool is
  * exhausted with a claim waiting, Metal3IPAMPoolExhausted fires and resolves once an address is freed, and every
  * dashboard query runs without error and returns data. The in-cluster provider's pools have the same series, told
  * apart by `pool_kind` (a global pool's without a namespace), and the same alert serves them.
@@ -33,9 +34,9 @@ import { WEBHOOK_PATHS } from "../src/webhooks/server.js";
 import { httpsCall, loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
 import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
-import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
+import { CONTROLLER_NAMESPACE, scraperToken, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
-import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
+import { metricSample, scrapeSecure } from "../hack/testkit/metrics.js";
 import { addressClaim, inClusterClients, inClusterPool, ref, GLOBAL, IN } from "./incluster-support.js";
 
 const EXHAUSTED = "Metal3IPAMPoolExhausted";
@@ -82,7 +83,10 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
   let prometheus: PrometheusServer | undefined;
   let metricsPort: number;
   let webhookPort: number;
+  /** A token of a ServiceAccount bound to the metrics-reader ClusterRole: what Prometheus scrapes with. */
+  let token: string;
   const pki = loopbackPki();
+  const scrape = async (): Promise<string> => (await scrapeSecure("127.0.0.1", metricsPort, token)).body;
 
   before(async function () {
     // The controller runs here as a process whose /metrics Prometheus reaches on loopback.
@@ -93,12 +97,14 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     dir = mkdtempSync(join(tmpdir(), "monitoring-test-"));
     const kubeconfig = await serviceAccountKubeconfigFile(admin, dir);
     [metricsPort, webhookPort] = [await claimPort(), await claimPort()];
+    token = await scraperToken(admin, "prometheus", true);
     controller = startControllerProcess({
       kubeconfigPath: kubeconfig,
       logDir: dir,
       logName: "controller.log",
       logLevel: "warn",
-      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      // The shipped default: HTTPS, each scrape's token reviewed by the API server.
+      diagnosticsAddress: `127.0.0.1:${metricsPort}`,
       flags: [
         "--leader-elect",
         `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
@@ -109,8 +115,7 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     });
     await eventually(
       "the controller to lead",
-      async () =>
-        (await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).includes("metal3_ipam_leader 1"),
+      async () => (await scrape()).includes("metal3_ipam_leader 1"),
       60_000,
       250,
     );
@@ -121,6 +126,7 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
       binary,
       rules,
       targets: [{ address: `127.0.0.1:${metricsPort}`, labels: { namespace: CONTROLLER_NAMESPACE } }],
+      bearerToken: token,
     });
     const url = prometheus.url;
     await eventually(
@@ -221,7 +227,7 @@ describe("alerts and dashboard on a real Prometheus scraping the controller", fu
     await eventually(
       "the deleted pools' series to go",
       async () => {
-        const text = await scrapeMetrics(metricsPort);
+        const text = await scrape();
         return (
           metricSample(text, "metal3_ipam_pool_addresses_total", { pool: globalName }) === undefined &&
           metricSample(text, "metal3_ipam_pool_claims_pending", { namespace: ns, pool: "ic" }) === undefined

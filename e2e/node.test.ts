@@ -28,8 +28,9 @@ import {
   imageBuildUnsupported,
   LEASE,
   LOCAL_IMAGE,
+  METRICS_PORT,
   METRICS_SERVICE,
-  metricsText,
+  metricsReader,
   readyReplicas,
   rolledOut,
   serviceAccepts,
@@ -38,10 +39,10 @@ import {
 import { auditAllocations } from "../hack/testkit/faults.js";
 import { installCommand, runInstallCommand } from "../hack/testkit/install.js";
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
-import { metricSample } from "../hack/testkit/metrics.js";
+import { metricSample, scrapeSecure } from "../hack/testkit/metrics.js";
 import { nodeUnsupported } from "../hack/testkit/node.js";
 import { LocalPlane } from "../hack/testkit/plane.js";
-import { CONTROLLER_NAMESPACE } from "../hack/testkit/serviceaccount.js";
+import { CONTROLLER_NAMESPACE, scraperToken } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
@@ -64,6 +65,8 @@ describe("config/default on a local node, with the image built from the Dockerfi
   let capiAddresses: ResourceClient<CapiIPAddress>;
   let scratch: string;
   let hostBefore: Record<string, string | boolean>;
+  /** /metrics of a pod or Service IP, read with a token bound to metrics-reader ("" when not served). */
+  let metricsText: (host: string) => Promise<string>;
   const ns = "node-e2e";
 
   before(async function () {
@@ -86,6 +89,7 @@ describe("config/default on a local node, with the image built from the Dockerfi
     // README's NetworkPolicies, as written. The node's CNI (the bridge plugin) does not enforce NetworkPolicy: the
     // tests below show them accepted and the webhooks still reached through their Service, not traffic blocked.
     await runInstallCommand(installCommand("config/network-policy"), plane.kubeconfigPath);
+    metricsText = await metricsReader(kc);
   });
 
   after(async function () {
@@ -238,7 +242,7 @@ describe("config/default on a local node, with the image built from the Dockerfi
     await eventually("2 ready replicas again", async () => (await readyReplicas(kc)) === 2, 180_000, 1_000);
   });
 
-  it("serves /metrics through the metrics Service", async () => {
+  it("serves /metrics through the metrics Service over HTTPS to a metrics-reader token, and refuses anyone else", async () => {
     const svc = await c.core.readNamespacedService({ name: METRICS_SERVICE, namespace: CONTROLLER_NAMESPACE });
     const ip = svc.spec?.clusterIP ?? "";
     expect(ip).to.match(/^10\.0\.0\./);
@@ -252,6 +256,11 @@ describe("config/default on a local node, with the image built from the Dockerfi
       500,
     );
     expect(text).to.match(/^metal3_ipam_process_/m);
+    const anonymous = await scrapeSecure(ip, METRICS_PORT);
+    expect(anonymous.status, "no token").to.equal(401);
+    expect(anonymous.body).to.not.include("metal3_ipam_");
+    const withoutRole = await scrapeSecure(ip, METRICS_PORT, await scraperToken(kc, "node-e2e-no-reader", false));
+    expect(withoutRole.status, "a token without metrics-reader").to.equal(403);
   });
 
   it("runs without cert-manager as the README says: --webhook-self-managed, both replicas sharing one CA", async () => {

@@ -27,6 +27,11 @@ const SELF_MANAGED_CHECK_ACCOUNT = "metal3-ipam-selfmanaged-check";
  */
 const EXPECTED: [string, string][] = [
   ["/events: create patch", "Events on claims and pools, aggregated (repeats patch the count)"],
+  ["authentication.k8s.io/tokenreviews: create", "whose token a /metrics scrape carries (diagnostics endpoint)"],
+  [
+    "authorization.k8s.io/subjectaccessreviews: create",
+    "whether that scraper may get /metrics (the metrics-reader ClusterRole)",
+  ],
   ["cluster.x-k8s.io/clusters: get list watch", "pools and claims follow their Cluster's pause and deletion"],
   [
     "coordination.k8s.io/leases[7bb7acb4.ipam.cluster.x-k8s.io]: get",
@@ -188,6 +193,10 @@ describe("shipping: RBAC", function () {
       ["update", "ipam.metal3.io", "ippools", "default", false],
       ["delete", "cluster.x-k8s.io", "clusters", "default", false],
       ["create", "apps", "deployments", "default", false],
+      // The diagnostics endpoint's reviews of its scrapers' tokens (cluster-scoped; the API server stores none).
+      ["create", "authentication.k8s.io", "tokenreviews", "", true],
+      ["create", "authorization.k8s.io", "subjectaccessreviews", "", true],
+      ["list", "authentication.k8s.io", "tokenreviews", "", false],
     ];
     for (const [verb, group, resource, namespace, expected, sub] of rows) {
       it(`${expected ? "may" : "may not"} ${verb} ${group || "core"}/${resource}${sub ? "/" + sub : ""} in ${namespace}`, async () => {

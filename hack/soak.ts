@@ -329,7 +329,8 @@ async function run(config: SoakConfig): Promise<SoakFigures> {
     kubeconfigPath: plane.kubeconfigPath,
     namespace: ns,
     logDir: join(SOAK_DIR, "logs"),
-    metricsBindAddress: `127.0.0.1:${metricsPort}`,
+    diagnosticsAddress: `127.0.0.1:${metricsPort}`,
+    insecureDiagnostics: true,
   });
   controller = ctl;
   await ctl.waitSynced();

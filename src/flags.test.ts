@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { parseDuration, parseFlags } from "./flags.js";
 
 describe("flags", () => {
-  it("defaults: all namespaces, no leader election, probes on :8080/:8081, no webhooks", () => {
+  it("defaults: all namespaces, no leader election, secure /metrics on :8443, probes on :8081, no webhooks", () => {
     const f = parseFlags([], {});
     expect(f).to.deep.include({
       namespace: "",
@@ -10,7 +10,9 @@ describe("flags", () => {
       logLevel: "info",
       logFormat: "json",
       leaderElect: false,
-      metricsAddress: ":8080",
+      diagnosticsAddress: ":8443",
+      insecureDiagnostics: false,
+      warnings: [],
       healthAddress: ":8081",
       webhookPort: 0,
       memoryReleaseIntervalMs: 60_000,
@@ -18,6 +20,25 @@ describe("flags", () => {
       kubeApiBurst: 2000,
     });
     expect(f.leaseDurationMs).to.equal(15_000);
+  });
+
+  it("diagnostics: --diagnostics-address and --insecure-diagnostics, or their environment equivalents", () => {
+    const flags = parseFlags(["--diagnostics-address=127.0.0.1:9000", "--insecure-diagnostics"], {});
+    expect(flags).to.deep.include({ diagnosticsAddress: "127.0.0.1:9000", insecureDiagnostics: true, warnings: [] });
+    const env = { DIAGNOSTICS_ADDRESS: ":9443", INSECURE_DIAGNOSTICS: "true" };
+    expect(parseFlags([], env)).to.deep.include({ diagnosticsAddress: ":9443", insecureDiagnostics: true });
+    expect(parseFlags(["--diagnostics-address=0"], {}).diagnosticsAddress).to.equal("0");
+  });
+
+  it("the deprecated --metrics-bind-address keeps plain HTTP on its address, with a warning; not with its successor", () => {
+    const flags = parseFlags(["--metrics-bind-address=:8080"], {});
+    expect(flags).to.deep.include({ diagnosticsAddress: ":8080", insecureDiagnostics: true });
+    expect(flags.warnings).to.have.length(1);
+    expect(flags.warnings[0]).to.match(/deprecated.*--diagnostics-address=:8080.*--insecure-diagnostics/);
+    expect(parseFlags([], { METRICS_BIND_ADDRESS: "0" })).to.deep.include({ diagnosticsAddress: "0" });
+    expect(() => parseFlags(["--metrics-bind-address=:8080", "--diagnostics-address=:8443"], {})).to.throw(
+      /give only the latter/,
+    );
   });
 
   it("takes environment equivalents, flags winning", () => {

@@ -14,7 +14,10 @@ export interface Flags {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
-  metricsAddress: string;
+  /** Where /metrics is served; "0" nowhere. */
+  diagnosticsAddress: string;
+  /** Plain HTTP without authentication and authorization instead of HTTPS with both. */
+  insecureDiagnostics: boolean;
   healthAddress: string;
   webhookPort: number;
   webhookCertDir?: string;
@@ -32,6 +35,8 @@ export interface Flags {
   /** Serve the in-cluster provider's pool kinds, never while it runs (src/controllers/incluster/provider.ts). */
   serveInClusterPools: boolean;
   inClusterProviderNamespace: string;
+  /** What the operator should change in the flags given (deprecated ones), for the log. */
+  warnings: string[];
 }
 
 export const USAGE = `Usage: npm start -- [flags]
@@ -44,7 +49,13 @@ export const USAGE = `Usage: npm start -- [flags]
   --leader-election-namespace NS     namespace of the Lease (env POD_NAMESPACE, default metal3-ipam-system)
   --leader-election-id NAME          name of the Lease (default metal3-ipam-controller)
   --leader-elect-lease-duration D    e.g. 15s (default 15s); also --leader-elect-renew-deadline (10s), --leader-elect-retry-period (2s)
-  --metrics-bind-address ADDR        /metrics address (env METRICS_BIND_ADDRESS, default :8080; 0 disables)
+  --diagnostics-address ADDR         /metrics over HTTPS (a self-signed certificate made at start); each request needs
+                                     a bearer token whose user may get the non-resource URL /metrics, as the API server
+                                     reviews it (TokenReview, SubjectAccessReview) (env DIAGNOSTICS_ADDRESS, default
+                                     :8443; 0 disables)
+  --insecure-diagnostics             serve /metrics over plain HTTP to anyone instead (env INSECURE_DIAGNOSTICS=true)
+  --metrics-bind-address ADDR        deprecated: --diagnostics-address ADDR --insecure-diagnostics (env
+                                     METRICS_BIND_ADDRESS)
   --health-probe-bind-address ADDR   /healthz and /readyz address (env HEALTH_PROBE_BIND_ADDRESS, default :8081; 0 disables)
   --webhook-port N                   serve admission webhooks on this port (env WEBHOOK_PORT; default 0: no webhooks)
   --webhook-cert-dir DIR             tls.crt and tls.key of the webhook server (cert-manager) (env WEBHOOK_CERT_DIR)
@@ -96,6 +107,8 @@ const OPTIONS = {
   "leader-elect-lease-duration": { type: "string" },
   "leader-elect-renew-deadline": { type: "string" },
   "leader-elect-retry-period": { type: "string" },
+  "diagnostics-address": { type: "string" },
+  "insecure-diagnostics": { type: "boolean" },
   "metrics-bind-address": { type: "string" },
   "health-probe-bind-address": { type: "string" },
   "webhook-port": { type: "string" },
@@ -158,7 +171,6 @@ function leaderFlags(v: Values, env: NodeJS.ProcessEnv): LeaderFlags {
 
 type ServingFlags = Pick<
   Flags,
-  | "metricsAddress"
   | "healthAddress"
   | "webhookPort"
   | "webhookCertDir"
@@ -173,7 +185,6 @@ function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
   const webhookCertDir = v["webhook-cert-dir"] ?? env.WEBHOOK_CERT_DIR;
   const webhookSecretName = v["webhook-secret-name"] ?? env.WEBHOOK_SECRET_NAME;
   const flags = {
-    metricsAddress: v["metrics-bind-address"] ?? env.METRICS_BIND_ADDRESS ?? ":8080",
     healthAddress: v["health-probe-bind-address"] ?? env.HEALTH_PROBE_BIND_ADDRESS ?? ":8081",
     webhookPort: integer("webhook-port", v["webhook-port"] ?? env.WEBHOOK_PORT ?? "0", 0, 65535),
     ...(webhookCertDir ? { webhookCertDir } : {}),
@@ -191,6 +202,30 @@ function servingFlags(v: Values, env: NodeJS.ProcessEnv): ServingFlags {
   return flags;
 }
 
+type DiagnosticsFlags = Pick<Flags, "diagnosticsAddress" | "insecureDiagnostics" | "warnings">;
+
+/**
+ * The diagnostics endpoint. The deprecated `--metrics-bind-address` keeps what it always meant, plain HTTP without
+ * authentication on its address, so a Deployment that still passes it keeps being scraped; it cannot be combined with
+ * the flags that replace it.
+ */
+function diagnosticsFlags(v: Values, env: NodeJS.ProcessEnv): DiagnosticsFlags {
+  const legacy = v["metrics-bind-address"] ?? env.METRICS_BIND_ADDRESS;
+  const address = v["diagnostics-address"] ?? env.DIAGNOSTICS_ADDRESS;
+  const insecure = bool(v["insecure-diagnostics"], env.INSECURE_DIAGNOSTICS);
+  if (legacy === undefined)
+    return { diagnosticsAddress: address ?? ":8443", insecureDiagnostics: insecure, warnings: [] };
+  if (address !== undefined)
+    throw new Error("--metrics-bind-address is deprecated and replaced by --diagnostics-address: give only the latter");
+  return {
+    diagnosticsAddress: legacy,
+    insecureDiagnostics: true,
+    warnings: [
+      `--metrics-bind-address is deprecated: it serves /metrics over plain HTTP without authentication; use --diagnostics-address=${legacy} (HTTPS, a token with the metrics-reader ClusterRole), or add --insecure-diagnostics to keep plain HTTP`,
+    ],
+  };
+}
+
 /** A positive number of requests a second. */
 function rate(flag: string, text: string): number {
   const n = Number(text);
@@ -206,6 +241,7 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
     ...coreFlags(values, env),
     ...leaderFlags(values, env),
     ...servingFlags(values, env),
+    ...diagnosticsFlags(values, env),
     kubeApiQps: rate("kube-api-qps", values["kube-api-qps"] ?? env.KUBE_API_QPS ?? String(DEFAULT_QPS)),
     kubeApiBurst: integer(
       "kube-api-burst",

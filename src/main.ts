@@ -4,6 +4,8 @@
  * successor takes over at once; a lost Lease ends the process at once (a restart begins from the API server's state,
  * which the allocation path is designed for).
  */
+import { hostname } from "node:os";
+import { selfSignedCertificate } from "./certs/selfsigned.js";
 import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { Manager } from "./controllers/manager.js";
 import { parseFlags, USAGE, type Flags } from "./flags.js";
@@ -12,9 +14,12 @@ import { loadClusterAccess } from "./kube/kubeconfig.js";
 import { setRateLimit } from "./kube/ratelimit.js";
 import { LeaderElector } from "./runtime/leader.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
+import { startDiagnosticsServer, type DiagnosticsServer } from "./runtime/diagnostics.js";
 import { eventLoopQuiet, memoryReducingCollection, MemoryReleaser } from "./runtime/memory.js";
 import { PrometheusMetrics } from "./runtime/metrics.js";
 import { startProbeServer } from "./runtime/probes.js";
+import { kubeAccessReviewer } from "./runtime/reviews.js";
+import { ScrapeGate } from "./runtime/scrapeauth.js";
 import { startWebhookServer, type WebhookServer } from "./webhooks/server.js";
 
 function readFlags(): Flags {
@@ -89,9 +94,43 @@ function startMemoryReleaser(flags: Flags, logger: Logger, metrics: PrometheusMe
   return releaser;
 }
 
+/**
+ * Starts /metrics where `--diagnostics-address` says: HTTPS with a self-signed certificate made now (scrapers skip its
+ * verification and prove themselves with a token) and the API server's reviews of every scraper, or plain HTTP.
+ */
+async function startDiagnostics(
+  flags: Flags,
+  kc: ClusterAccess,
+  logger: Logger,
+  metrics: PrometheusMetrics,
+): Promise<DiagnosticsServer | undefined> {
+  if (flags.diagnosticsAddress === "0") return undefined;
+  const log = logger.child({ component: "diagnostics" });
+  const secure = flags.insecureDiagnostics
+    ? undefined
+    : {
+        certificate: selfSignedCertificate([hostname(), "localhost", "127.0.0.1"]),
+        gate: new ScrapeGate(kubeAccessReviewer(kc)),
+      };
+  const server = await startDiagnosticsServer({
+    address: flags.diagnosticsAddress,
+    registry: metrics.registry,
+    ...(secure ? { secure } : {}),
+    onReviewError: (reason) => log.warn("Refused a scrape: the API server did not review its token", { reason }),
+  });
+  log.info("Serving /metrics", {
+    address: flags.diagnosticsAddress,
+    port: server.port,
+    scheme: secure ? "https" : "http",
+    authentication: secure ? "TokenReview and SubjectAccessReview" : "none",
+  });
+  return server;
+}
+
 async function main(): Promise<void> {
   const flags = readFlags();
   const logger = createLogger({ level: flags.logLevel, format: flags.logFormat });
+  for (const warning of flags.warnings) logger.warn(warning);
   setRateLimit(flags.kubeApiQps, flags.kubeApiBurst);
   // Every client of the process (informers, writes, Events, the Lease) shares its keep-alive connections.
   const kc = await loadClusterAccess(flags.kubeconfig || undefined);
@@ -117,8 +156,8 @@ async function main(): Promise<void> {
     const readiness = { webhook: () => !webhook || webhook.ready(), caches: () => !leading || manager.synced };
     closers.push((await startProbeServer({ address: flags.healthAddress, readiness })).close);
   }
-  if (flags.metricsAddress !== "0")
-    closers.push((await startProbeServer({ address: flags.metricsAddress, registry: metrics.registry })).close);
+  const diagnostics = await startDiagnostics(flags, kc, logger, metrics);
+  if (diagnostics) closers.push(() => diagnostics.close());
 
   const becomeLeader = (): void => {
     leading = true;

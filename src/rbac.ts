@@ -14,6 +14,7 @@ import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
+import { ACCESS_REVIEW_RULES } from "./runtime/reviews.js";
 import { caBundleRules, crdBundleRules, SELF_MANAGED_NAMES, sharedSecretRules } from "./certs/rbac.js";
 import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { LOOKUP_RULES } from "./webhooks/lookup.js";
@@ -36,6 +37,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...INCLUSTER_PROVIDER_RULES,
   ...NETBOX_RULES,
   ...LOOKUP_RULES,
+  ...ACCESS_REVIEW_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES, ...NETBOX_SECRET_RULES];

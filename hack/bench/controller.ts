@@ -133,7 +133,7 @@ export async function startBenchController(
     kubeconfigPath,
     logDir,
     ...(options.namespace ? { namespace: options.namespace } : {}),
-    ...(ports.metrics ? { metricsBindAddress: `127.0.0.1:${ports.metrics}` } : {}),
+    ...(ports.metrics ? { diagnosticsAddress: `127.0.0.1:${ports.metrics}`, insecureDiagnostics: true } : {}),
     ...(ports.health ? { healthProbeBindAddress: `127.0.0.1:${ports.health}` } : {}),
     logLevel: "warn",
     nodeFlags: [...profile, ...extraNodeFlags()],

@@ -26,6 +26,11 @@ export interface PrometheusOptions {
   rules: RuleFile;
   /** Scrape and rule evaluation interval; default 1s, so that a test sees changes within seconds. */
   interval?: string;
+  /**
+   * Scrape over HTTPS with this bearer token, the target's certificate unverified, as config/prometheus/monitor.yaml
+   * has the Prometheus Operator scrape. Default: plain HTTP without credentials.
+   */
+  bearerToken?: string;
 }
 
 /** A running Prometheus. */
@@ -50,7 +55,16 @@ export interface PromAlert {
   state: "pending" | "firing";
 }
 
-function config(targets: readonly ScrapeTarget[], interval: string): string {
+/** Prometheus's scrape settings for HTTPS with a bearer token read from `tokenFile`. */
+function secureScrape(tokenFile: string): Record<string, unknown> {
+  return {
+    scheme: "https",
+    authorization: { type: "Bearer", credentials_file: tokenFile },
+    tls_config: { insecure_skip_verify: true },
+  };
+}
+
+function config(targets: readonly ScrapeTarget[], interval: string, tokenFile: string | undefined): string {
   return dump({
     global: { scrape_interval: interval, evaluation_interval: interval },
     rule_files: ["rules.yaml"],
@@ -59,6 +73,7 @@ function config(targets: readonly ScrapeTarget[], interval: string): string {
         job_name: "metal3-ipam",
         // As config/prometheus/monitor.yaml: the pool's own `namespace` label wins over the target's.
         honor_labels: true,
+        ...(tokenFile ? secureScrape(tokenFile) : {}),
         static_configs: targets.map((t) => ({ targets: [t.address], labels: t.labels ?? {} })),
       },
     ],
@@ -69,7 +84,9 @@ function config(targets: readonly ScrapeTarget[], interval: string): string {
 export async function startPrometheus(options: PrometheusOptions): Promise<PrometheusServer> {
   const dir = mkdtempSync(join(tmpdir(), "metal3-ipam-prometheus-"));
   writeRuleFile(dir, options.rules);
-  writeFileSync(join(dir, "prometheus.yml"), config(options.targets, options.interval ?? "1s"));
+  const tokenFile = options.bearerToken === undefined ? undefined : join(dir, "token");
+  if (tokenFile) writeFileSync(tokenFile, options.bearerToken ?? "", { mode: 0o600 });
+  writeFileSync(join(dir, "prometheus.yml"), config(options.targets, options.interval ?? "1s", tokenFile));
   const port = await claimPort();
   const proc = startProcess(
     "prometheus",

@@ -133,7 +133,7 @@ describe("alerting rules (promtool) and Prometheus Operator manifests", function
       expect(objs.find((o) => o.kind === "PrometheusRule")?.spec).to.deep.equal(rules);
     });
 
-    it("is off in config/default, and once enabled its ServiceMonitor selects the metrics Service and port, honouring pool labels", () => {
+    it("is off in config/default, and once enabled its ServiceMonitor selects the metrics Service and port, honouring pool labels, over HTTPS with a token that metrics-reader authorizes", () => {
       const defaults = readFileSync(join(repoRoot, "config", "default", "kustomization.yaml"), "utf8");
       expect(defaults).to.match(/^\s*#\s*- \.\.\/prometheus\s*$/m);
       expect(kustomize(join(repoRoot, "config", "default")).map((o) => o.kind)).to.not.include("ServiceMonitor");
@@ -150,13 +150,22 @@ describe("alerting rules (promtool) and Prometheus Operator manifests", function
       expect(monitor?.metadata.namespace).to.equal(service?.metadata.namespace).and.equal("metal3-ipam-system");
       const spec = monitor?.spec as {
         selector: { matchLabels: Record<string, string> };
-        endpoints: { port: string; honorLabels?: boolean }[];
+        endpoints: { port: string; honorLabels?: boolean; scheme?: string; bearerTokenFile?: string }[];
       };
       for (const [k, v] of Object.entries(spec.selector.matchLabels))
         expect(service?.metadata.labels?.[k], k).to.equal(v);
       const ports = (service?.spec as { ports: { name: string }[] }).ports.map((p) => p.name);
       expect(ports).to.include(spec.endpoints[0]?.port);
       expect(spec.endpoints[0]?.honorLabels).to.equal(true);
+      expect(spec.endpoints[0]).to.deep.include({
+        scheme: "https",
+        bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        tlsConfig: { insecureSkipVerify: true },
+      });
+      const reader = objs.find((o) => o.kind === "ClusterRole" && o.metadata.name === "metal3-ipam-metrics-reader");
+      expect((reader as { rules?: unknown } | undefined)?.rules).to.deep.equal([
+        { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+      ]);
       expect(objs.find((o) => o.kind === "PrometheusRule")?.metadata.namespace).to.equal("metal3-ipam-system");
     });
   });

@@ -73,8 +73,13 @@ export interface ControllerProcessOptions {
   build?: "compiled" | "source";
   /** `--log-level`. Default `info`, which waitSynced needs ("Caches synced" is logged at info). */
   logLevel?: string;
-  /** `--metrics-bind-address`. Default `0` (off): fixed ports would collide between runs. */
-  metricsBindAddress?: string;
+  /** `--diagnostics-address` (/metrics). Default `0` (off): fixed ports would collide between runs. */
+  diagnosticsAddress?: string;
+  /**
+   * `--insecure-diagnostics`: /metrics over plain HTTP without authentication, for suites, the bench and the soak that
+   * read the controller's own figures (`scrapeMetrics`) rather than test the endpoint. Default false (HTTPS, tokens).
+   */
+  insecureDiagnostics?: boolean;
   /** `--health-probe-bind-address`. Default `0` (off), for the same reason. */
   healthProbeBindAddress?: string;
   /** Node flags added after the build's own (e.g. `--cpu-prof`). */
@@ -116,8 +121,9 @@ function controllerArgs(o: ControllerProcessOptions): string[] {
     ...(o.namespace ? ["--namespace", o.namespace] : []),
     "--log-level",
     o.logLevel ?? "info",
-    "--metrics-bind-address",
-    o.metricsBindAddress ?? "0",
+    "--diagnostics-address",
+    o.diagnosticsAddress ?? "0",
+    ...(o.insecureDiagnostics ? ["--insecure-diagnostics"] : []),
     "--health-probe-bind-address",
     o.healthProbeBindAddress ?? "0",
     ...(o.serveInClusterPools === false ? [] : ["--serve-incluster-pools"]),

@@ -12,7 +12,8 @@ import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, type KubeConfig } fro
 import { createCertificateAuthority, issueServingCertificate, serviceHosts } from "../../src/certs/pki.js";
 import { repoRoot } from "./cluster.js";
 import { installCrds } from "./crds.js";
-import { CONTROLLER_NAMESPACE } from "./serviceaccount.js";
+import { scrapeSecure } from "./metrics.js";
+import { CONTROLLER_NAMESPACE, scraperToken } from "./serviceaccount.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -169,12 +170,22 @@ export async function serviceAccepts(kc: KubeConfig, service: string, port: numb
   });
 }
 
-/** The body of `GET http://host:port/metrics`, or "" when nothing answers within 5 s. */
-export async function metricsText(host: string, port = 8080): Promise<string> {
-  try {
-    const res = await fetch(`http://${host}:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
-    return res.ok ? await res.text() : "";
-  } catch {
-    return "";
-  }
+/** The port of /metrics on the pods and on the metrics Service (config/manager). */
+export const METRICS_PORT = 8443;
+
+/**
+ * A reader of /metrics as a scraper does it: `GET https://host:8443/metrics` (a pod's or the metrics Service's IP) with
+ * the token of a ServiceAccount bound to the metrics-reader ClusterRole, made now (valid 1 h). The reader resolves
+ * with the body, or "" when nothing answers 200 within 5 s.
+ */
+export async function metricsReader(kc: KubeConfig): Promise<(host: string) => Promise<string>> {
+  const token = await scraperToken(kc, "node-e2e-scraper", true);
+  return async (host) => {
+    try {
+      const res = await scrapeSecure(host, METRICS_PORT, token);
+      return res.status === 200 ? res.body : "";
+    } catch {
+      return "";
+    }
+  };
 }

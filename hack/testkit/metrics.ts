@@ -1,4 +1,8 @@
-/** Reading a controller's /metrics (Prometheus text format) on loopback: for the e2e suites and the soak. */
+/**
+ * Reading a controller's /metrics (Prometheus text format): plain HTTP on loopback (`--insecure-diagnostics`) for the
+ * e2e suites and the soak, or HTTPS with a bearer token as a scraper does.
+ */
+import { request } from "node:https";
 
 /** The /metrics text of the controller whose metrics server listens on `port` of 127.0.0.1. */
 export async function scrapeMetrics(port: number, timeoutMs = 5_000): Promise<string> {
@@ -15,4 +19,33 @@ export function metricSample(text: string, metric: string, labels: Record<string
     if (Object.entries(labels).every(([k, v]) => (m[2] ?? "").includes(`${k}="${v}"`))) return Number(m[3]);
   }
   return undefined;
+}
+
+/**
+ * `GET https://host:port/metrics` with `token` as bearer token (none: unauthenticated), as Prometheus scrapes it:
+ * the controller's self-signed certificate is not verified. Resolves with the status and body; rejects when nothing
+ * answers within `timeoutMs`.
+ */
+export async function scrapeSecure(
+  host: string,
+  port: number,
+  token?: string,
+  timeoutMs = 5_000,
+): Promise<{ status: number; body: string }> {
+  const headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+  return await new Promise((resolve, reject) => {
+    const req = request(
+      { host, port, path: "/metrics", headers, rejectUnauthorized: false, timeout: timeoutMs },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`GET https://${host}:${port}/metrics timed out`)));
+    req.on("error", reject);
+    req.end();
+  });
 }

@@ -113,6 +113,33 @@ export async function serviceAccountKubeConfig(
 }
 
 /**
+ * A token (valid 1 h) of the ServiceAccount `name` in the controller's namespace, made if missing; with `reader`, bound
+ * to config/rbac's metrics-reader ClusterRole (as config/default names it), as an operator binds their Prometheus.
+ */
+export async function scraperToken(admin: KubeConfig, name: string, reader: boolean): Promise<string> {
+  const account = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: CONTROLLER_NAMESPACE } };
+  const role = load(
+    readFileSync(join(repoRoot, "config", "rbac", "metrics_reader_role.yaml"), "utf8"),
+  ) as KubernetesObject;
+  const roleName = PREFIX + (role.metadata?.name ?? "");
+  const binding = {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: `${roleName}-${name}` },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: roleName },
+    subjects: [{ kind: "ServiceAccount", name, namespace: CONTROLLER_NAMESPACE }],
+  };
+  await applyAll(admin, reader ? [account, { ...role, metadata: { name: roleName } }, binding] : [account]);
+  const token = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name,
+    namespace: CONTROLLER_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  if (!token.status?.token) throw new Error(`could not mint a token of ServiceAccount ${name}`);
+  return token.status.token;
+}
+
+/**
  * {@link serviceAccountKubeConfig} written to `<dir>/sa.kubeconfig`, for a controller child process
  * (startControllerProcess takes a kubeconfig file). Returns the file's path.
  */

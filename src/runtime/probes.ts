@@ -1,9 +1,5 @@
-/**
- * HTTP endpoints for operators: `/metrics` (Prometheus text format) and `/healthz`, `/readyz` for kubelet probes.
- * Either may listen on its own address; an address of "0" disables that server.
- */
+/** `/healthz` and `/readyz` for kubelet probes, over plain HTTP (`/metrics` is diagnostics.ts's). */
 import type { Server } from "node:http";
-import type { Registry } from "prom-client";
 
 // Not an ES import of node:http: that loads Node's bundled undici (see src/kube/transport.ts).
 const { createServer } = process.getBuiltinModule("node:http");
@@ -13,7 +9,6 @@ export interface ProbeOptions {
   address: string;
   /** Named readiness checks; /readyz is 200 only when all pass, and lists the failing ones otherwise. */
   readiness?: Record<string, () => boolean>;
-  registry?: Registry;
 }
 
 export function parseAddress(address: string): { host: string; port: number } {
@@ -24,7 +19,7 @@ export function parseAddress(address: string): { host: string; port: number } {
   return { host, port };
 }
 
-/** Starts a server for `/metrics`, `/healthz` and `/readyz`; resolves once listening, with the bound port. */
+/** Starts a server for `/healthz` and `/readyz`; resolves once listening, with the bound port. */
 export async function startProbeServer(
   options: ProbeOptions,
 ): Promise<{ server: Server; port: number; close: () => Promise<void> }> {
@@ -39,12 +34,6 @@ export async function startProbeServer(
       res
         .writeHead(failing.length === 0 ? 200 : 503, { "Content-Type": "text/plain" })
         .end(failing.length === 0 ? "ok" : `not ready: ${failing.join(", ")}`);
-    } else if (path === "/metrics" && options.registry) {
-      const registry = options.registry;
-      registry.metrics().then(
-        (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
-        (err: unknown) => res.writeHead(500).end(String(err)),
-      );
     } else {
       res.writeHead(404).end("not found");
     }
