@@ -69,8 +69,12 @@ const deploymentOf = (objs: Obj[]): { deployment: Obj; spec: DeploymentSpec; con
   const spec = deployment.spec as DeploymentSpec;
   return { deployment, spec, container: spec.template.spec.containers[0]! };
 };
+/** Resource rules only: a rule of non-resource URLs (the metrics-reader's `/metrics`) names no resources. */
 const rulesOf = (objs: Obj[], kind: "ClusterRole" | "Role"): Rule[] =>
-  objs.filter((o) => o.kind === kind).flatMap((o) => (o.rules as Rule[] | undefined) ?? []);
+  objs
+    .filter((o) => o.kind === kind)
+    .flatMap((o) => (o.rules as Partial<Rule>[] | undefined) ?? [])
+    .filter((r): r is Rule => Array.isArray(r.resources));
 
 describe("README's install commands", function () {
   this.timeout(120_000);
