@@ -54,13 +54,14 @@ const HEX_GROUP_RE = /^[0-9a-fA-F]{1,4}$/;
 function parseIPv4(text: string): Addr | undefined {
   const m = IPV4_RE.exec(text);
   if (!m) return undefined;
-  let value = 0n;
+  // The number is built first and made a bigint once: parsing is on the path of every address of a pool.
+  let value = 0;
   for (let i = 1; i <= 4; i++) {
     const octet = Number(m[i]);
     if (octet > 255) return undefined;
-    value = (value << 8n) | BigInt(octet);
+    value = value * 256 + octet;
   }
-  return { family: 4, value };
+  return { family: 4, value: BigInt(value) };
 }
 
 function parseGroups(part: string): number[] | undefined {

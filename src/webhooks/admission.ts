@@ -173,25 +173,44 @@ const CAUSE_TYPE: Record<FieldErrorType, string> = {
 };
 
 /**
+ * Most distinct errors a denial lists, in its message and as causes: a hostile spec can have one per item, and
+ * rendering and sending a hundred thousand of them would hold the request's thread for seconds. The rest are counted.
+ */
+export const MAX_DENIAL_ERRORS = 100;
+
+/**
  * The `Invalid` (422) Status of the API server for `errors` of object `name` of `group`/`kind`: the message is
  * `<Kind>.<group> "<name>" is invalid: <error>` for one error and `… is invalid: [<e1>, <e2>]` for several (repeats
- * dropped), and every error is also a cause with its field path.
+ * dropped), and every error is also a cause with its field path. Past {@link MAX_DENIAL_ERRORS} distinct errors the
+ * list ends with `and N more errors` and the causes stop at the same error.
  */
 export function invalid(group: string, kind: string, name: string, errors: readonly FieldError[]): Status {
-  const messages = [...new Set(errors.map(formatFieldError))];
-  const list = messages.length === 1 ? (messages[0] ?? "") : `[${messages.join(", ")}]`;
+  const listed: FieldError[] = [];
+  const messages = new Set<string>();
+  let more = 0;
+  for (const e of errors) {
+    const text = formatFieldError(e);
+    if (messages.has(text)) continue;
+    if (messages.size >= MAX_DENIAL_ERRORS) {
+      // Counting the rest stays linear: only distinct errors beyond the cap are counted, via the same set.
+      messages.add(text);
+      more++;
+      continue;
+    }
+    messages.add(text);
+    listed.push(e);
+  }
+  const texts = listed.map(formatFieldError);
+  if (more > 0) texts.push(`and ${more} more errors`);
+  const list = texts.length === 1 ? (texts[0] ?? "") : `[${texts.join(", ")}]`;
   const qualified = group ? `${kind}.${group}` : kind;
-  const causes = errors.map((e) => ({
+  const causes = listed.map((e) => ({
     type: CAUSE_TYPE[e.type],
     message: formatFieldError(e).slice(e.field.length + 2),
     field: e.field,
   }));
   return {
-    ...failure(
-      422,
-      "Invalid",
-      `${qualified} ${JSON.stringify(name)} is invalid${messages.length > 0 ? `: ${list}` : ""}`,
-    ),
+    ...failure(422, "Invalid", `${qualified} ${JSON.stringify(name)} is invalid${texts.length > 0 ? `: ${list}` : ""}`),
     details: { name, group, kind, causes },
   };
 }

@@ -96,7 +96,19 @@ function answer(
   return errors.length > 0 ? deny(req.uid, invalid(GROUP, kind, name, errors), warnings) : allow(req.uid, warnings);
 }
 
-/** Defaulting of IPPool (spec §6): `allocationStrategy` absent or `""` becomes `sequential`, as a JSON patch. */
+/**
+ * The spec's fields that hold no list or map, which is all the defaulting reads: a copy of them costs nothing
+ * whatever the size of the spec's lists, where copying and comparing a whole spec of a hundred thousand entries
+ * would hold the request's thread.
+ */
+function scalarFields(spec: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(spec).filter(([, v]) => v === null || typeof v !== "object"));
+}
+
+/**
+ * Defaulting of IPPool (spec §6): `allocationStrategy` absent or `""` becomes `sequential`, as a JSON patch. The
+ * defaults apply to the spec's scalar fields only (see scalarFields); a list or map present in the spec is kept.
+ */
 export const mutateIPPool: Route = {
   kind: IPPOOL_KIND,
   handle(req) {
@@ -104,11 +116,13 @@ export const mutateIPPool: Route = {
     if (isResponse(decoded)) return Promise.resolve(decoded);
     const { object } = decoded;
     if (!isRecord(object.spec)) return Promise.resolve(allow(req.uid));
-    const defaulted = defaultIPPool(object);
+    const spec = object.spec as unknown as Record<string, unknown>;
+    const scalars = scalarFields(spec);
+    const defaulted = defaultIPPool({ metadata: {}, spec: scalars as unknown as IPPool["spec"] });
     const ops: JsonPatchOp[] = [];
     for (const [key, value] of Object.entries(defaulted.spec)) {
-      const before: unknown = (object.spec as unknown as Record<string, unknown>)[key];
-      if (isEqual(before, value)) continue;
+      const before = spec[key];
+      if (isRecord(before) || Array.isArray(before) || isEqual(before, value)) continue;
       ops.push({ op: before === undefined ? "add" : "replace", path: `/spec/${pointerSegment(key)}`, value });
     }
     return Promise.resolve(allow(req.uid, [], ops));
@@ -165,7 +179,7 @@ export const validateIPPoolRoute: Route = {
       }
     }
     const validator = ctx.validator ?? inlineValidator;
-    const verdict = await validator.run("ipPool", { object, old, inUse, others: await others });
+    const verdict = await validator.run("ipPool", { object, old, inUse, others: await others }, ctx.deadline);
     return answer(req, IPPOOL_KIND, name, verdict.errors, verdict.warnings);
   },
 };

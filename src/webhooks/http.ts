@@ -4,7 +4,11 @@
  * - unknown path → 404, method other than POST → 405, body larger than the limit → 413 (the connection is then
  *   closed, the rest of the body is not read), body that is not JSON or not an AdmissionReview v1 → 400; each with a
  *   `metav1.Status` JSON body;
- * - a readable review always gets HTTP 200 with an AdmissionReview answer, a handler failure included (denied, 500).
+ * - a readable review always gets HTTP 200 with an AdmissionReview answer, a handler failure included (denied, 500);
+ * - every request has one deadline from its arrival, under the API server's 10 s wait: a body not read by then gets
+ *   408 (the connection is closed), and a review not answered by then is refused at once with a 500 denial that says
+ *   to retry; what the handler still does is then dropped. Large reviews (bodies over {@link LARGE_BODY_BYTES}) in
+ *   progress are bounded too: one more is refused the same way as soon as it is read, rather than queued.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { deny, failure, parseAdmissionReview, review } from "./admission.js";
@@ -19,6 +23,15 @@ import type { WebhookResult } from "../runtime/metrics.js";
  */
 export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
 
+/** Time from a request's arrival to its answer: under the API server's 10 s, with room for the network. */
+export const DEFAULT_DEADLINE_MS = 8_000;
+
+/** A body over this many bytes is a large review: its parse, reads and validation cost tens of milliseconds and up. */
+export const LARGE_BODY_BYTES = 256 * 1024;
+
+/** Default most large reviews in progress at once (see {@link ListenerOptions.maxLargeInFlight}). */
+export const DEFAULT_MAX_LARGE_IN_FLIGHT = 4;
+
 /** Options of {@link admissionListener}. */
 export interface ListenerOptions {
   routes: ReadonlyMap<string, Route>;
@@ -30,11 +43,16 @@ export interface ListenerOptions {
   reviews?: ReadonlyMap<string, (body: unknown) => ReviewAnswer>;
   /** Largest accepted body in bytes; default {@link DEFAULT_MAX_BODY_BYTES}. */
   maxBodyBytes?: number;
+  /** Time from a request's arrival to its answer, in ms; default {@link DEFAULT_DEADLINE_MS}. */
+  deadlineMs?: number;
+  /** Most large reviews in progress at once; one more is refused when read. Default {@link DEFAULT_MAX_LARGE_IN_FLIGHT}. */
+  maxLargeInFlight?: number;
   /** Told how each request ended; `webhook` is the route's path, or "unknown" for a path no route serves. */
   onRequest?: (webhook: string, result: WebhookResult, seconds: number) => void;
 }
 
 class BodyTooLarge extends Error {}
+class BodyTooSlow extends Error {}
 
 function send(res: ServerResponse, code: number, body: unknown, close = false): void {
   if (res.headersSent) {
@@ -54,27 +72,43 @@ function sendStatus(res: ServerResponse, status: Status, close = false): void {
   send(res, status.code, status, close);
 }
 
-/** Reads the whole body, rejecting with BodyTooLarge past `limit` bytes (and then stops reading). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads the whole body, rejecting with BodyTooLarge past `limit` bytes and with BodyTooSlow when it is not complete
+ * within `ms` (a body trickled byte by byte); either way it then stops reading.
+ */
+function readBody(req: IncomingMessage, limit: number, ms: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const stop = (err: Error): void => {
+      clearTimeout(timer);
+      req.off("data", onData);
+      req.pause();
+      reject(err);
+    };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > limit) {
-        req.off("data", onData);
-        req.pause();
-        reject(new BodyTooLarge());
+        stop(new BodyTooLarge());
         return;
       }
       chunks.push(chunk);
     };
+    const timer = setTimeout(() => stop(new BodyTooSlow()), Math.max(0, ms));
     req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
+    req.once("end", () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+    req.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
     // A client that goes away mid-body emits neither end nor (always) error: do not wait for it forever.
     req.once("close", () => {
-      if (!req.complete) reject(new Error("the client closed the connection before the body was complete"));
+      if (req.complete) return;
+      clearTimeout(timer);
+      reject(new Error("the client closed the connection before the body was complete"));
     });
   });
 }
@@ -83,14 +117,32 @@ function tooLarge(limit: number): Status {
   return failure(413, "RequestEntityTooLarge", `the request body is larger than ${limit} bytes`);
 }
 
+function tooSlow(ms: number): Status {
+  return failure(408, "Timeout", `the request body did not arrive within ${ms / 1000} s`);
+}
+
+/** The refusal of a review that cannot be answered in time: the API server retries nothing, the caller may. */
+function busy(uid: string, why: string): AdmissionResponse {
+  return deny(uid, failure(500, "InternalError", `${why}; retry later`));
+}
+
 /** How an answered review ended, for metrics: a 5xx denial is the handler failing, not a policy decision. */
 function resultOf(response: AdmissionResponse): WebhookResult {
   if (response.allowed) return "allowed";
   return (response.status?.code ?? 0) >= 500 ? "error" : "denied";
 }
 
-/** How one path answers a read body. */
-type Answerer = (raw: Buffer) => Promise<ReviewAnswer>;
+/** How one path answers a read body, by the request's deadline (`performance.now()` ms). */
+type Answerer = (raw: Buffer, deadline: number) => Promise<ReviewAnswer>;
+
+/** What one listener shares between its requests. */
+interface Shared {
+  context: HandlerContext;
+  deadlineMs: number;
+  maxLargeInFlight: number;
+  /** Large reviews in progress now. */
+  largeInFlight: number;
+}
 
 /** The body as JSON, or the 400 answer for one that is not. */
 function parseJson(raw: Buffer): { parsed: unknown } | ReviewAnswer {
@@ -102,8 +154,8 @@ function parseJson(raw: Buffer): { parsed: unknown } | ReviewAnswer {
   }
 }
 
-/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send. Never rejects. */
-async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise<ReviewAnswer> {
+/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send, by `deadline`. Never rejects. */
+async function dispatch(route: Route, raw: Buffer, deadline: number, shared: Shared): Promise<ReviewAnswer> {
   const json = parseJson(raw);
   if (!("parsed" in json)) return json;
   const { parsed } = json;
@@ -114,8 +166,41 @@ async function dispatch(route: Route, raw: Buffer, ctx: HandlerContext): Promise
       body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`),
       result: "rejected",
     };
-  const response = await handleSafely(route, envelope.request, ctx);
+  const response = await handleByDeadline(route, envelope.request, raw.length > LARGE_BODY_BYTES, deadline, shared);
   return { code: 200, body: review(response), result: resultOf(response) };
+}
+
+/**
+ * The handler's answer, or a refusal at `deadline` if it has none by then; a large review beyond the bound of those
+ * in progress, or one whose deadline passed before it could start (its body took that long), is refused at once.
+ */
+async function handleByDeadline(
+  route: Route,
+  request: AdmissionRequest,
+  large: boolean,
+  deadline: number,
+  shared: Shared,
+): Promise<AdmissionResponse> {
+  const seconds = shared.deadlineMs / 1000;
+  const left = deadline - performance.now();
+  if (left <= 0) return busy(request.uid, `the admission review could not start within ${seconds} s of its arrival`);
+  if (large && shared.largeInFlight >= shared.maxLargeInFlight) {
+    return busy(request.uid, `too many large admission reviews are in progress (${shared.maxLargeInFlight})`);
+  }
+  if (large) shared.largeInFlight++;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<AdmissionResponse>((resolve) => {
+    timer = setTimeout(
+      () => resolve(busy(request.uid, `the admission review was not answered within ${seconds} s of its arrival`)),
+      left,
+    );
+  });
+  try {
+    return await Promise.race([handleSafely(route, request, { ...shared.context, deadline }), late]);
+  } finally {
+    clearTimeout(timer);
+    if (large) shared.largeInFlight--;
+  }
 }
 
 async function handleSafely(route: Route, request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse> {
@@ -137,12 +222,14 @@ async function handleSafely(route: Route, request: AdmissionRequest, ctx: Handle
   }
 }
 
-/** Answers one request; resolves with how it ended. */
+/** Answers one request due by `deadline` (`deadlineMs` after its arrival); resolves with how it ended. */
 async function serve(
   req: IncomingMessage,
   res: ServerResponse,
   answerer: Answerer | undefined,
   limit: number,
+  deadline: number,
+  deadlineMs: number,
 ): Promise<WebhookResult> {
   const path = (req.url ?? "/").split("?")[0] ?? "/";
   if (!answerer) {
@@ -161,20 +248,21 @@ async function serve(
   }
   let raw: Buffer;
   try {
-    raw = await readBody(req, limit);
+    raw = await readBody(req, limit, deadline - performance.now());
   } catch (err) {
-    if (!(err instanceof BodyTooLarge)) throw err;
-    sendStatus(res, tooLarge(limit), true);
+    if (err instanceof BodyTooLarge) sendStatus(res, tooLarge(limit), true);
+    else if (err instanceof BodyTooSlow) sendStatus(res, tooSlow(deadlineMs), true);
+    else throw err;
     return "rejected";
   }
-  const { code, body, result } = await answerer(raw);
+  const { code, body, result } = await answerer(raw, deadline);
   send(res, code, body);
   return result;
 }
 
-function answererOf(options: ListenerOptions, path: string): Answerer | undefined {
+function answererOf(options: ListenerOptions, shared: Shared, path: string): Answerer | undefined {
   const route = options.routes.get(path);
-  if (route) return (raw) => dispatch(route, raw, options.context);
+  if (route) return (raw, deadline) => dispatch(route, raw, deadline, shared);
   const review = options.reviews?.get(path);
   if (!review) return undefined;
   return (raw) => {
@@ -190,13 +278,19 @@ function answererOf(options: ListenerOptions, path: string): Answerer | undefine
 export function admissionListener(options: ListenerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const report = options.onRequest ?? (() => undefined);
+  const shared: Shared = {
+    context: options.context,
+    deadlineMs: options.deadlineMs ?? DEFAULT_DEADLINE_MS,
+    maxLargeInFlight: options.maxLargeInFlight ?? DEFAULT_MAX_LARGE_IN_FLIGHT,
+    largeInFlight: 0,
+  };
   return (req, res) => {
     const started = performance.now();
     const path = (req.url ?? "/").split("?")[0] ?? "/";
-    const answerer = answererOf(options, path);
+    const answerer = answererOf(options, shared, path);
     // Only known paths become label values: a scanner probing random URLs must not grow the metric without bound.
     const webhook = answerer ? path : "unknown";
-    serve(req, res, answerer, limit).then(
+    serve(req, res, answerer, limit, started + shared.deadlineMs, shared.deadlineMs).then(
       (result) => report(webhook, result, (performance.now() - started) / 1000),
       (err: unknown) => {
         options.context.logger.error("Webhook request failed", { path: req.url, error: err });

@@ -108,12 +108,12 @@ async function onCreateOrUpdate(
   const limits = inClusterLimitErrors(pool);
   if (limits.length > 0) return deny(req.uid, invalid(kind.group, kind.kind, pool.metadata.name ?? "", limits));
   const validator = ctx.validator ?? inlineValidator;
-  const errors = await validator.run("inClusterSpec", { pool, old });
+  const errors = await validator.run("inClusterSpec", { pool, old }, ctx.deadline);
   if (errors.length > 0) return deny(req.uid, invalid(kind.group, kind.kind, pool.metadata.name ?? "", errors));
   if (!old) return allow(req.uid);
   const inUse = await addressesInUse(req, ctx, kind, old);
   if (!Array.isArray(inUse)) return inUse;
-  const dropped = await validator.run("inClusterDropped", { pool, inUse });
+  const dropped = await validator.run("inClusterDropped", { pool, inUse }, ctx.deadline);
   return dropped === undefined ? allow(req.uid) : badRequest(req, dropped);
 }
 

@@ -4,9 +4,11 @@
  * (spec §6: anyone who reaches the webhook port can send one). Bounded on every side:
  * - one worker, started on the first large job and stopped after a quiet minute (it costs memory only while used);
  * - at most `maxWaiting` jobs wait for it; more are refused at once;
- * - a job not answered within `budgetMs` of its arrival (waiting included) is refused, and the worker is stopped
- *   mid-job if it was running it (the next job starts a new one), so every review is answered before the API
- *   server's 10 s timeout;
+ * - a job has a deadline: `budgetMs` from its arrival, or its review's deadline when that is sooner. A job that
+ *   the worker, going by the time per item of the jobs it ran, could not finish by then after those ahead of it is
+ *   refused at once; a job still waiting at its deadline is refused then; and a running one is refused and its
+ *   worker stopped mid-job (the next job starts a new one), so every review is answered before the API server's
+ *   10 s timeout;
  * - the worker's heap is capped; a job that outgrows it is refused.
  * A refused job rejects with a message saying why; the handlers turn a rejection into a 500 denial (fail closed).
  */
@@ -19,7 +21,8 @@ import type { JobName, Jobs } from "./jobs.js";
 
 /** Runs validation jobs. */
 export interface Validator {
-  run<K extends JobName>(name: K, input: Jobs[K]["input"]): Promise<Jobs[K]["output"]>;
+  /** Runs a job; `deadline` (`performance.now()` ms), when given, is when its review must be answered. */
+  run<K extends JobName>(name: K, input: Jobs[K]["input"], deadline?: number): Promise<Jobs[K]["output"]>;
 }
 
 /** Every job in the caller's thread (tests, tools, and small jobs of {@link WorkerValidator}). */
@@ -46,6 +49,10 @@ interface Pending {
   name: JobName;
   input: unknown;
   deadline: number;
+  /** Items of the job (jobSize), what its time is estimated from. */
+  size: number;
+  /** When the worker began it. */
+  startedAt?: number;
   resolve: (output: unknown) => void;
   reject: (err: Error) => void;
   timer?: NodeJS.Timeout;
@@ -76,6 +83,8 @@ export class WorkerValidator implements Validator {
   private idleTimer: NodeJS.Timeout | undefined;
   private nextId = 0;
   private stopped = false;
+  /** Time per item of the jobs the worker finished, a moving average; 0 until one finished. */
+  private msPerItem = 0;
 
   constructor(
     private readonly logger: Logger,
@@ -88,26 +97,48 @@ export class WorkerValidator implements Validator {
     this.heapMiB = options.heapMiB ?? 512;
   }
 
-  run<K extends JobName>(name: K, input: Jobs[K]["input"]): Promise<Jobs[K]["output"]> {
-    if (jobSize(name, input) <= this.inlineItems) return inlineValidator.run(name, input);
+  run<K extends JobName>(name: K, input: Jobs[K]["input"], deadline = Infinity): Promise<Jobs[K]["output"]> {
+    const size = jobSize(name, input);
+    if (size <= this.inlineItems) return inlineValidator.run(name, input);
     if (this.stopped) return Promise.reject(new Error("the webhook server is stopping"));
     if (this.waiting.length >= this.maxWaiting) {
       return Promise.reject(
         new Error(`too many large admission reviews are waiting (${this.maxWaiting}); retry later`),
       );
     }
+    const now = performance.now();
+    const due = Math.min(now + this.budgetMs, deadline);
+    if (now + this.backlogMs(now) + size * this.msPerItem > due) {
+      return Promise.reject(new Error("the validation worker cannot finish this review in time; retry later"));
+    }
     return new Promise((resolve, reject) => {
       const job: Pending = {
         id: this.nextId++,
         name,
         input,
-        deadline: performance.now() + this.budgetMs,
+        deadline: due,
+        size,
         resolve: resolve as (output: unknown) => void,
         reject,
       };
+      // Refused at its deadline if still waiting then (next() takes it off the line first otherwise).
+      job.timer = setTimeout(() => {
+        const at = this.waiting.indexOf(job);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        job.reject(this.overBudget());
+      }, due - now);
       this.waiting.push(job);
       this.next();
     });
+  }
+
+  /** Estimated time until the worker is free: the rest of the running job and every waiting one. */
+  private backlogMs(now: number): number {
+    const running = this.running;
+    let ms = running ? Math.max(0, (running.startedAt ?? now) + running.size * this.msPerItem - now) : 0;
+    for (const job of this.waiting) ms += job.size * this.msPerItem;
+    return ms;
   }
 
   /** Whether a worker thread is running now (tests). */
@@ -119,7 +150,10 @@ export class WorkerValidator implements Validator {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.idleTimer);
-    for (const job of this.waiting.splice(0)) job.reject(new Error("the webhook server is stopping"));
+    for (const job of this.waiting.splice(0)) {
+      clearTimeout(job.timer);
+      job.reject(new Error("the webhook server is stopping"));
+    }
     this.finish(this.running, new Error("the webhook server is stopping"));
     await this.kill();
   }
@@ -132,13 +166,16 @@ export class WorkerValidator implements Validator {
       return;
     }
     clearTimeout(this.idleTimer);
-    const left = job.deadline - performance.now();
+    clearTimeout(job.timer);
+    const now = performance.now();
+    const left = job.deadline - now;
     if (left <= 0) {
       job.reject(this.overBudget());
       this.next();
       return;
     }
     this.running = job;
+    job.startedAt = now;
     job.timer = setTimeout(() => {
       this.logger.warn("Admission validation over its time budget: its worker is stopped", { job: job.name });
       this.finish(job, this.overBudget());
@@ -166,6 +203,10 @@ export class WorkerValidator implements Validator {
     worker.unref();
     worker.on("message", (answer: Answer) => {
       const job = this.running?.id === answer.id ? this.running : undefined;
+      if (job?.startedAt !== undefined) {
+        const perItem = (performance.now() - job.startedAt) / job.size;
+        this.msPerItem = this.msPerItem === 0 ? perItem : (this.msPerItem + perItem) / 2;
+      }
       this.finish(job, answer.error === undefined ? undefined : new Error(answer.error), answer.output);
       this.next();
     });

@@ -10,6 +10,11 @@ export interface HandlerContext {
   logger: Logger;
   /** Where the pools' validation jobs run; default the request's thread (offload.ts). */
   validator?: Validator;
+  /**
+   * When the answer to this request is due (`performance.now()` milliseconds): the HTTP layer answers with a refusal
+   * then, whatever the handler still does, so reads and jobs need not outlive it. Unset: no deadline (tests).
+   */
+  deadline?: number;
 }
 
 /** One webhook: the kind it accepts and how it answers. */
