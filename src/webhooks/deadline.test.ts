@@ -115,18 +115,25 @@ describe("admission deadlines and bounds", () => {
     );
   });
 
-  it("refuses at once a job the worker could not finish by its review's deadline", async () => {
+  it("refuses at once a job that could not start before its review's deadline", async () => {
     const v = new WorkerValidator(silentLogger(), { inlineItems: 10, budgetMs: 120_000 });
     try {
-      const spec = { addresses: Array.from({ length: 20_000 }, (_, i) => `10.0.${i >> 8}.${i & 255}`), prefix: 8 };
+      const spec = {
+        addresses: Array.from({ length: 40_000 }, (_, i) => `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`),
+        prefix: 8,
+      };
       const input = { pool: { metadata: { name: "p" }, spec }, old: undefined };
-      // The first job teaches the worker its time per item; the second is due now, before any of its items is done.
+      // The first job starts the worker, the second teaches it its time per item; the fourth, due in 1 ms, waits
+      // behind the third.
       expect(await v.run("inClusterSpec", input)).to.deep.equal([]);
-      const refused = await v.run("inClusterSpec", input, performance.now()).then(
+      expect(await v.run("inClusterSpec", input)).to.deep.equal([]);
+      const third = v.run("inClusterSpec", input);
+      const refused = await v.run("inClusterSpec", input, performance.now() + 1).then(
         () => "resolved",
         (err: Error) => err.message,
       );
-      expect(refused).to.equal("the validation worker cannot finish this review in time; retry later");
+      expect(refused).to.equal("the validation worker cannot start this review in time; retry later");
+      expect(await third).to.deep.equal([]);
     } finally {
       await v.stop();
     }

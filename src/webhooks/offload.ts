@@ -5,8 +5,7 @@
  * - one worker, started on the first large job and stopped after a quiet minute (it costs memory only while used);
  * - at most `maxWaiting` jobs wait for it; more are refused at once;
  * - a job has a deadline: `budgetMs` from its arrival, or its review's deadline when that is sooner. A job that
- *   the worker, going by the time per item of the jobs it ran, could not finish by then after those ahead of it is
- *   refused at once; a job still waiting at its deadline is refused then; and a running one is refused and its
+ *   could not even start by then, going by the time per item of the jobs the worker ran, is refused at once; a job still waiting at its deadline is refused then; and a running one is refused and its
  *   worker stopped mid-job (the next job starts a new one), so every review is answered before the API server's
  *   10 s timeout;
  * - the worker's heap is capped; a job that outgrows it is refused.
@@ -53,6 +52,8 @@ interface Pending {
   size: number;
   /** When the worker began it. */
   startedAt?: number;
+  /** Whether its worker was started for it: its time then counts the worker's start and says nothing of its items. */
+  cold?: boolean;
   resolve: (output: unknown) => void;
   reject: (err: Error) => void;
   timer?: NodeJS.Timeout;
@@ -83,7 +84,7 @@ export class WorkerValidator implements Validator {
   private idleTimer: NodeJS.Timeout | undefined;
   private nextId = 0;
   private stopped = false;
-  /** Time per item of the jobs the worker finished, a moving average; 0 until one finished. */
+  /** Time per item of the jobs a running worker finished, a moving average; 0 until one finished. */
   private msPerItem = 0;
 
   constructor(
@@ -108,8 +109,8 @@ export class WorkerValidator implements Validator {
     }
     const now = performance.now();
     const due = Math.min(now + this.budgetMs, deadline);
-    if (now + this.backlogMs(now) + size * this.msPerItem > due) {
-      return Promise.reject(new Error("the validation worker cannot finish this review in time; retry later"));
+    if (now + this.backlogMs(now) > due) {
+      return Promise.reject(new Error("the validation worker cannot start this review in time; retry later"));
     }
     return new Promise((resolve, reject) => {
       const job: Pending = {
@@ -176,6 +177,7 @@ export class WorkerValidator implements Validator {
     }
     this.running = job;
     job.startedAt = now;
+    job.cold = this.worker === undefined;
     job.timer = setTimeout(() => {
       this.logger.warn("Admission validation over its time budget: its worker is stopped", { job: job.name });
       this.finish(job, this.overBudget());
@@ -203,7 +205,7 @@ export class WorkerValidator implements Validator {
     worker.unref();
     worker.on("message", (answer: Answer) => {
       const job = this.running?.id === answer.id ? this.running : undefined;
-      if (job?.startedAt !== undefined) {
+      if (job?.startedAt !== undefined && !job.cold) {
         const perItem = (performance.now() - job.startedAt) / job.size;
         this.msPerItem = this.msPerItem === 0 ? perItem : (this.msPerItem + perItem) / 2;
       }
