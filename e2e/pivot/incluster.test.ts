@@ -335,7 +335,16 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
     );
     expect(newcomer).to.equal("10.72.1.10");
     expect([...Object.values(s0.claims), ...staying]).to.not.include(newcomer);
-    // The moved records are kept though the target's pool does not contain them: counted out of range.
-    expect((await targetPools.global.get("", GLOBAL_PRE)).status?.ipAddresses).to.include({ used: 3, outOfRange: 2 });
+    // The moved records are kept though the target's pool does not contain them: counted out of range. The status is
+    // a view that may trail the records (a write that changes no condition waits its interval), so it is awaited.
+    await eventually(
+      "the target's global pool to count the newcomer and both moved records",
+      async () => {
+        const counts = (await targetPools.global.get("", GLOBAL_PRE)).status?.ipAddresses;
+        return counts?.used === 3 && counts.outOfRange === 2;
+      },
+      30_000,
+      500,
+    );
   });
 });
