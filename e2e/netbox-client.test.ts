@@ -156,6 +156,34 @@ describe("NetBox client against a real NetBox", function () {
     ]);
   });
 
+  it("lists by any of many descriptions and deletes in bulk, records already gone included", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const parent: NetBoxParent = { kind: "prefix", id: prefix.id };
+    // Long descriptions: the list is asked in several queries, each within a server's request line.
+    const description = (i: number): string => `IPAddressClaim bulk/${"n".repeat(150)}-${i}`;
+    const got = await client.allocate(
+      parent,
+      Array.from({ length: 30 }, (_, i) => ({ description: description(i), tags: [TAG] })),
+    );
+    const asked = [0, 3, 17, 29].map(description).concat(["IPAddressClaim bulk/nobody"]);
+    const found = await client.listOwned(parent, TAG, asked);
+    expect(found.map((a) => a.description).sort()).to.deep.equal([0, 3, 17, 29].map(description).sort());
+    const many = await client.listOwned(
+      parent,
+      TAG,
+      Array.from({ length: 30 }, (_, i) => description(i)),
+    );
+    expect(many).to.have.length(30);
+    expect(await client.listOwned(parent, TAG, [])).to.deep.equal([]);
+    await client.deleteAddress(found[0]!.id);
+    await client.deleteAddresses(found.map((a) => a.id));
+    const left = await client.listOwned(parent, TAG);
+    expect(left).to.have.length(26);
+    expect(left.map((a) => a.id)).to.not.include.members(found.map((a) => a.id));
+    await client.deleteAddresses(got.map((a) => a.id));
+    expect(await client.listOwned(parent, TAG)).to.deep.equal([]);
+  });
+
   it("finds prefixes by id and by CIDR in a VRF or the global table, with their utilisation", async () => {
     const prefix = await nb.admin.freshPrefix(28);
     const vrfId = await nb.admin.createVrf(`vrf-${prefix.id}`);

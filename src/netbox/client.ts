@@ -30,6 +30,8 @@ export { NetBoxError, isNetBoxError } from "./errors.js";
 
 /** NetBox's default MAX_PAGE_SIZE: the most one page may hold. */
 const DEFAULT_PAGE_SIZE = 1000;
+/** Records deleted per bulk DELETE: one NetBox transaction each, short enough not to hold its locks long. */
+const DELETE_CHUNK = 100;
 
 const ROUTES = {
   prefix: "/api/ipam/prefixes/{id}/",
@@ -44,6 +46,31 @@ const ROUTES = {
     "ip-range": "/api/ipam/ip-ranges/{id}/available-ips/",
   },
 } as const;
+
+/**
+ * Filter values per query, so a request line stays within what servers in front of NetBox take (gunicorn's default
+ * limit is 4094 bytes; the parent and paging filters take the rest).
+ */
+const QUERY_VALUES_BYTES = 2_000;
+
+/** `values` cut into lists whose encoded length stays within {@link QUERY_VALUES_BYTES} each. */
+export function queryChunks(values: readonly string[]): string[][] {
+  const chunks: string[][] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  for (const value of values) {
+    const size = encodeURIComponent(value).length + 16;
+    if (current.length > 0 && bytes + size > QUERY_VALUES_BYTES) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(value);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
 
 /** The `vrf_id` filter value of a VRF: its id, or `null` for the global table. */
 const vrfFilter = (vrfId: number | undefined): string => (vrfId === undefined ? "null" : String(vrfId));
@@ -101,6 +128,7 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
   const listIn = async (
     scope: { parents: string[]; vrfId?: number },
     filters: Record<string, string | undefined>,
+    anyOf: Readonly<Record<string, readonly string[]>> = {},
   ): Promise<NetBoxAddress[]> => {
     const found: NetBoxAddress[] = [];
     for (let after = 0; ;) {
@@ -108,7 +136,7 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
         method: "GET",
         route: ROUTES.addresses,
         query: { vrf_id: vrfFilter(scope.vrfId), ...filters, ordering: "id", id__gt: after, limit: pageSize },
-        multi: { parent: scope.parents },
+        multi: { ...anyOf, parent: scope.parents },
       });
       const page = pageOf(answer.body, "a list of IP addresses");
       const addresses = page.results.map(addressOf);
@@ -128,6 +156,10 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
       multi: { parent: scope.parents },
     });
     return pageOf(body.body, "a list of IP addresses").count;
+  };
+
+  const deleteOne = async (id: number): Promise<void> => {
+    await http.send({ method: "DELETE", route: ROUTES.address, params: { id }, accept: [404] });
   };
 
   return {
@@ -162,10 +194,14 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
     },
 
     async listOwned(parent, tag, description): Promise<NetBoxAddress[]> {
+      // Several values of one filter select records matching any of them (NetBox's multi-value filters).
+      const descriptions = typeof description === "string" ? [description] : description;
+      const queries = descriptions ? queryChunks(descriptions).map((d) => ({ description: d })) : [{}];
+      if (queries.length === 0) return [];
       const scope = await scopeOf(parent);
-      let found: NetBoxAddress[];
+      const found: NetBoxAddress[] = [];
       try {
-        found = await listIn(scope, { tag, description });
+        for (const anyOf of queries) found.push(...(await listIn(scope, { tag }, anyOf)));
       } catch (err) {
         // NetBox refuses a filter on a tag that does not exist (400 "tag: Select a valid choice"): nothing carries it.
         if (err instanceof NetBoxError && err.status === 400 && /\btag: /.test(err.message)) return [];
@@ -195,8 +231,20 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
       return answer.status === 404 ? undefined : addressOf(answer.body);
     },
 
-    async deleteAddress(id): Promise<void> {
-      await http.send({ method: "DELETE", route: ROUTES.address, params: { id }, accept: [404] });
+    deleteAddress: deleteOne,
+
+    async deleteAddresses(ids): Promise<void> {
+      // NetBox's bulk delete: one transaction per request, refused whole (400 "n of m objects could not be found")
+      // when a record is already gone; then the chunk's records are deleted one by one, a 404 counting as deleted.
+      for (let i = 0; i < ids.length; i += DELETE_CHUNK) {
+        const chunk = ids.slice(i, i + DELETE_CHUNK);
+        try {
+          await http.send({ method: "DELETE", route: ROUTES.addresses, body: chunk.map((id) => ({ id })) });
+        } catch (err) {
+          if (!(err instanceof NetBoxError && err.status === 400 && /could not be found/.test(err.message))) throw err;
+          for (const id of chunk) await deleteOne(id);
+        }
+      }
     },
 
     async ensureTag(slug, name): Promise<void> {

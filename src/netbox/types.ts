@@ -79,9 +79,10 @@ export interface NetBoxClient {
   findRange(q: { id?: number; start?: string; end?: string; vrfId?: number }): Promise<RangeInfo>;
   /**
    * Every address inside the parent (same VRF) that carries tag `tag`, optionally only those whose description is
-   * exactly `description`. Reads every page.
+   * exactly `description` (or exactly one of a list: none for an empty list). Reads every page; a long list is asked in
+   * several queries, each short enough for a server's request line.
    */
-  listOwned(parent: NetBoxParent, tag: string, description?: string): Promise<NetBoxAddress[]>;
+  listOwned(parent: NetBoxParent, tag: string, description?: string | readonly string[]): Promise<NetBoxAddress[]>;
   /**
    * One POST to the parent's available-ips with the whole list: NetBox creates one record per request, lowest free
    * addresses first, all or none, under its allocation lock. Exhausted when fewer are free than asked for.
@@ -91,6 +92,8 @@ export interface NetBoxClient {
   getAddress(id: number): Promise<NetBoxAddress | undefined>;
   /** Deletes the record; one already gone counts as deleted. */
   deleteAddress(id: number): Promise<void>;
+  /** Deletes the records, in as few requests as NetBox takes; records already gone count as deleted. */
+  deleteAddresses(ids: readonly number[]): Promise<void>;
   /** Creates the tag when no tag has this slug; an existing one is left as it is. */
   ensureTag(slug: string, name: string): Promise<void>;
 }

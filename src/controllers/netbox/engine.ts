@@ -83,8 +83,22 @@ interface Asked {
   description: string;
 }
 
+/** Releases of one pool made together: the claims' descriptions, and the shared outcome. */
+interface ReleaseBatch {
+  descriptions: Set<string>;
+  done: Promise<void>;
+}
+
+/** A pool's releases: the batch taking claims until it starts, and the one in flight. */
+interface ReleaseLine {
+  waiting?: ReleaseBatch;
+  inFlight?: Promise<void>;
+}
+
 export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   private readonly pools = new Map<string, PoolEngineState>();
+  /** Each pool's releases (by pool id), while any is waiting or in flight. */
+  private readonly releasing = new Map<string, ReleaseLine>();
 
   constructor(private readonly connector: NetBoxConnector) {}
 
@@ -192,19 +206,64 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     }
   }
 
+  /**
+   * Deletes every record of the claim in NetBox. One release of a pool is in flight at a time; releases asked for
+   * meanwhile (a pass's writes run side by side) wait and then share one listing and one bulk delete, so a burst of
+   * releases costs a few NetBox calls per round, not two per claim.
+   */
   async release(pool: NetBoxIPPool, claim: ClaimIdentity, ctx: KindContext): Promise<void> {
+    const id = poolId(pool);
+    let line = this.releasing.get(id);
+    if (!line) {
+      line = {};
+      this.releasing.set(id, line);
+    }
+    const batch = line.waiting ?? this.nextRelease(id, line, pool, ctx);
+    batch.descriptions.add(ownerDescription(claim));
+    await batch.done;
+  }
+
+  /** The batch that runs once the pool's release in flight (if any) is done. */
+  private nextRelease(id: string, line: ReleaseLine, pool: NetBoxIPPool, ctx: KindContext): ReleaseBatch {
+    const batch: ReleaseBatch = { descriptions: new Set(), done: Promise.resolve() };
+    const before = line.inFlight ?? Promise.resolve();
+    batch.done = before
+      .catch(() => undefined)
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(async () => {
+        if (line.waiting === batch) delete line.waiting;
+        const run = this.releaseNow(pool, [...batch.descriptions], ctx);
+        line.inFlight = run;
+        try {
+          await run;
+        } finally {
+          if (line.inFlight === run) delete line.inFlight;
+          if (!line.waiting && !line.inFlight && this.releasing.get(id) === line) this.releasing.delete(id);
+        }
+      });
+    line.waiting = batch;
+    return batch;
+  }
+
+  private async releaseNow(pool: NetBoxIPPool, descriptions: readonly string[], ctx: KindContext): Promise<void> {
     const state = this.stateOf(pool);
-    const description = ownerDescription(claim);
     const api = await this.connect(pool, ctx);
     const parent = await this.parentOf(pool, ctx);
-    // Listed from NetBox (not the kept view): the release must see every record of the claim, duplicates included.
-    const records = await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, description));
+    // Listed from NetBox (not the kept view): the release must see every record of the claims, duplicates included.
+    const wanted = new Set(descriptions);
+    const records = (
+      await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, descriptions))
+    ).filter((r) => wanted.has(r.description));
+    if (records.length > 0) await this.recording(state, () => api.deleteAddresses(records.map((r) => r.id)));
     for (const record of records) {
-      await this.recording(state, () => api.deleteAddress(record.id));
       if (state.parent) state.parent.used = Math.max(0, state.parent.used - 1);
-      ctx.log.info("Released the NetBox record of a claim", { description, address: record.address, id: record.id });
+      ctx.log.info("Released the NetBox record of a claim", {
+        description: record.description,
+        address: record.address,
+        id: record.id,
+      });
     }
-    state.owned?.delete(description);
+    for (const description of descriptions) state.owned?.delete(description);
   }
 
   /**

@@ -1,0 +1,75 @@
+import { expect } from "chai";
+import type { NetBoxIPPool } from "../../../api/netbox/types.js";
+import { NetBoxError, type NetBoxAddress, type NetBoxClient } from "../../netbox/client.js";
+import type { KindContext } from "../pools/kind.js";
+import { NetBoxEngine } from "./engine.js";
+import { ownerDescription, OWNER_TAG } from "./identity.js";
+
+/** A NetBox in memory holding our records of one prefix; it counts the calls a release makes. */
+function fakeNetBox(claims: number): { client: NetBoxClient; records: Map<number, NetBoxAddress>; calls: string[] } {
+  const records = new Map<number, NetBoxAddress>();
+  for (let i = 0; i < claims; i++)
+    records.set(i + 1, {
+      id: i + 1,
+      address: `10.0.0.${i + 1}/24`,
+      description: ownerDescription({ namespace: "ns", name: `c-${i}` }),
+      dnsName: "",
+      tags: [OWNER_TAG.slug],
+      status: "active",
+    });
+  const calls: string[] = [];
+  let failNext = false;
+  const client = {
+    findPrefix: () => Promise.resolve({ id: 7, cidr: "10.0.0.0/24", size: 254, used: records.size }),
+    async listOwned(_parent, _tag, description) {
+      calls.push("list");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const wanted = new Set(typeof description === "string" ? [description] : (description ?? []));
+      return [...records.values()].filter((r) => wanted.has(r.description));
+    },
+    async deleteAddresses(ids) {
+      calls.push("delete");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (failNext) throw new NetBoxError("NetBox DELETE: 503 ServerError", "ServerError", 503);
+      for (const id of ids) records.delete(id);
+    },
+  } as Partial<NetBoxClient> as NetBoxClient;
+  return Object.assign({ client, records, calls }, { failNext: () => (failNext = true) });
+}
+
+const pool: NetBoxIPPool = {
+  metadata: { name: "p", namespace: "ns", uid: "u" },
+  spec: { netbox: { url: "https://netbox.example", credentialsRef: { name: "s" } }, prefix: { id: 7 } },
+};
+const silent = { info: () => undefined, warn: () => undefined, debug: () => undefined, error: () => undefined };
+const ctx = { log: silent } as unknown as KindContext;
+
+describe("NetBoxEngine.release", () => {
+  it("releases claims asked for together in a few rounds of one listing and one bulk delete", async () => {
+    const nb = fakeNetBox(40);
+    const engine = new NetBoxEngine({ connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined });
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => engine.release(pool, { namespace: "ns", name: `c-${i}`, cluster: "" }, ctx)),
+    );
+    expect(nb.records.size).to.equal(0);
+    expect(nb.calls.filter((c) => c === "list")).to.have.length(1);
+    expect(nb.calls.filter((c) => c === "delete")).to.have.length(1);
+  });
+
+  it("takes releases asked for while one is in flight into the next round, and fails every claim of a failed round", async () => {
+    const nb = fakeNetBox(30);
+    const engine = new NetBoxEngine({ connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined });
+    const release = (i: number): Promise<void> =>
+      engine.release(pool, { namespace: "ns", name: `c-${i}`, cluster: "" }, ctx);
+    const first = release(0);
+    await new Promise((resolve) => setTimeout(resolve, 1)); // the first round is in flight
+    const rest = Array.from({ length: 19 }, (_, i) => release(i + 1));
+    await Promise.all([first, ...rest]);
+    expect(nb.records.size).to.equal(10);
+    expect(nb.calls).to.deep.equal(["list", "delete", "list", "delete"]);
+    (nb as unknown as { failNext: () => void }).failNext();
+    const failed = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => release(i + 20)));
+    expect(failed.map((f) => f.status)).to.deep.equal(Array<string>(10).fill("rejected"));
+    expect(nb.records.size).to.equal(10);
+  });
+});
