@@ -15,8 +15,6 @@ import { expect } from "chai";
 import { rmSync } from "node:fs";
 import { request } from "node:https";
 import type { RequestOptions } from "node:https";
-import { join } from "node:path";
-import { readFileSync } from "node:fs";
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
@@ -25,12 +23,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from "@kubernetes/client-node";
-import type {
-  KubeConfig,
-  V1MutatingWebhookConfiguration,
-  V1ValidatingWebhookConfiguration,
-} from "@kubernetes/client-node";
-import { loadAll } from "js-yaml";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { CRDS } from "../api/v1alpha1/schema.js";
 import { CAPI_IPADDRESSCLAIM, IPADDRESS, IPPOOL, resourceType } from "../api/registry.js";
 import { DELETE_FOR_MOVE_ANNOTATION, GROUP, IPPOOL_FINALIZER, VERSION } from "../api/v1alpha1/types.js";
@@ -43,7 +36,8 @@ import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
 import { createCertificateAuthority, issueServingCertificate, servingCertificateProblem } from "../src/certs/pki.js";
 import { startWebhookServer } from "../src/webhooks/server.js";
 import type { WebhookServer } from "../src/webhooks/server.js";
-import { freshNamespace, repoRoot, sharedCluster } from "../hack/testkit/cluster.js";
+import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
+import { scopedWebhookConfigurations } from "../hack/testkit/hostile.js";
 import { addressOf, claim, clients, exists, pool, startController } from "../hack/testkit/ipam.js";
 import type { Clients } from "../hack/testkit/ipam.js";
 import { eventually } from "../hack/testkit/wait.js";
@@ -54,45 +48,22 @@ const runId = `${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
-type WebhookConfiguration = V1MutatingWebhookConfiguration | V1ValidatingWebhookConfiguration;
-
 /** Whether a shipped webhook entry is one of Metal3's kinds (`ipam.metal3.io`). */
 const servesMetal3 = (w: { rules?: Array<{ apiGroups?: string[] }> }): boolean =>
   (w.rules ?? []).some((r) => r.apiGroups?.includes(GROUP));
 
-/** The shipped configurations, renamed, pointed at `baseUrl` by URL and scoped to namespaces labelled `scope`. */
+/**
+ * The shipped configurations, renamed, pointed at `baseUrl` by URL and scoped to namespaces labelled `scope`. Metal3's
+ * entries only: the in-cluster pools' entries (one cluster-scoped, which no namespaceSelector scopes) have their own
+ * suite, e2e/incluster-webhooks.test.ts.
+ */
 function configurationsFor(
   name: string,
   baseUrl: string,
   caPem: string,
   scope: string,
-): { mutating: V1MutatingWebhookConfiguration; validating: V1ValidatingWebhookConfiguration } {
-  const docs = loadAll(
-    readFileSync(join(repoRoot, "config", "webhook", "manifests.yaml"), "utf8"),
-  ) as WebhookConfiguration[];
-  const adapt = <T extends WebhookConfiguration>(kind: string, suffix: string): T => {
-    const doc = docs.find((d) => d.kind === kind);
-    if (!doc) throw new Error(`config/webhook/manifests.yaml lacks a ${kind}`);
-    const adapted: WebhookConfiguration = {
-      ...doc,
-      metadata: { name: `${name}-${suffix}` },
-      // Metal3's entries only: the in-cluster pools' entries (one cluster-scoped, which no namespaceSelector scopes)
-      // have their own suite, e2e/incluster-webhooks.test.ts.
-      webhooks: (doc.webhooks ?? []).filter(servesMetal3).map((w) => ({
-        ...w,
-        clientConfig: {
-          url: `${baseUrl}${w.clientConfig.service?.path ?? ""}`,
-          caBundle: Buffer.from(caPem).toString("base64"),
-        },
-        namespaceSelector: { matchLabels: { [SCOPE_LABEL]: scope } },
-      })),
-    };
-    return adapted as T;
-  };
-  return {
-    mutating: adapt<V1MutatingWebhookConfiguration>("MutatingWebhookConfiguration", "mutating"),
-    validating: adapt<V1ValidatingWebhookConfiguration>("ValidatingWebhookConfiguration", "validating"),
-  };
+): ReturnType<typeof scopedWebhookConfigurations> {
+  return scopedWebhookConfigurations(name, baseUrl, caPem, SCOPE_LABEL, scope, servesMetal3);
 }
 
 async function createConfigurations(kc: KubeConfig, configs: ReturnType<typeof configurationsFor>): Promise<void> {
