@@ -31,8 +31,13 @@ function answer(uid: string, response: Record<string, unknown>, result: WebhookR
   };
 }
 
-function failed(uid: string, message: string): ReviewAnswer {
-  return answer(uid, { convertedObjects: [], result: { status: "Failure", message } }, "denied");
+function failed(uid: string, message: string, result: WebhookResult = "denied"): ReviewAnswer {
+  return answer(uid, { convertedObjects: [], result: { status: "Failure", message } }, result);
+}
+
+/** A review that could not be converted in time (or at all, for want of room): a Failure counted as an error. */
+export function conversionFailure(uid: string, message: string): ReviewAnswer {
+  return failed(uid, message, "error");
 }
 
 /** Answers one parsed ConversionReview body; see the file header. Never throws. */
@@ -54,3 +59,8 @@ export function answerConversionReview(body: unknown): ReviewAnswer {
   }
   return answer(uid, { convertedObjects: converted, result: { status: "Success" } }, "allowed");
 }
+
+/** The review handlers of other kinds than AdmissionReview, by path: the conversion webhook. */
+export const REVIEWS: ReadonlyMap<string, (body: unknown) => ReviewAnswer> = new Map([
+  [CONVERSION_PATH, answerConversionReview],
+]);

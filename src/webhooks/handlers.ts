@@ -129,11 +129,15 @@ export const mutateIPPool: Route = {
   },
 };
 
-/** The other pools of the namespace, for warnings; none when they cannot be read. */
-async function poolsAround(pool: IPPool, ctx: HandlerContext): Promise<IPPool[]> {
+/**
+ * The other pools of the namespace, for warnings; none when they cannot be read. The pool's stored version is left
+ * out (warnings are about other pools), so a large pool under review is never read and copied a second time.
+ */
+async function poolsAround(pool: IPPool, name: string, ctx: HandlerContext): Promise<IPPool[]> {
   const namespace = pool.metadata.namespace ?? "";
   try {
-    return namespace ? await ctx.lookup.poolsInNamespace(namespace) : [];
+    if (!namespace) return [];
+    return (await ctx.lookup.poolsInNamespace(namespace, name || undefined)).filter((p) => p.metadata?.name !== name);
   } catch (err) {
     // Warnings are advice: a failed list must not block the write.
     ctx.logger.warn("Cannot list IPPools for admission warnings", { namespace, error: err });
@@ -161,7 +165,7 @@ export const validateIPPoolRoute: Route = {
     const limits = ipPoolLimitErrors(object);
     if (limits.length > 0) return answer(req, IPPOOL_KIND, name, limits);
     // The list of pools never fails (see poolsAround), so it runs while the addresses in use are read.
-    const others = poolsAround(object, ctx);
+    const others = poolsAround(object, name, ctx);
     let inUse: string[] = [];
     if (old && !isEqual(old.spec?.pools, object.spec?.pools)) {
       try {

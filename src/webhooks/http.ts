@@ -9,11 +9,15 @@
  *   408 (the connection is closed), and a review not answered by then is refused at once with a 500 denial that says
  *   to retry; what the handler still does is then dropped. Large reviews (bodies over {@link LARGE_BODY_BYTES}) in
  *   progress are bounded too: one more is refused the same way as soon as it is read, rather than queued.
+ * - a large review is answered in the validation worker when the context's validator has one (offload.ts): its body
+ *   is moved there unparsed, so this thread never parses, copies or compares it; a refusal then echoes the uid read
+ *   from the body's first bytes, where the API server writes `request.uid`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { deny, failure, parseAdmissionReview, review } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, Status } from "./admission.js";
 import type { HandlerContext, Route } from "./route.js";
+import { conversionFailure } from "./conversion.js";
 import type { ReviewAnswer } from "./conversion.js";
 import type { WebhookResult } from "../runtime/metrics.js";
 
@@ -157,20 +161,92 @@ function parseJson(raw: Buffer): { parsed: unknown } | ReviewAnswer {
   }
 }
 
-/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send, by `deadline`. Never rejects. */
-async function dispatch(route: Route, raw: Buffer, deadline: number, shared: Shared): Promise<ReviewAnswer> {
+/** The request of an AdmissionReview body, or the 400 answer for a body that is none. */
+function readReview(raw: Buffer): { request: AdmissionRequest } | ReviewAnswer {
   const json = parseJson(raw);
   if (!("parsed" in json)) return json;
-  const { parsed } = json;
-  const envelope = parseAdmissionReview(parsed);
+  const envelope = parseAdmissionReview(json.parsed);
   if (!envelope.ok)
     return {
       code: 400,
       body: failure(400, "BadRequest", `not an AdmissionReview: ${envelope.message}`),
       result: "rejected",
     };
-  const response = await handleByDeadline(route, envelope.request, raw.length > LARGE_BODY_BYTES, deadline, shared);
+  return { request: envelope.request };
+}
+
+function answered(response: AdmissionResponse): ReviewAnswer {
   return { code: 200, body: review(response), result: resultOf(response) };
+}
+
+/** Parses and dispatches one body; resolves with the HTTP status and JSON body to send, by `deadline`. Never rejects. */
+async function dispatch(route: Route, raw: Buffer, deadline: number, shared: Shared): Promise<ReviewAnswer> {
+  const read = readReview(raw);
+  if (!("request" in read)) return read;
+  return answered(await handleByDeadline(route, read.request, raw.length > LARGE_BODY_BYTES, deadline, shared));
+}
+
+/**
+ * Answers one body in the calling thread with no deadline of its own: what the validation worker does with a large
+ * review (offload.ts), whose deadline the request's thread keeps. `reviews` answer the paths of other review kinds.
+ * Never rejects.
+ */
+export async function answerInThread(
+  path: string,
+  raw: Buffer,
+  routes: ReadonlyMap<string, Route>,
+  reviews: ReadonlyMap<string, (body: unknown) => ReviewAnswer>,
+  ctx: HandlerContext,
+): Promise<ReviewAnswer> {
+  const route = routes.get(path);
+  if (route) {
+    const read = readReview(raw);
+    return "request" in read ? answered(await handleSafely(route, read.request, ctx)) : read;
+  }
+  const other = reviews.get(path);
+  if (!other)
+    return { code: 404, body: failure(404, "NotFound", `no webhook is served at ${path}`), result: "rejected" };
+  const json = parseJson(raw);
+  return "parsed" in json ? other(json.parsed) : json;
+}
+
+/** Bytes at the start of a body searched for its uid. */
+const HEAD_BYTES = 4096;
+const HEAD_UID = /"request"\s*:\s*\{\s*"uid"\s*:\s*"([^"\\]{1,128})"/;
+
+/** `request.uid` when the body's first bytes hold it (the API server writes it first); else "". */
+export function uidFromHead(raw: Buffer): string {
+  return HEAD_UID.exec(raw.subarray(0, HEAD_BYTES).toString("latin1"))?.[1] ?? "";
+}
+
+/**
+ * A large body answered in the validation worker (see the file header), by `deadline`: what it answers, or the
+ * refusal `refuse` builds when the worker refuses it or the large reviews in progress are at their bound.
+ */
+async function inWorker(
+  path: string,
+  raw: Buffer,
+  deadline: number,
+  shared: Shared,
+  refuse: (uid: string, why: string) => ReviewAnswer,
+): Promise<ReviewAnswer> {
+  const uid = uidFromHead(raw);
+  const validator = shared.context.validator;
+  if (!validator?.review) throw new Error("no validation worker");
+  if (deadline <= performance.now()) {
+    return refuse(uid, `the admission review could not start within ${shared.deadlineMs / 1000} s of its arrival`);
+  }
+  if (shared.largeInFlight >= shared.maxLargeInFlight) {
+    return refuse(uid, `too many large admission reviews are in progress (${shared.maxLargeInFlight})`);
+  }
+  shared.largeInFlight++;
+  try {
+    return await validator.review(path, raw, shared.context.lookup, deadline);
+  } catch (err) {
+    return refuse(uid, err instanceof Error ? err.message : String(err));
+  } finally {
+    shared.largeInFlight--;
+  }
 }
 
 /**
@@ -264,11 +340,19 @@ async function serve(
 }
 
 function answererOf(options: ListenerOptions, shared: Shared, path: string): Answerer | undefined {
+  const toWorker = (raw: Buffer): boolean =>
+    raw.length > LARGE_BODY_BYTES && shared.context.validator?.review !== undefined;
   const route = options.routes.get(path);
-  if (route) return (raw, deadline) => dispatch(route, raw, deadline, shared);
+  if (route) {
+    const refuse = (uid: string, why: string): ReviewAnswer => answered(busy(uid, why));
+    return (raw, deadline) =>
+      toWorker(raw) ? inWorker(path, raw, deadline, shared, refuse) : dispatch(route, raw, deadline, shared);
+  }
   const review = options.reviews?.get(path);
   if (!review) return undefined;
-  return (raw) => {
+  const refuse = (uid: string, why: string): ReviewAnswer => conversionFailure(uid, `${why}; retry later`);
+  return (raw, deadline) => {
+    if (toWorker(raw)) return inWorker(path, raw, deadline, shared, refuse);
     const json = parseJson(raw);
     return Promise.resolve("parsed" in json ? review(json.parsed) : json);
   };

@@ -21,8 +21,11 @@ import { ResourceClient } from "../kube/resource.js";
 
 /** Reads the webhooks need. Implementations reject on API failures; handlers decide what a failure means. */
 export interface ClusterLookup {
-  /** Every IPPool of `namespace`. */
-  poolsInNamespace(namespace: string): Promise<IPPool[]>;
+  /**
+   * Every IPPool of `namespace` but the one named `except` (filtered by the API server: a review's stored pool, as
+   * large as the pool under review, is never read for it).
+   */
+  poolsInNamespace(namespace: string, except?: string): Promise<IPPool[]>;
   /**
    * The addresses held in pool `poolName` of `namespace`: `spec.address` of every IPAddress whose `spec.pool` names
    * it, and of every Cluster API IPAddress whose `poolRef` names it (the only record of a Cluster API claim).
@@ -113,7 +116,8 @@ export function kubeLookup(kubeConfig: Kube): ClusterLookup {
       .map((a) => a.spec.address)
       .filter((text): text is string => typeof text === "string");
   return {
-    poolsInNamespace: async (namespace) => (await pools.list(namespace)).items,
+    poolsInNamespace: async (namespace, except) =>
+      (await pools.list(namespace, except ? { fieldSelector: `metadata.name!=${except}` } : {})).items,
     addressesOfPool: async (namespace, poolName) => {
       const [metal3, capi] = await Promise.all([
         metal3AddressesOfPool(namespace, poolName),
@@ -149,7 +153,8 @@ export function staticLookup(
   inClusterPools: readonly InClusterIPPool[] = [],
 ): ClusterLookup {
   return {
-    poolsInNamespace: (namespace) => Promise.resolve(pools.filter((p) => p.metadata.namespace === namespace)),
+    poolsInNamespace: (namespace, except) =>
+      Promise.resolve(pools.filter((p) => p.metadata.namespace === namespace && p.metadata.name !== except)),
     addressesOfPool: (namespace, poolName) =>
       Promise.resolve(
         addresses

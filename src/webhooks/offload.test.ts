@@ -81,7 +81,7 @@ describe("validation worker", () => {
   it("refuses a job over its time budget, stops its worker, and serves the next job with a new one", async () => {
     const v = validator({ budgetMs: 1 });
     expect(await rejection(v.run("ipPool", large(50_000)))).to.equal(
-      "the validation did not finish within 0.001 s, the limit of one review",
+      "the validation did not finish within 0.001 s of its arrival, the time its review had left",
     );
     expect(v.hasWorker()).to.equal(false);
     const roomy = validator({ budgetMs: 120_000 });
@@ -93,6 +93,18 @@ describe("validation worker", () => {
         })
       ).length,
     ).to.equal(1);
+  });
+
+  it("names the time a job had when its review's deadline comes before the budget", async () => {
+    const v = validator({ budgetMs: 120_000 });
+    const input = large(50_000);
+    // Due before a new worker has even loaded its modules, let alone validated 100,000 items.
+    const message = await rejection(v.run("ipPool", input, performance.now() + 200));
+    const seconds =
+      /^the validation did not finish within ([0-9.]+) s of its arrival, the time its review had left$/.exec(
+        message,
+      )?.[1];
+    expect(Number(seconds), message).to.be.within(0.001, 0.2);
   });
 
   it("bounds the jobs waiting for the worker", async () => {

@@ -10,19 +10,54 @@
  *   10 s timeout;
  * - the worker's heap is capped; a job that outgrows it is refused.
  * A refused job rejects with a message saying why; the handlers turn a rejection into a 500 denial (fail closed).
+ *
+ * Besides jobs, the worker answers whole large reviews ({@link WorkerValidator.review}): the raw body is moved to it,
+ * not copied, and it parses, decodes and validates there, asking the request's thread only for the cluster reads
+ * (`ClusterLookup` calls, answered over the same channel) and handing it its log records. The request's thread then
+ * never holds a large body as objects: neither its parse, nor a copy of it, nor a comparison of two specs.
  */
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "../runtime/logger.js";
+import type { ReviewAnswer } from "./conversion.js";
 import { JOBS, jobSize } from "./jobs.js";
 import type { JobName, Jobs } from "./jobs.js";
+import type { ClusterLookup } from "./lookup.js";
 
 /** Runs validation jobs. */
 export interface Validator {
   /** Runs a job; `deadline` (`performance.now()` ms), when given, is when its review must be answered. */
   run<K extends JobName>(name: K, input: Jobs[K]["input"], deadline?: number): Promise<Jobs[K]["output"]>;
+  /**
+   * Answers a whole review of `path` from its raw body, away from the caller's thread, reading the cluster through
+   * `lookup`; absent where everything runs in the caller's thread. `body` is moved: the caller must not use it after.
+   */
+  review?(path: string, body: Buffer, lookup: ClusterLookup, deadline: number): Promise<ReviewAnswer>;
 }
+
+/** Bytes of a review's body per item it holds, about: what a review's time is estimated from. */
+const BYTES_PER_ITEM = 16;
+
+/** The lookups a review in the worker may ask for. */
+const LOOKUP_METHODS: readonly string[] = [
+  "poolsInNamespace",
+  "addressesOfPool",
+  "inClusterPoolAddresses",
+  "inClusterPoolUid",
+] satisfies (keyof ClusterLookup)[];
+
+/** What the worker is sent. */
+export type ToWorker =
+  | { id: number; name: JobName; input: unknown }
+  | { id: number; review: { path: string; body: Uint8Array } }
+  | { id: number; call: number; result?: unknown; error?: string };
+
+/** What the worker sends back: an answer, a lookup call of a review, or a log record. */
+export type FromWorker =
+  | { id: number; output?: unknown; error?: string }
+  | { id: number; call: number; method: keyof ClusterLookup; args: unknown[] }
+  | { log: { level: "debug" | "info" | "warn" | "error"; message: string; fields: Record<string, unknown> } };
 
 /** Every job in the caller's thread (tests, tools, and small jobs of {@link WorkerValidator}). */
 export const inlineValidator: Validator = {
@@ -45,8 +80,15 @@ export interface WorkerValidatorOptions {
 
 interface Pending {
   id: number;
-  name: JobName;
-  input: unknown;
+  /** What it is called in logs. */
+  name: string;
+  message: ToWorker;
+  /** Moved to the worker with the message (a review's body). */
+  transfer: ArrayBuffer[];
+  /** The lookups a review's calls go to. */
+  lookup?: ClusterLookup;
+  /** When it was handed to the validator, and when it must be answered (`performance.now()` ms). */
+  arrivedAt: number;
   deadline: number;
   /** Items of the job (jobSize), what its time is estimated from. */
   size: number;
@@ -57,12 +99,6 @@ interface Pending {
   resolve: (output: unknown) => void;
   reject: (err: Error) => void;
   timer?: NodeJS.Timeout;
-}
-
-interface Answer {
-  id: number;
-  output?: unknown;
-  error?: string;
 }
 
 /** The worker's file beside this one, with this file's extension (`.js` when built, `.ts` under tsx). */
@@ -101,6 +137,28 @@ export class WorkerValidator implements Validator {
   run<K extends JobName>(name: K, input: Jobs[K]["input"], deadline = Infinity): Promise<Jobs[K]["output"]> {
     const size = jobSize(name, input);
     if (size <= this.inlineItems) return inlineValidator.run(name, input);
+    const message = (id: number): ToWorker => ({ id, name, input });
+    return this.enqueue(name, size, deadline, message, []) as Promise<Jobs[K]["output"]>;
+  }
+
+  review(path: string, body: Buffer, lookup: ClusterLookup, deadline = Infinity): Promise<ReviewAnswer> {
+    // A Buffer may share its memory with others (Node's pool of small buffers): only memory of its own is moved.
+    const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : Buffer.from(body);
+    const bytes = new Uint8Array(own.buffer as ArrayBuffer, 0, own.byteLength);
+    const size = Math.ceil(bytes.byteLength / BYTES_PER_ITEM);
+    const make = (id: number): ToWorker => ({ id, review: { path, body: bytes } });
+    const transfer = [bytes.buffer];
+    return this.enqueue(`review ${path}`, size, deadline, make, transfer, lookup) as Promise<ReviewAnswer>;
+  }
+
+  private enqueue(
+    name: string,
+    size: number,
+    deadline: number,
+    message: (id: number) => ToWorker,
+    transfer: ArrayBuffer[],
+    lookup?: ClusterLookup,
+  ): Promise<unknown> {
     if (this.stopped) return Promise.reject(new Error("the webhook server is stopping"));
     if (this.waiting.length >= this.maxWaiting) {
       return Promise.reject(
@@ -113,13 +171,17 @@ export class WorkerValidator implements Validator {
       return Promise.reject(new Error("the validation worker cannot start this review in time; retry later"));
     }
     return new Promise((resolve, reject) => {
+      const id = this.nextId++;
       const job: Pending = {
-        id: this.nextId++,
+        id,
         name,
-        input,
+        message: message(id),
+        transfer,
+        ...(lookup ? { lookup } : {}),
+        arrivedAt: now,
         deadline: due,
         size,
-        resolve: resolve as (output: unknown) => void,
+        resolve,
         reject,
       };
       // Refused at its deadline if still waiting then (next() takes it off the line first otherwise).
@@ -127,7 +189,7 @@ export class WorkerValidator implements Validator {
         const at = this.waiting.indexOf(job);
         if (at < 0) return;
         this.waiting.splice(at, 1);
-        job.reject(this.overBudget());
+        job.reject(this.overBudget(job));
       }, due - now);
       this.waiting.push(job);
       this.next();
@@ -171,7 +233,7 @@ export class WorkerValidator implements Validator {
     const now = performance.now();
     const left = job.deadline - now;
     if (left <= 0) {
-      job.reject(this.overBudget());
+      job.reject(this.overBudget(job));
       this.next();
       return;
     }
@@ -180,14 +242,19 @@ export class WorkerValidator implements Validator {
     job.cold = this.worker === undefined;
     job.timer = setTimeout(() => {
       this.logger.warn("Admission validation over its time budget: its worker is stopped", { job: job.name });
-      this.finish(job, this.overBudget());
+      this.finish(job, this.overBudget(job));
       void this.kill().then(() => this.next());
     }, left);
-    this.spawn().postMessage({ id: job.id, name: job.name, input: job.input });
+    this.spawn().postMessage(job.message, job.transfer);
   }
 
-  private overBudget(): Error {
-    return new Error(`the validation did not finish within ${this.budgetMs / 1000} s, the limit of one review`);
+  /**
+   * The refusal of a job at its deadline. It names the time the job had from its arrival, which is less than the
+   * budget when its review's own deadline came first.
+   */
+  private overBudget(job: Pending): Error {
+    const seconds = Number(((job.deadline - job.arrivedAt) / 1000).toPrecision(2));
+    return new Error(`the validation did not finish within ${seconds} s of its arrival, the time its review had left`);
   }
 
   /** Settles `job` if it is the running one; the next job may then start. */
@@ -203,7 +270,15 @@ export class WorkerValidator implements Validator {
     if (this.worker) return this.worker;
     const worker = new Worker(workerFile(), { resourceLimits: { maxOldGenerationSizeMb: this.heapMiB } });
     worker.unref();
-    worker.on("message", (answer: Answer) => {
+    worker.on("message", (answer: FromWorker) => {
+      if ("log" in answer) {
+        this.logger[answer.log.level](answer.log.message, answer.log.fields);
+        return;
+      }
+      if ("call" in answer) {
+        this.lookupCall(worker, answer);
+        return;
+      }
       const job = this.running?.id === answer.id ? this.running : undefined;
       if (job?.startedAt !== undefined && !job.cold) {
         const perItem = (performance.now() - job.startedAt) / job.size;
@@ -226,6 +301,26 @@ export class WorkerValidator implements Validator {
     });
     this.worker = worker;
     return worker;
+  }
+
+  /**
+   * Runs a lookup a review in the worker asked for and sends the worker the result. A call of a job that is no longer
+   * running, or from a worker that was stopped, is not run.
+   */
+  private lookupCall(worker: Worker, call: Extract<FromWorker, { call: number }>): void {
+    const job = this.running;
+    if (this.worker !== worker || job?.id !== call.id || !job.lookup || !LOOKUP_METHODS.includes(call.method)) return;
+    const lookup = job.lookup;
+    const method = (...args: unknown[]): Promise<unknown> =>
+      (lookup[call.method] as (...a: unknown[]) => Promise<unknown>).apply(lookup, args);
+    const reply = (answer: { result?: unknown; error?: string }): void => {
+      if (this.worker === worker && this.running === job)
+        worker.postMessage({ id: call.id, call: call.call, ...answer });
+    };
+    method(...call.args).then(
+      (result) => reply({ result }),
+      (err: unknown) => reply({ error: err instanceof Error ? err.message : String(err) }),
+    );
   }
 
   private async kill(): Promise<void> {

@@ -15,7 +15,7 @@ import { CertDirSource } from "../certs/certdir.js";
 import type { CertificateSource } from "../certs/certdir.js";
 import { ROUTES } from "./handlers.js";
 import { admissionListener } from "./http.js";
-import { answerConversionReview, CONVERSION_PATH } from "./conversion.js";
+import { REVIEWS } from "./conversion.js";
 import { kubeLookup } from "./lookup.js";
 import { WorkerValidator } from "./offload.js";
 import type { WorkerValidatorOptions } from "./offload.js";
@@ -135,7 +135,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const validator = new WorkerValidator(logger, options.validation);
   const listener = admissionListener({
     routes: ROUTES,
-    reviews: new Map([[CONVERSION_PATH, answerConversionReview]]),
+    reviews: REVIEWS,
     context: { lookup, logger, validator },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
