@@ -108,6 +108,17 @@ describe("Prometheus metrics", () => {
     expect(await sample(m, "metal3_ipam_webhook_request_duration_seconds_count", { webhook: "/validate" })).to.equal(3);
   });
 
+  it("tells webhook answers past the 7 s deadline but within the API server's 10 s from later ones", async () => {
+    const m = new PrometheusMetrics();
+    m.webhookRequest("/validate", "error", 8);
+    m.webhookRequest("/validate", "error", 12);
+    const bucket = (le: string) =>
+      sample(m, "metal3_ipam_webhook_request_duration_seconds_bucket", { webhook: "/validate", le });
+    expect(await bucket("7")).to.equal(0);
+    expect(await bucket("10")).to.equal(1);
+    expect(await bucket("+Inf")).to.equal(2);
+  });
+
   it("exports the API door's byte counts at scrape time: sent, and received by request answers and watch streams", async () => {
     const m = new PrometheusMetrics();
     clientStats.bytesSent += 1_000;
