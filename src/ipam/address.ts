@@ -48,20 +48,34 @@ export function maxValue(family: Family): bigint {
   return family === 4 ? MAX4 : MAX6;
 }
 
-const IPV4_RE = /^(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})$/;
 const HEX_GROUP_RE = /^[0-9a-fA-F]{1,4}$/;
+const DOT = 46;
+const ZERO = 48;
 
+/**
+ * A dotted quad read character by character (it is on the path of every address of a pool): four decimal octets of
+ * one to three digits, no leading zero, each at most 255.
+ */
 function parseIPv4(text: string): Addr | undefined {
-  const m = IPV4_RE.exec(text);
-  if (!m) return undefined;
-  // The number is built first and made a bigint once: parsing is on the path of every address of a pool.
   let value = 0;
-  for (let i = 1; i <= 4; i++) {
-    const octet = Number(m[i]);
-    if (octet > 255) return undefined;
-    value = value * 256 + octet;
+  let i = 0;
+  for (let octet = 0; octet < 4; octet++) {
+    if (octet > 0) {
+      if (text.charCodeAt(i) !== DOT) return undefined;
+      i++;
+    }
+    const start = i;
+    let n = 0;
+    for (; i < text.length && i - start < 4; i++) {
+      const d = text.charCodeAt(i) - ZERO;
+      if (d < 0 || d > 9) break;
+      n = n * 10 + d;
+    }
+    const digits = i - start;
+    if (digits === 0 || digits > 3 || n > 255 || (digits > 1 && text.charCodeAt(start) === ZERO)) return undefined;
+    value = value * 256 + n;
   }
-  return { family: 4, value: BigInt(value) };
+  return i === text.length ? { family: 4, value: BigInt(value) } : undefined;
 }
 
 function parseGroups(part: string): number[] | undefined {

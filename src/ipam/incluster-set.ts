@@ -76,8 +76,12 @@ export function inClusterPrefix(prefix: unknown): number | undefined {
  * IPv6; the provider then reserves nothing, and its webhook says `provided prefix is not valid`).
  */
 export function inferredSubnet(spec: Partial<Pick<InClusterIPPoolSpec, "addresses" | "prefix">>): IPRange | undefined {
-  const lowest = normalizeRanges(parsedEntries(spec.addresses))[0];
-  const prefix = inClusterPrefix(spec.prefix);
+  return subnetOf(normalizeRanges(parsedEntries(spec.addresses))[0], spec.prefix);
+}
+
+/** {@link inferredSubnet} from the lowest range of the pool's normalized `addresses`. */
+function subnetOf(lowest: IPRange | undefined, prefixValue: unknown): IPRange | undefined {
+  const prefix = inClusterPrefix(prefixValue);
   if (!lowest || prefix === undefined || prefix < 0 || prefix > familyBits(lowest.family)) return undefined;
   const hostMask = (1n << BigInt(familyBits(lowest.family) - prefix)) - 1n;
   const first = lowest.first & (maxValue(lowest.family) ^ hostMask);
@@ -88,10 +92,10 @@ function single(family: Family, value: bigint): IPRange {
   return { family, first: value, last: value };
 }
 
-/** The reserved addresses of the inferred subnet: its first address, and on IPv4 also its last. */
-function reservedOf(spec: Partial<InClusterIPPoolSpec>): IPRange[] {
+/** The reserved addresses of the inferred subnet (`addresses`: normalized): its first, and on IPv4 its last. */
+function reservedOf(spec: Partial<InClusterIPPoolSpec>, addresses: readonly IPRange[]): IPRange[] {
   if (spec.allocateReservedIPAddresses === true) return [];
-  const subnet = inferredSubnet(spec);
+  const subnet = subnetOf(addresses[0], spec.prefix);
   if (!subnet) return [];
   const out = [single(subnet.family, subnet.first)];
   if (subnet.family === 4) out.push(single(4, subnet.last));
@@ -104,8 +108,9 @@ function reservedOf(spec: Partial<InClusterIPPoolSpec>): IPRange[] {
  * its start, so its first free address is the lowest free one whatever the order of `addresses`.
  */
 export function inClusterAllocatable(spec: Partial<InClusterIPPoolSpec>): IPRange[] {
-  const removed = [...parsedEntries(spec.excludedAddresses), ...reservedOf(spec)];
+  const addresses = normalizeRanges(parsedEntries(spec.addresses));
+  const removed = [...parsedEntries(spec.excludedAddresses), ...reservedOf(spec, addresses)];
   const gateway = typeof spec.gateway === "string" && spec.gateway !== "" ? parseAddress(spec.gateway) : undefined;
   if (gateway) removed.push(single(gateway.family, gateway.value));
-  return subtractRanges(normalizeRanges(parsedEntries(spec.addresses)), normalizeRanges(removed));
+  return subtractRanges(addresses, normalizeRanges(removed));
 }
