@@ -12,6 +12,12 @@
  *
  * Isolation: the webhook configurations select this suite's namespace by label and are deleted in after(); the
  * in-cluster entry for the cluster-scoped GlobalInClusterIPPool is left out (see scopedWebhookConfigurations).
+ *
+ * KNOWN RED (issue 42 is open): on a shared 2-core machine the first it() still fails. Raw reviews are answered
+ * within about 9 s now, but (1) the leader's event loop is still held about 2.6 s when it reconciles a newly admitted
+ * 112,000-item pool (the allocator's compile, mostly garbage collection, runs in its thread), which can push an answer
+ * past 10 s, and (2) the API server itself sometimes answers a 1.5 MB write through it with 504 after about 35 s
+ * although every webhook answer took under 10 s. Do not loosen the bounds to make it pass.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -233,6 +239,17 @@ describe("hostile admission: the largest pools against two replicas' webhooks (c
   const replaceSpec = (spec: object): Buffer =>
     Buffer.from(JSON.stringify([{ op: "replace", path: "/spec", value: spec }]));
 
+  /**
+   * A create of a large object before the traffic (no webhook registered yet): a 504 from a loaded API server is
+   * retried, and after one, 409 means the timed-out write was stored after all. Setup, not a promise under test.
+   */
+  async function storeLarge(path: string, body: Buffer): Promise<Timed> {
+    for (let attempt = 1; ; attempt++) {
+      const t = await write("POST", path, body, JSON_TYPE);
+      if (t.status !== 504 || attempt === 5) return t;
+    }
+  }
+
   before(async function () {
     if (usingExistingCluster()) this.skip();
     admin = (await sharedCluster()).kubeConfig;
@@ -251,22 +268,24 @@ describe("hostile admission: the largest pools against two replicas' webhooks (c
     // The large pools that the updates change, stored before the webhooks are registered; 3% more is refused.
     const body = (o: KubeObject): Buffer => Buffer.from(JSON.stringify(o));
     const [ipPools, icPools] = [c.pools.collectionPath(ns), k.pools.collectionPath(ns)];
-    const [stored, over] = await Promise.all([
-      Promise.all([
-        write("POST", ipPools, body(pool(ns, "big", largeIPPoolSpec(IPPOOL_SPEC_BYTES))), JSON_TYPE),
-        write("POST", icPools, body(icPool("big", largeInClusterSpec(INCLUSTER_SPEC_BYTES))), JSON_TYPE),
-      ]),
-      Promise.all([
-        write("POST", ipPools, body(pool(ns, "over", largeIPPoolSpec(IPPOOL_SPEC_BYTES * 1.03))), JSON_TYPE),
-        write("POST", icPools, body(icPool("over", largeInClusterSpec(INCLUSTER_SPEC_BYTES * 1.03))), JSON_TYPE),
-      ]),
-    ]);
-    expect(
-      stored.map((t) => t.status),
-      stored.map(detailOf).join("; "),
-    ).to.deep.equal([201, 201]);
-    for (const t of over) expect(messageOf(t.body).message, detailOf(t)).to.match(/too large/i);
+    for (const [path, object] of [
+      [ipPools, pool(ns, "big", largeIPPoolSpec(IPPOOL_SPEC_BYTES))],
+      [icPools, icPool("big", largeInClusterSpec(INCLUSTER_SPEC_BYTES))],
+    ] as const) {
+      const t = await storeLarge(path, body(object));
+      expect(t.status, detailOf(t)).to.be.oneOf([201, 409]);
+    }
+    for (const [path, object] of [
+      [ipPools, pool(ns, "over", largeIPPoolSpec(IPPOOL_SPEC_BYTES * 1.03))],
+      [icPools, icPool("over", largeInClusterSpec(INCLUSTER_SPEC_BYTES * 1.03))],
+    ] as const) {
+      const t = await storeLarge(path, body(object));
+      expect(messageOf(t.body).message, detailOf(t)).to.match(/too large/i);
+    }
 
+    // The claims' pools, valid, stored before the webhooks too: setup, not traffic.
+    await c.pools.create(ns, pool(ns, "small", { pools: [{ subnet: "192.168.77.0/24" }] }));
+    await k.pools.create(ns, icPool("small", { addresses: ["192.168.78.0/24"], prefix: 24 }));
     const kubeconfig = await serviceAccountKubeconfigFile(admin, dir);
     const certDir = writeCertDir(pki.serving, mkdtempSync(join(dir, "certs-")));
     const [a, b] = await Promise.all([startReplica("a", kubeconfig, certDir), startReplica("b", kubeconfig, certDir)]);
@@ -312,8 +331,6 @@ describe("hostile admission: the largest pools against two replicas' webhooks (c
       60_000,
       250,
     );
-    await c.pools.create(ns, pool(ns, "small", { pools: [{ subnet: "192.168.77.0/24" }] }));
-    await k.pools.create(ns, icPool("small", { addresses: ["192.168.78.0/24"], prefix: 24 }));
 
     await hostileTraffic();
   });
