@@ -130,10 +130,41 @@ describe("NetBox client against a real NetBox", function () {
     const all = await paged.listOwned(parent, TAG);
     paged.close();
     expect(all.map((a) => a.id).sort((a, b) => a - b)).to.deep.equal(ours.map((a) => a.id).sort((a, b) => a - b));
-    const one = await client.listOwned(parent, TAG, "claim-1");
+    const one = await client.listOwned(parent, TAG, { descriptions: ["claim-1"] });
     expect(one.map((a) => a.id)).to.deep.equal([ours[0]?.id]); // not claim-10, -11, -12
-    expect(await client.listOwned(parent, TAG, "claim-99")).to.deep.equal([]);
+    const two = await client.listOwned(parent, TAG, { descriptions: ["claim-2", "claim-12"] });
+    expect(two.map((a) => a.id)).to.deep.equal([ours[1]?.id, ours[11]?.id]); // a list is an OR
+    expect(await client.listOwned(parent, TAG, { descriptions: ["claim-99"] })).to.deep.equal([]);
     expect(await client.listOwned(parent, "a-tag-nobody-made")).to.deep.equal([]); // NetBox: 400 on the filter
+  });
+
+  it("lists by description ending and by host address, and changes a record's description", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const base = prefix.cidr.replace(/\.0\/24$/, "");
+    const parent: NetBoxParent = { kind: "prefix", id: prefix.id };
+    const made = await client.allocate(parent, [
+      { description: "IPAddressClaim ns/a @aaa", tags: [TAG] },
+      { description: "IPAddressClaim ns/a @bbb", tags: [TAG] },
+      { description: "IPAddressClaim ns/a", tags: [TAG] },
+      { description: "IPAddressClaim ns/b @aaa", tags: [TAG] },
+    ]);
+    const ids = (records: { id: number }[]): number[] => records.map((r) => r.id);
+    expect(ids(await client.listOwned(parent, TAG, { descriptionEndsWith: " @aaa" }))).to.deep.equal([
+      made[0]!.id,
+      made[3]!.id,
+    ]);
+    // Hosts narrow the parent to those addresses (not the /24 of each record's mask).
+    expect(ids(await client.listOwned(parent, TAG, { hosts: [`${base}.2`, `${base}.3`] }))).to.deep.equal([
+      made[1]!.id,
+      made[2]!.id,
+    ]);
+    expect(await client.listOwned(parent, TAG, { hosts: [`${base}.200`] })).to.deep.equal([]);
+    const changed = await client.setDescription(made[2]!.id, "IPAddressClaim ns/a @ccc");
+    expect(changed).to.include({ id: made[2]!.id, address: made[2]!.address, description: "IPAddressClaim ns/a @ccc" });
+    expect(ids(await client.listOwned(parent, TAG, { descriptions: ["IPAddressClaim ns/a @ccc"] }))).to.deep.equal([
+      made[2]!.id,
+    ]);
+    expect((await failure(client.setDescription(999_999_999, "x"))).reason).to.equal("NotFound");
   });
 
   it("hands a deleted address out again, lowest first; a record already gone is deleted", async () => {
@@ -166,15 +197,13 @@ describe("NetBox client against a real NetBox", function () {
       Array.from({ length: 30 }, (_, i) => ({ description: description(i), tags: [TAG] })),
     );
     const asked = [0, 3, 17, 29].map(description).concat(["IPAddressClaim bulk/nobody"]);
-    const found = await client.listOwned(parent, TAG, asked);
+    const found = await client.listOwned(parent, TAG, { descriptions: asked });
     expect(found.map((a) => a.description).sort()).to.deep.equal([0, 3, 17, 29].map(description).sort());
-    const many = await client.listOwned(
-      parent,
-      TAG,
-      Array.from({ length: 30 }, (_, i) => description(i)),
-    );
+    const many = await client.listOwned(parent, TAG, {
+      descriptions: Array.from({ length: 30 }, (_, i) => description(i)),
+    });
     expect(many).to.have.length(30);
-    expect(await client.listOwned(parent, TAG, [])).to.deep.equal([]);
+    expect(await client.listOwned(parent, TAG, { descriptions: [] })).to.deep.equal([]);
     await client.deleteAddress(found[0]!.id);
     await client.deleteAddresses(found.map((a) => a.id));
     const left = await client.listOwned(parent, TAG);
@@ -226,7 +255,7 @@ describe("NetBox client against a real NetBox", function () {
     expect(hosts(got)).to.deep.equal([`${base}.10/24`, `${base}.11/24`, `${base}.12/24`]);
     await nb.admin.reserveAddress(`${base}.20/24`, { tags: [TAG], description: "g-1" }); // same /24, outside
     expect(hosts(await client.listOwned(parent, TAG))).to.have.members(hosts(got));
-    expect(hosts(await client.listOwned(parent, TAG, "g-1"))).to.deep.equal([`${base}.10/24`]);
+    expect(hosts(await client.listOwned(parent, TAG, { descriptions: ["g-1"] }))).to.deep.equal([`${base}.10/24`]);
     const info = { id: range.id, start: range.start, end: range.end, size: 5, used: 3 };
     expect(await client.findRange({ id: range.id })).to.deep.equal(info);
     expect(await client.findRange({ start: `${base}.10`, end: `${base}.14` })).to.deep.equal(info);

@@ -10,7 +10,6 @@ import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { GLOBAL_NETBOX_POOL_KIND, type NetBoxIPPool } from "../api/netbox/types.js";
 import { RECHECK_AFTER_START_MS } from "../src/controllers/netbox/engine.js";
-import { ownerDescription } from "../src/controllers/netbox/identity.js";
 import { freshNamespace } from "../hack/testkit/cluster.js";
 import { startControllerProcess } from "../hack/testkit/controller.js";
 import { gone, startController } from "../hack/testkit/ipam.js";
@@ -19,6 +18,7 @@ import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js"
 import { eventually } from "../hack/testkit/wait.js";
 import { addressClaim, readyOf } from "./incluster-support.js";
 import {
+  claimOfRecord,
   hostOf,
   netBoxPool,
   netBoxSuite,
@@ -84,7 +84,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
       expect(records).to.have.length(9);
       for (const [key, address] of bound) {
         const [namespace = "", name = ""] = key.split("/");
-        const mine = records.filter((r) => r.description === ownerDescription({ namespace, name }));
+        const mine = records.filter((r) => claimOfRecord(r.description) === `${namespace}/${name}`);
         expect(
           mine.map((r) => hostOf(r.address)),
           key,
@@ -164,7 +164,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
         RECHECK_AFTER_START_MS + 30_000,
       );
       for (const r of records) {
-        const name = r.description.split("/")[1] ?? "";
+        const name = claimOfRecord(r.description).split("/")[1] ?? "";
         expect(bound.get(`${ns}/${name}`), r.description).to.equal(hostOf(r.address));
       }
       // The window was hit at least once (else the test proved nothing about it).

@@ -20,7 +20,7 @@ import {
   resourceType,
 } from "../api/registry.js";
 import { ResourceClient } from "../src/kube/resource.js";
-import { OWNER_TAG } from "../src/controllers/netbox/identity.js";
+import { installationOfUid, OWNER_TAG, parseKey, recordKey } from "../src/controllers/netbox/identity.js";
 import { sharedCluster } from "../hack/testkit/cluster.js";
 import { sharedNetBox, type NetBoxServer } from "../hack/testkit/netbox.js";
 import { NETBOX_TOOL } from "../hack/testkit/netboxinstall.js";
@@ -102,6 +102,25 @@ export async function recordsIn(server: NetBoxServer, cidr: string): Promise<Net
 export async function ourRecordsIn(server: NetBoxServer, cidr: string): Promise<NetBoxRecordView[]> {
   return (await recordsIn(server, cidr)).filter((r) => r.tags.some((t) => t.slug === OWNER_TAG.slug));
 }
+
+/** The installation id a controller derives on the cluster of `kc` (installation.ts: its kube-system uid). */
+export async function installationIn(kc: KubeConfig): Promise<string> {
+  const ns = await kc.makeApiClient(CoreV1Api).readNamespace({ name: "kube-system" });
+  const id = installationOfUid(ns.metadata?.uid ?? "");
+  if (!id) throw new Error("kube-system has no uid");
+  return id;
+}
+
+/** The key of the record the controller on the cluster of `kc` makes for claim `namespace/name`. */
+export async function keyIn(kc: KubeConfig, namespace: string, name: string): Promise<string> {
+  return recordKey({ namespace, name }, await installationIn(kc));
+}
+
+/** `namespace/name` of the claim a record's description names (any installation), or "" for none. */
+export const claimOfRecord = (description: string): string => {
+  const key = parseKey(description);
+  return key ? `${key.namespace}/${key.name}` : "";
+};
 
 /** `10.0.0.5` of `10.0.0.5/24`. */
 export const hostOf = (cidr: string): string => cidr.split("/")[0] ?? cidr;

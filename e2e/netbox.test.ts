@@ -7,7 +7,7 @@ import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { NETBOX_CLAIM_FINALIZER, NETBOX_POOL_FINALIZER } from "../api/netbox/types.js";
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
-import { OWNER_TAG, ownerDescription } from "../src/controllers/netbox/identity.js";
+import { OWNER_TAG } from "../src/controllers/netbox/identity.js";
 import { RECORD_MISSING_REASON, RECORDS_CONDITION } from "../src/controllers/netbox/kind.js";
 import { cluster, eventReasons, gone, withController } from "../hack/testkit/ipam.js";
 import { CLUSTER, resourceType } from "../api/registry.js";
@@ -18,6 +18,7 @@ import { eventually, sleep } from "../hack/testkit/wait.js";
 import { addressClaim, readyOf, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
 import {
   hostOf,
+  keyIn,
   netBoxPool,
   netBoxSuite,
   netBoxRef,
@@ -71,7 +72,8 @@ describe("NetBox pools (a real NetBox)", function () {
       expect(records).to.have.length(3);
       for (const [i, record] of bound.entries()) {
         const name = `m-${i}`;
-        const mine = records.filter((r) => r.description === ownerDescription({ namespace: ns, name }));
+        const key = await keyIn(kc, ns, name);
+        const mine = records.filter((r) => r.description === key);
         expect(mine, `one NetBox record for ${name}`).to.have.length(1);
         expect(hostOf(mine[0]?.address ?? "")).to.equal(record.spec.address);
         expect(mine[0]?.dns_name).to.equal(`${name}.c1.example.com`);
@@ -143,7 +145,7 @@ describe("NetBox pools (a real NetBox)", function () {
         .catch(() => undefined);
       await nb.admin.reserveAddress(`${base}.7/24`, {
         status: "active",
-        description: ownerDescription({ namespace: ns, name: "m" }),
+        description: await keyIn(kc, ns, "m"),
         tags: [OWNER_TAG.slug],
       });
       await writeToken(k, ns, nb.token);
@@ -153,7 +155,7 @@ describe("NetBox pools (a real NetBox)", function () {
       expect((await waitBound(asClaims(), ns, "n", 60_000)).spec.address).to.equal(`${base}.1`);
       const records = await ourRecordsIn(nb, prefix.cidr);
       expect(records.map((r) => r.description).sort()).to.deep.equal(
-        [ownerDescription({ namespace: ns, name: "m" }), ownerDescription({ namespace: ns, name: "n" })].sort(),
+        [await keyIn(kc, ns, "m"), await keyIn(kc, ns, "n")].sort(),
       );
     });
   });
@@ -292,7 +294,7 @@ describe("NetBox pools (a real NetBox)", function () {
       );
       const records = await ourRecordsIn(nb, prefix.cidr);
       expect(records.map((r) => [r.description, hostOf(r.address)])).to.deep.equal([
-        [ownerDescription({ namespace: ns, name: "a" }), bound.spec.address],
+        [await keyIn(kc, ns, "a"), bound.spec.address],
       ]);
     });
   });

@@ -131,6 +131,14 @@ describe("flags", () => {
     expect(parseFlags([], env)).to.deep.include({ serveInClusterPools: true, inClusterProviderNamespace: "e" });
   });
 
+  it("takes a NetBox installation id by flag or environment; none by default; refuses one that cannot be a key", () => {
+    expect(parseFlags([], {})).to.not.have.property("netBoxInstallationId");
+    expect(parseFlags(["--netbox-installation-id=mgmt-1"], {})).to.deep.include({ netBoxInstallationId: "mgmt-1" });
+    expect(parseFlags([], { NETBOX_INSTALLATION_ID: "A.b_c" })).to.deep.include({ netBoxInstallationId: "A.b_c" });
+    for (const bad of ["a b", "x@y", "a".repeat(33), "ns/name"])
+      expect(() => parseFlags([`--netbox-installation-id=${bad}`], {}), bad).to.throw(/--netbox-installation-id/);
+  });
+
   it("parses durations", () => {
     expect([
       parseDuration("d", "15s"),

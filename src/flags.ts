@@ -1,5 +1,6 @@
 /** Command-line flags of the controller (spec §8), each with an environment-variable equivalent. */
 import { parseArgs } from "node:util";
+import { INSTALLATION_PATTERN } from "./controllers/netbox/identity.js";
 import { DEFAULT_BURST, DEFAULT_QPS } from "./kube/ratelimit.js";
 
 export interface Flags {
@@ -35,6 +36,8 @@ export interface Flags {
   /** Serve the in-cluster provider's pool kinds, never while it runs (src/controllers/incluster/provider.ts). */
   serveInClusterPools: boolean;
   inClusterProviderNamespace: string;
+  /** The id NetBox records of this management cluster carry (src/controllers/netbox/installation.ts). */
+  netBoxInstallationId?: string;
   /** What the operator should change in the flags given (deprecated ones), for the log. */
   warnings: string[];
 }
@@ -75,7 +78,10 @@ export const USAGE = `Usage: npm start -- [flags]
   --serve-incluster-pools            serve InClusterIPPool and GlobalInClusterIPPool claims, except while the in-cluster
                                      provider runs (env SERVE_INCLUSTER_POOLS=true)
   --incluster-provider-namespace NS  where that provider's leader-election Lease is (env INCLUSTER_PROVIDER_NAMESPACE,
-                                     default capi-ipam-in-cluster-system)`;
+                                     default capi-ipam-in-cluster-system)
+  --netbox-installation-id ID        the id in the key of every NetBox record this controller makes (1-32 of A-Z a-z
+                                     0-9 . _ -; env NETBOX_INSTALLATION_ID; default: from the kube-system Namespace's
+                                     uid). Give a rebuilt management cluster its predecessor's id to keep its records`;
 
 const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
   v === undefined ? env === "true" : v === true || v === "true";
@@ -123,6 +129,7 @@ const OPTIONS = {
   "kube-api-burst": { type: "string" },
   "serve-incluster-pools": { type: "boolean" },
   "incluster-provider-namespace": { type: "string" },
+  "netbox-installation-id": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -233,6 +240,13 @@ function rate(flag: string, text: string): number {
   return n;
 }
 
+function installationFlag(id: string | undefined): Pick<Flags, "netBoxInstallationId"> {
+  if (id === undefined || id === "") return {};
+  if (!INSTALLATION_PATTERN.test(id))
+    throw new Error(`--netbox-installation-id must be 1 to 32 of A-Z a-z 0-9 . _ -, got "${id.slice(0, 64)}"`);
+  return { netBoxInstallationId: id };
+}
+
 /** Parses argv and env. Throws an Error with a one-line message on bad input (the caller prints USAGE). */
 export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
   const { values } = parseArgs({ args: argv, options: OPTIONS, strict: true });
@@ -256,5 +270,6 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
     serveInClusterPools: bool(values["serve-incluster-pools"], env.SERVE_INCLUSTER_POOLS),
     inClusterProviderNamespace:
       values["incluster-provider-namespace"] ?? env.INCLUSTER_PROVIDER_NAMESPACE ?? "capi-ipam-in-cluster-system",
+    ...installationFlag(values["netbox-installation-id"] ?? env.NETBOX_INSTALLATION_ID),
   };
 }

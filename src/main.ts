@@ -143,6 +143,7 @@ async function main(): Promise<void> {
     controllerNamespace: flags.leaderElectionNamespace,
     serveInClusterPools: flags.serveInClusterPools,
     inClusterProviderNamespace: flags.inClusterProviderNamespace,
+    ...(flags.netBoxInstallationId ? { netBoxInstallationId: flags.netBoxInstallationId } : {}),
   });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
   const releaser = startMemoryReleaser(flags, logger, metrics);

@@ -11,6 +11,7 @@ import { EVENT_RULES } from "./controllers/events.js";
 import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
 import { INCLUSTER_PROVIDER_RULES } from "./controllers/incluster/provider.js";
 import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
+import { INSTALLATION_RULES } from "./controllers/netbox/installation.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
@@ -36,6 +37,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...INCLUSTER_RULES,
   ...INCLUSTER_PROVIDER_RULES,
   ...NETBOX_RULES,
+  ...INSTALLATION_RULES,
   ...LOOKUP_RULES,
   ...ACCESS_REVIEW_RULES,
 ];

@@ -7,7 +7,7 @@
  * and the ratio of the two, and checks NetBox's side: exactly `count` records of ours in the prefix, one per claim,
  * each holding the address its claim was bound to.
  */
-import { ownerDescription, OWNER_TAG } from "../../src/controllers/netbox/identity.js";
+import { OWNER_TAG, parseKey } from "../../src/controllers/netbox/identity.js";
 import type { NetBoxServer } from "../testkit/netbox.js";
 import { processesMentioning } from "../testkit/reaper.js";
 import type { BenchController } from "./controller.js";
@@ -191,11 +191,16 @@ export function checkRecords(
   namespace: string,
   claims: ReadonlyMap<string, string>,
 ): NetBoxCheck {
-  const byDescription = new Map<string, string[]>();
-  for (const r of records) byDescription.set(r.description, [...(byDescription.get(r.description) ?? []), r.address]);
+  // By the claim a record names, whatever installation made it: the bench runs one.
+  const byClaim = new Map<string, string[]>();
+  for (const r of records) {
+    const key = parseKey(r.description);
+    const claim = key ? `${key.namespace}/${key.name}` : "";
+    byClaim.set(claim, [...(byClaim.get(claim) ?? []), r.address]);
+  }
   let matching = 0;
   for (const [name, address] of claims) {
-    const mine = byDescription.get(ownerDescription({ namespace, name })) ?? [];
+    const mine = byClaim.get(`${namespace}/${name}`) ?? [];
     if (mine.length === 1 && mine[0]?.split("/")[0] === address) matching++;
   }
   return { records: records.length, matching, distinct: new Set(records.map((r) => r.address)).size };

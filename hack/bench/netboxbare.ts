@@ -6,7 +6,7 @@
  * with the bodies the engine sends (description, tags, comments). Timed from the first call to the last answer.
  */
 import { BATCH } from "../../src/controllers/netbox/engine.js";
-import { ownerComments, ownerDescription, OWNER_TAG } from "../../src/controllers/netbox/identity.js";
+import { ownerComments, OWNER_TAG, recordKey } from "../../src/controllers/netbox/identity.js";
 import { nowMs } from "./stats.js";
 import type { RouteCalls } from "./netboxcalls.js";
 
@@ -39,7 +39,7 @@ export function bareBatches(namespace: string, count: number, batch = BATCH): ob
   const bodies = Array.from({ length: count }, (_, i) => {
     const owner = { namespace, name: `bare-${String(i + 1).padStart(5, "0")}`, cluster: undefined };
     return {
-      description: ownerDescription(owner),
+      description: recordKey(owner, "bench"),
       tags: [{ slug: OWNER_TAG.slug }],
       comments: ownerComments(owner, "NetBoxIPPool bare"),
     };

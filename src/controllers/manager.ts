@@ -30,6 +30,7 @@ import { PoolReconciler } from "./pools/reconciler.js";
 import { PoolKinds } from "./pools/registry.js";
 import { netBoxConnector } from "./netbox/connect.js";
 import { NetBoxEngine } from "./netbox/engine.js";
+import { installationSource } from "./netbox/installation.js";
 import { netBoxClient } from "../netbox/client.js";
 import { netBoxPoolKinds } from "./netbox/kind.js";
 
@@ -69,6 +70,8 @@ export interface ManagerOptions {
   inClusterProviderNamespace?: string;
   /** How often other providers' Leases are read (pools/gate.ts; default 5 s). */
   providerPollMs?: number;
+  /** `--netbox-installation-id`: the id in NetBox record keys; default from the kube-system Namespace's uid. */
+  netBoxInstallationId?: string;
 }
 
 export class Manager {
@@ -93,7 +96,7 @@ export class Manager {
         observe: (o) => metrics.netBoxRequest(o),
       }),
     );
-    this.kinds = servedPoolKinds(new NetBoxEngine(connector));
+    this.kinds = servedPoolKinds(new NetBoxEngine(connector, installationSource(options.netBoxInstallationId)));
     this.shared = [inClusterSharedKinds(options.serveInClusterPools ?? false, options.inClusterProviderNamespace)];
   }
 

@@ -72,6 +72,9 @@ export function queryChunks(values: readonly string[]): string[][] {
   return chunks;
 }
 
+/** The block of one host address: `10.0.0.5/32`, `2001:db8::5/128`. */
+const hostBlock = (host: string): string => `${host}/${host.includes(":") ? 128 : 32}`;
+
 /** The `vrf_id` filter value of a VRF: its id, or `null` for the global table. */
 const vrfFilter = (vrfId: number | undefined): string => (vrfId === undefined ? "null" : String(vrfId));
 
@@ -193,15 +196,17 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
       };
     },
 
-    async listOwned(parent, tag, description): Promise<NetBoxAddress[]> {
+    async listOwned(parent, tag, match = {}): Promise<NetBoxAddress[]> {
       // Several values of one filter select records matching any of them (NetBox's multi-value filters).
-      const descriptions = typeof description === "string" ? [description] : description;
-      const queries = descriptions ? queryChunks(descriptions).map((d) => ({ description: d })) : [{}];
+      const queries = match.descriptions ? queryChunks(match.descriptions).map((d) => ({ description: d })) : [{}];
       if (queries.length === 0) return [];
-      const scope = await scopeOf(parent);
+      const whole = await scopeOf(parent);
+      // Hosts narrow the scope to their own blocks (`parent=` with a /32 or /128 is one address), in the same VRF.
+      const scope = match.hosts ? { ...whole, parents: match.hosts.map(hostBlock) } : whole;
+      const filters = { tag, description__iew: match.descriptionEndsWith };
       const found: NetBoxAddress[] = [];
       try {
-        for (const anyOf of queries) found.push(...(await listIn(scope, { tag }, anyOf)));
+        for (const anyOf of queries) found.push(...(await listIn(scope, filters, anyOf)));
       } catch (err) {
         // NetBox refuses a filter on a tag that does not exist (400 "tag: Select a valid choice"): nothing carries it.
         if (err instanceof NetBoxError && err.status === 400 && /\btag: /.test(err.message)) return [];
@@ -229,6 +234,11 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
     async getAddress(id): Promise<NetBoxAddress | undefined> {
       const answer = await http.send({ method: "GET", route: ROUTES.address, params: { id }, accept: [404] });
       return answer.status === 404 ? undefined : addressOf(answer.body);
+    },
+
+    async setDescription(id, description): Promise<NetBoxAddress> {
+      const answer = await http.send({ method: "PATCH", route: ROUTES.address, params: { id }, body: { description } });
+      return addressOf(answer.body);
     },
 
     deleteAddress: deleteOne,

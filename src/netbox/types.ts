@@ -35,6 +35,19 @@ export interface NetBoxAddress {
   vrfId?: number;
 }
 
+/**
+ * Filters of {@link NetBoxClient.listOwned}, each exact in NetBox and ANDed; a list matches any of its values. Lists of
+ * values go into the URL: keep them to a batch.
+ */
+export interface OwnedMatch {
+  /** Descriptions, exactly (`description=`, repeated: any of them); an empty list matches nothing. */
+  descriptions?: readonly string[];
+  /** A description ending, case-insensitively (`description__iew=`): the caller checks its records exactly. */
+  descriptionEndsWith?: string;
+  /** Only these host addresses (without mask), instead of the whole parent; each must lie inside it. */
+  hosts?: readonly string[];
+}
+
 /** What one new record carries. */
 export interface AllocationRequest {
   description: string;
@@ -78,11 +91,10 @@ export interface NetBoxClient {
   /** An IP range by id, or by its first and last address (without mask) plus VRF. NotFound when absent. */
   findRange(q: { id?: number; start?: string; end?: string; vrfId?: number }): Promise<RangeInfo>;
   /**
-   * Every address inside the parent (same VRF) that carries tag `tag`, optionally only those whose description is
-   * exactly `description` (or exactly one of a list: none for an empty list). Reads every page; a long list is asked in
-   * several queries, each short enough for a server's request line.
+   * Every address inside the parent (same VRF) that carries tag `tag` and matches `match`. Reads every page; a long
+   * list of descriptions is asked in several queries, each short enough for a server's request line.
    */
-  listOwned(parent: NetBoxParent, tag: string, description?: string | readonly string[]): Promise<NetBoxAddress[]>;
+  listOwned(parent: NetBoxParent, tag: string, match?: OwnedMatch): Promise<NetBoxAddress[]>;
   /**
    * One POST to the parent's available-ips with the whole list: NetBox creates one record per request, lowest free
    * addresses first, all or none, under its allocation lock. Exhausted when fewer are free than asked for.
@@ -90,6 +102,8 @@ export interface NetBoxClient {
   allocate(parent: NetBoxParent, requests: AllocationRequest[]): Promise<NetBoxAddress[]>;
   /** The record, or undefined when it does not exist. */
   getAddress(id: number): Promise<NetBoxAddress | undefined>;
+  /** Sets the record's description (PATCH); NotFound when it is gone. */
+  setDescription(id: number, description: string): Promise<NetBoxAddress>;
   /** Deletes the record; one already gone counts as deleted. */
   deleteAddress(id: number): Promise<void>;
   /** Deletes the records, in as few requests as NetBox takes; records already gone count as deleted. */

@@ -12,7 +12,7 @@ import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
 import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
 import type { BucketChange } from "../../kube/journal.js";
 import type { PoolKinds } from "../pools/registry.js";
-import type { ClaimIdentity, ExternalClaim, PoolKind, PoolRecord } from "../pools/kind.js";
+import type { ExternalClaim, ExternalHolding, PoolKind, PoolRecord } from "../pools/kind.js";
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
@@ -178,7 +178,7 @@ export class IPAddressClaimApi implements ClaimApi {
     return { holder: capiHolderName(pass.kind, namespace, claim.metadata.name ?? ""), claim, cluster: clusterName };
   }
 
-  externalHoldings(pass: Pass): (ClaimIdentity & { address?: string | undefined })[] {
+  externalHoldings(pass: Pass): ExternalHolding[] {
     return this.claimsOf(pass.key)
       .filter((c) => !isDeleting(c.metadata))
       .map((object) => {
@@ -189,6 +189,7 @@ export class IPAddressClaimApi implements ClaimApi {
           name: claim.metadata.name ?? "",
           cluster: capiClaimClusterName(claim, pass.kind, pass.pool),
           address: record?.spec.address,
+          annotations: record?.metadata.annotations,
         };
       });
   }

@@ -144,6 +144,14 @@ function allocate(
   return {
     kind: "create",
     claim,
-    address: desiredCapiAddress(claim, kind, pool, choice.name, choice.result, input.addressApiVersion),
+    address: desiredCapiAddress(
+      claim,
+      kind,
+      pool,
+      choice.name,
+      choice.result,
+      input.addressApiVersion,
+      choice.annotations,
+    ),
   };
 }

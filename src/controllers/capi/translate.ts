@@ -40,7 +40,7 @@ export function capiClaimClusterName(
  * Spec §5.4: the Cluster API IPAddress that records `claim`'s allocation, named as the pool's kind names it (Metal3:
  * `<namePrefix>-<address>`, so Metal3's controller finds it after a rollback; the in-cluster kinds: the claim's name).
  * `poolRef` is copied from the claim; owners are the claim (controller) and the pool; the kind's record finalizer
- * holds it until the claim releases it.
+ * holds it until the claim releases it. `annotations` are an external engine's (NetBox names its record there).
  */
 export function desiredCapiAddress(
   claim: IPAddressClaim,
@@ -49,6 +49,7 @@ export function desiredCapiAddress(
   name: string,
   allocation: AllocatedAddress,
   apiVersion: string,
+  annotations?: Readonly<Record<string, string>>,
 ): CapiIPAddress {
   const cluster = claim.metadata.labels?.[CLUSTER_NAME_LABEL];
   return {
@@ -58,6 +59,7 @@ export function desiredCapiAddress(
       name,
       namespace: claim.metadata.namespace ?? "",
       ...(cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {}),
+      ...(annotations ? { annotations: { ...annotations } } : {}),
       finalizers: [kind.finalizers.record],
       ownerReferences: [
         {

@@ -3,7 +3,11 @@ import type { NetBoxIPPool } from "../../../api/netbox/types.js";
 import { NetBoxError, type NetBoxAddress, type NetBoxClient } from "../../netbox/client.js";
 import type { KindContext } from "../pools/kind.js";
 import { NetBoxEngine } from "./engine.js";
-import { ownerDescription, OWNER_TAG } from "./identity.js";
+import { OWNER_TAG, recordKey } from "./identity.js";
+
+/** The installation the engine under test keys its records with. */
+const INSTALLATION = "test";
+const installation = (): Promise<string> => Promise.resolve(INSTALLATION);
 
 /** A NetBox in memory holding our records of one prefix; it counts the calls a release makes. */
 function fakeNetBox(claims: number): { client: NetBoxClient; records: Map<number, NetBoxAddress>; calls: string[] } {
@@ -12,7 +16,7 @@ function fakeNetBox(claims: number): { client: NetBoxClient; records: Map<number
     records.set(i + 1, {
       id: i + 1,
       address: `10.0.0.${i + 1}/24`,
-      description: ownerDescription({ namespace: "ns", name: `c-${i}` }),
+      description: recordKey({ namespace: "ns", name: `c-${i}` }, INSTALLATION),
       dnsName: "",
       tags: [OWNER_TAG.slug],
       status: "active",
@@ -21,10 +25,10 @@ function fakeNetBox(claims: number): { client: NetBoxClient; records: Map<number
   let failNext = false;
   const client = {
     findPrefix: () => Promise.resolve({ id: 7, cidr: "10.0.0.0/24", size: 254, used: records.size }),
-    async listOwned(_parent, _tag, description) {
+    async listOwned(_parent, _tag, match) {
       calls.push("list");
       await new Promise((resolve) => setTimeout(resolve, 5));
-      const wanted = new Set(typeof description === "string" ? [description] : (description ?? []));
+      const wanted = new Set(match?.descriptions ?? []);
       return [...records.values()].filter((r) => wanted.has(r.description));
     },
     async deleteAddresses(ids) {
@@ -47,7 +51,10 @@ const ctx = { log: silent } as unknown as KindContext;
 describe("NetBoxEngine.release", () => {
   it("releases claims asked for together in a few rounds of one listing and one bulk delete", async () => {
     const nb = fakeNetBox(40);
-    const engine = new NetBoxEngine({ connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined });
+    const engine = new NetBoxEngine(
+      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined },
+      installation,
+    );
     await Promise.all(
       Array.from({ length: 40 }, (_, i) => engine.release(pool, { namespace: "ns", name: `c-${i}`, cluster: "" }, ctx)),
     );
@@ -56,9 +63,25 @@ describe("NetBoxEngine.release", () => {
     expect(nb.calls.filter((c) => c === "delete")).to.have.length(1);
   });
 
+  it("releases only records of its installation: another cluster's and a legacy one of the same claim stay", async () => {
+    const nb = fakeNetBox(1);
+    const others = ["IPAddressClaim ns/c-0 @other", "IPAddressClaim ns/c-0"];
+    for (const [i, description] of others.entries())
+      nb.records.set(100 + i, { ...nb.records.get(1)!, id: 100 + i, address: `10.0.0.${100 + i}/24`, description });
+    const engine = new NetBoxEngine(
+      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined },
+      installation,
+    );
+    await engine.release(pool, { namespace: "ns", name: "c-0", cluster: "" }, ctx);
+    expect([...nb.records.values()].map((r) => r.description)).to.deep.equal(others);
+  });
+
   it("takes releases asked for while one is in flight into the next round, and fails every claim of a failed round", async () => {
     const nb = fakeNetBox(30);
-    const engine = new NetBoxEngine({ connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined });
+    const engine = new NetBoxEngine(
+      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined },
+      installation,
+    );
     const release = (i: number): Promise<void> =>
       engine.release(pool, { namespace: "ns", name: `c-${i}`, cluster: "" }, ctx);
     const first = release(0);

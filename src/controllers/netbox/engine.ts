@@ -1,20 +1,28 @@
 /**
  * NetBox as the engine of the NetBox pool kinds (pools/kind.ts ExternalEngine): NetBox decides every address under its
- * own lock (`available-ips`), and every record we make there carries the claim's identity (identity.ts), so asking
- * again for a claim finds its record instead of taking a second address.
+ * own lock (`available-ips`), and every record we make there carries the claim's identity and this management
+ * cluster's installation id (identity.ts), so asking again for a claim finds its record instead of taking a second
+ * address, and records of other management clusters are never ours.
  *
  * What the engine keeps per pool, and why it is safe:
  * - the prefix or range the pool names, resolved once per spec (ids do not change under a name in NetBox);
- * - the records of ours in it (tag + description), listed when unknown: at the first pass, after a call whose answer
- *   was lost (a timeout, a 5xx: NetBox may have created the records), and after any failure. Only the one leader
- *   allocates, so between listings the records it made itself are all there are; a record someone deletes in NetBox
- *   is found at the next listing (every full pass, see pools/state.ts).
+ * - the records of ours in it (tag + a description ending in our installation id), listed when unknown: at the first
+ *   pass, after a call whose answer was lost (a timeout, a 5xx: NetBox may have created the records), and after any
+ *   failure. Only the one leader allocates, so between listings the records it made itself are all there are; a
+ *   record someone deletes in NetBox is found at the next listing (every full pass, see pools/state.ts).
  * Calls are batched: one `available-ips` POST creates up to {@link BATCH} records. A pass asks for its claims in
  * segments of a batch each (pools/external.ts), so the tag is checked once per pool until a failure or a full pass.
  */
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { NetBoxIPPool } from "../../../api/netbox/types.js";
-import type { ExternalAnswer, ExternalClaim, ExternalEngine, ClaimIdentity, KindContext } from "../pools/kind.js";
+import type {
+  ClaimIdentity,
+  ExternalAnswer,
+  ExternalClaim,
+  ExternalEngine,
+  ExternalHolding,
+  KindContext,
+} from "../pools/kind.js";
 import {
   isNetBoxError,
   type NetBoxAddress,
@@ -22,7 +30,19 @@ import {
   type NetBoxError,
   type NetBoxParent,
 } from "../../netbox/client.js";
-import { dnsNameOf, ownerComments, ownerDescription, OWNER_TAG, splitCidr, type RecordOwner } from "./identity.js";
+import {
+  dnsNameOf,
+  keySuffix,
+  mayTakeOver,
+  ownerComments,
+  OWNER_TAG,
+  parseKey,
+  RECORD_ID_ANNOTATION,
+  recordIdOf,
+  recordKey,
+  splitCidr,
+  type RecordOwner,
+} from "./identity.js";
 import { resolveParent, type ResolvedParent } from "./parent.js";
 
 /** Records created per `available-ips` call (NetBox takes a list; one call holds its lock once). */
@@ -48,8 +68,8 @@ export interface NetBoxConnector {
   tokenRejected(pool: NetBoxIPPool): void;
 }
 
-/** A live claim of the pool, and the address it is bound to in Kubernetes (none while pending). */
-export type BoundClaim = ClaimIdentity & { address?: string | undefined };
+/** The installation id of this management cluster (installation.ts). */
+export type InstallationSource = (ctx: KindContext) => Promise<string>;
 
 interface PoolEngineState {
   /** The spec the parent was resolved from (re-resolved when it changes). */
@@ -99,8 +119,18 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   private readonly pools = new Map<string, PoolEngineState>();
   /** Each pool's releases (by pool id), while any is waiting or in flight. */
   private readonly releasing = new Map<string, ReleaseLine>();
+  /** Set once the installation id is known: every key of ours ends with it. */
+  private installation: string | undefined;
 
-  constructor(private readonly connector: NetBoxConnector) {}
+  constructor(
+    private readonly connector: NetBoxConnector,
+    private readonly installationOf: InstallationSource,
+  ) {}
+
+  private async installationId(ctx: KindContext): Promise<string> {
+    this.installation ??= await this.installationOf(ctx);
+    return this.installation;
+  }
 
   private async connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient> {
     return await this.connector.connect(pool, ctx);
@@ -130,11 +160,12 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     ctx: KindContext,
   ): Promise<Map<string, ExternalAnswer>> {
     const state = this.stateOf(pool);
-    const asked = claims.map((c) => askedOf(c));
+    const installation = await this.installationId(ctx);
+    const asked = claims.map((c) => askedOf(c, installation));
     try {
       const api = await this.connect(pool, ctx);
       const parent = await this.parentOf(pool, ctx);
-      const owned = await this.ownedOf(api, state, parent.parent);
+      const owned = await this.ownedOf(api, state, parent.parent, installation);
       await this.keepOneEach(api, state, asked, ctx);
       const missing = uniqueBy(
         asked.filter((a) => !owned.has(a.description)),
@@ -158,23 +189,74 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   /**
-   * A full pass's clean-up of duplicates: a request of a controller killed mid-call can commit in NetBox after the
-   * next controller listed the records and asked again, leaving a claim two records. For each live claim of the pool
-   * the record it is bound to (its IPAddress's address), or the oldest when it is not bound yet, is kept; the others
-   * are deleted. Records of claims that do not exist here are never touched (they may be another cluster's after a
-   * move).
+   * A full pass's putting in order of the records of the pool's live claims:
+   * - a bound claim whose address no record of ours holds takes over the record that does, when identity.ts
+   *   `mayTakeOver` allows it (a moved claim's record, named by its IPAddress; a record of the key used before
+   *   installations): the record is re-keyed to our installation;
+   * - duplicates are deleted: a request of a controller killed mid-call can commit in NetBox after the next controller
+   *   listed the records and asked again, leaving a claim two records. For each live claim the record it is bound to
+   *   (its IPAddress's address), or the oldest when it is not bound yet, is kept.
+   * Records of claims that do not exist here, and records of other installations no IPAddress here names, are never
+   * touched (they are another management cluster's, or someone's).
    */
-  async settle(pool: NetBoxIPPool, claims: readonly BoundClaim[], ctx: KindContext): Promise<void> {
+  async settle(pool: NetBoxIPPool, claims: readonly ExternalHolding[], ctx: KindContext): Promise<void> {
     const state = this.stateOf(pool);
-    if (!state.owned) return;
+    if (!state.owned || !state.parent) return;
+    const parent = state.parent.parent;
     try {
+      const installation = await this.installationId(ctx);
       const api = await this.connect(pool, ctx);
-      const asked = claims.map((c) => ({ description: ownerDescription(c), address: c.address }));
+      await this.takeOver(api, state, parent, claims, installation, ctx);
+      const asked = claims.map((c) => ({ description: recordKey(c, installation), address: c.address }));
       await this.keepOneEach(api, state, asked, ctx);
     } catch (err) {
       if (!isNetBoxError(err)) throw err;
       const failure = err;
       this.failed(pool, failure);
+    }
+  }
+
+  /**
+   * Re-keys to our installation the records bound claims hold without a record of ours at their address (see
+   * settle), looked up by those addresses (exact: `parent=<host>/32` with our tag), a batch at a time.
+   */
+  private async takeOver(
+    api: NetBoxClient,
+    state: PoolEngineState,
+    parent: NetBoxParent,
+    claims: readonly ExternalHolding[],
+    installation: string,
+    ctx: KindContext,
+  ): Promise<void> {
+    const owned = state.owned;
+    if (!owned) return;
+    const strays = claims.flatMap((c) => {
+      const address = c.address;
+      if (address === undefined) return [];
+      const mine = owned.get(recordKey(c, installation)) ?? [];
+      return mine.some((r) => splitCidr(r.address).address === address) ? [] : [{ ...c, address }];
+    });
+    for (let i = 0; i < strays.length; i += BATCH) {
+      const batch = strays.slice(i, i + BATCH);
+      const hosts = [...new Set(batch.map((c) => c.address))];
+      const found = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug, { hosts }));
+      for (const claim of batch) {
+        const recordId = recordIdOf(claim.annotations);
+        const record = found.find((r) => mayTakeOver(r, { ...claim, recordId }, installation));
+        if (!record) continue;
+        const key = recordKey(claim, installation);
+        const rekeyed = await this.recording(state, () => api.setDescription(record.id, key));
+        owned.set(
+          key,
+          [...(owned.get(key) ?? []), rekeyed].sort((a, b) => a.id - b.id),
+        );
+        ctx.log.info("Took over the NetBox record of a claim", {
+          description: key,
+          was: record.description,
+          address: record.address,
+          id: record.id,
+        });
+      }
     }
   }
 
@@ -212,6 +294,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
    * releases costs a few NetBox calls per round, not two per claim.
    */
   async release(pool: NetBoxIPPool, claim: ClaimIdentity, ctx: KindContext): Promise<void> {
+    const key = recordKey(claim, await this.installationId(ctx));
     const id = poolId(pool);
     let line = this.releasing.get(id);
     if (!line) {
@@ -219,7 +302,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       this.releasing.set(id, line);
     }
     const batch = line.waiting ?? this.nextRelease(id, line, pool, ctx);
-    batch.descriptions.add(ownerDescription(claim));
+    batch.descriptions.add(key);
     await batch.done;
   }
 
@@ -250,9 +333,10 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const api = await this.connect(pool, ctx);
     const parent = await this.parentOf(pool, ctx);
     // Listed from NetBox (not the kept view): the release must see every record of the claims, duplicates included.
+    // Only records of our keys: another management cluster's claim of the same name keeps its record.
     const wanted = new Set(descriptions);
     const records = (
-      await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, descriptions))
+      await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, { descriptions }))
     ).filter((r) => wanted.has(r.description));
     if (records.length > 0) await this.recording(state, () => api.deleteAddresses(records.map((r) => r.id)));
     for (const record of records) {
@@ -276,9 +360,10 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     records: readonly { namespace: string; claim: string; address: string }[],
   ): { namespace: string; claim: string; address: string }[] {
     const owned = this.pools.get(poolId(pool))?.owned;
-    if (!owned) return [];
+    const installation = this.installation;
+    if (!owned || installation === undefined) return [];
     return records.filter((r) => {
-      const mine = owned.get(ownerDescription({ namespace: r.namespace, name: r.claim })) ?? [];
+      const mine = owned.get(recordKey({ namespace: r.namespace, name: r.claim }, installation)) ?? [];
       return !mine.some((m) => splitCidr(m.address).address === r.address);
     });
   }
@@ -292,8 +377,9 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     delete state.parent;
     delete state.owned;
     delete state.tagEnsured;
+    const installation = await this.installationId(ctx);
     const parent = await this.parentOf(pool, ctx);
-    await this.ownedOf(await this.connect(pool, ctx), state, parent.parent);
+    await this.ownedOf(await this.connect(pool, ctx), state, parent.parent, installation);
     this.succeeded(state);
     if (!state.opened) state.recheckAt = Date.now() + RECHECK_AFTER_START_MS;
     else if (state.recheckAt !== undefined && state.recheckAt <= Date.now()) delete state.recheckAt;
@@ -319,14 +405,21 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     return state;
   }
 
-  /** Our records in `parent`, listed from NetBox when not known. */
+  /**
+   * Our records in `parent`, listed from NetBox when not known: our tag and a description ending in our installation
+   * id (NetBox's filter is case-insensitive; the key is checked exactly here), so other installations' records are
+   * neither read nor kept.
+   */
   private async ownedOf(
     api: NetBoxClient,
     state: PoolEngineState,
     parent: NetBoxParent,
+    installation: string,
   ): Promise<Map<string, NetBoxAddress[]>> {
     if (state.owned) return state.owned;
-    const records = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug));
+    const match = { descriptionEndsWith: keySuffix(installation) };
+    const listed = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug, match));
+    const records = listed.filter((r) => parseKey(r.description)?.installation === installation);
     const owned = new Map<string, NetBoxAddress[]>();
     for (const record of records.sort((a, b) => a.id - b.id)) {
       owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
@@ -429,13 +522,13 @@ function poolId(pool: { metadata: { uid?: string } }): string {
   return pool.metadata.uid ?? "";
 }
 
-function askedOf(c: ExternalClaim): Asked {
+function askedOf(c: ExternalClaim, installation: string): Asked {
   const owner: RecordOwner = {
     namespace: c.claim.metadata.namespace ?? "",
     name: c.claim.metadata.name ?? "",
     cluster: c.cluster,
   };
-  return { holder: c.holder, owner, description: ownerDescription(owner) };
+  return { holder: c.holder, owner, description: recordKey(owner, installation) };
 }
 
 function requestOf(pool: NetBoxIPPool, a: Asked) {
@@ -457,7 +550,13 @@ function answerOf(
   exhausted: boolean,
 ): ExternalAnswer {
   const record = owned.get(a.description)?.[0];
-  if (record) return { ok: true, address: splitCidr(record.address).address };
+  // The IPAddress names its record: what lets another management cluster take it over after `clusterctl move`.
+  if (record)
+    return {
+      ok: true,
+      address: splitCidr(record.address).address,
+      annotations: { [RECORD_ID_ANNOTATION]: String(record.id) },
+    };
   return {
     ok: false,
     reason: Reasons.PoolExhausted,

@@ -45,9 +45,10 @@ export interface AddressChoiceInput {
 
 type Allocated = Extract<AllocationResult, { ok: true }>;
 
-/** An address and the record name it gets, or why there is none. */
+/** An address, the record name it gets (and the annotations the engine gave it), or why there is none. */
 export type AddressChoice =
-  { ok: true; name: string; result: Allocated } | { ok: false; reason: Reason; message: string };
+  | { ok: true; name: string; result: Allocated; annotations?: Readonly<Record<string, string>> }
+  | { ok: false; reason: Reason; message: string };
 
 /**
  * Decides one claim's address and reserves it in the allocator for that claim (kind and holder name), so the next
@@ -83,7 +84,7 @@ export function chooseAddress(input: AddressChoiceInput): AddressChoice {
       continue;
     }
     allocator.reserve(result.address, { kind: "claim", claimName: holderName, claimKind });
-    return { ok: true, name, result };
+    return { ok: true, name, result, ...(external?.annotations ? { annotations: external.annotations } : {}) };
   }
   return { ok: false, reason: Reasons.AllocationFailed, message: "Too many name collisions in one pass; will retry" };
 }
@@ -119,10 +120,7 @@ const MAX_ERRORS_TOLD = 5;
  * The engine's address for `holder` as a request, or why there is none. No answer means the claim arrived after the
  * engine was asked (it is planned again on the next pass).
  */
-function externalRequest(
-  answers: ReadonlyMap<string, ExternalAnswer>,
-  holder: string,
-): { ok: true; address: string } | { ok: false; reason: Reason; message: string } {
+function externalRequest(answers: ReadonlyMap<string, ExternalAnswer>, holder: string): ExternalAnswer {
   return (
     answers.get(holder) ?? {
       ok: false,

@@ -73,8 +73,13 @@ export interface ExternalClaim {
   cluster: string | undefined;
 }
 
-/** The engine's answer for one claim: the address it recorded for the claim, or why there is none. */
-export type ExternalAnswer = { ok: true; address: string } | { ok: false; reason: Reason; message: string };
+/**
+ * The engine's answer for one claim: the address it recorded for the claim (and annotations the claim's new record
+ * carries: NetBox names its record there), or why there is none.
+ */
+export type ExternalAnswer =
+  | { ok: true; address: string; annotations?: Readonly<Record<string, string>> }
+  | { ok: false; reason: Reason; message: string };
 
 /**
  * An engine outside Kubernetes that decides addresses (NetBox): the pass asks it for every claim it is about to give
@@ -92,20 +97,23 @@ export interface ExternalEngine<P extends PoolObject = PoolObject> {
   release(pool: P, claim: ClaimIdentity, ctx: KindContext): Promise<void>;
   /**
    * Optional, on a full pass (after `openAllocator`): given every live claim of the pool and the address each is bound
-   * to, lets the engine put its own records in order (NetBox: a second record of one claim, left by a request that
-   * committed after a controller was killed). Never touches what no live claim names.
+   * to (with that record's annotations), lets the engine put its own records in order (NetBox: a second record of
+   * one claim, left by a request that committed after a controller was killed; a moved claim's record taken over).
+   * Never touches what no live claim names.
    */
-  settle?(
-    pool: P,
-    claims: readonly (ClaimIdentity & { address?: string | undefined })[],
-    ctx: KindContext,
-  ): Promise<void>;
+  settle?(pool: P, claims: readonly ExternalHolding[], ctx: KindContext): Promise<void>;
   /**
    * Set while the engine's last call for `pool` failed, or while it wants to look again (NetBox: soon after a restart,
    * and while it is full): how long to wait before the pool runs again, as a full pass. Undefined otherwise.
    */
   retryAfterMs(pool: P): number | undefined;
 }
+
+/** A live claim as ExternalEngine.settle sees it: bound to `address` by a record with `annotations`, or pending. */
+export type ExternalHolding = ClaimIdentity & {
+  address?: string | undefined;
+  annotations?: Readonly<Record<string, string>> | undefined;
+};
 
 /** Who a record in an external engine was made for: what survives `clusterctl move` (names, not uids). */
 export interface ClaimIdentity {

@@ -12,7 +12,7 @@ import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
 import type { PoolRef } from "./indexes.js";
-import type { ClaimIdentity, ExternalAnswer, ExternalClaim, PoolKind, PoolObject, PoolRecord } from "./kind.js";
+import type { ExternalAnswer, ExternalClaim, ExternalHolding, PoolKind, PoolObject, PoolRecord } from "./kind.js";
 
 /** What the pass reads of a claim API's records cache (an Informer of the record type satisfies it). */
 export interface RecordCache {
@@ -121,6 +121,9 @@ export interface ClaimApi {
    * a new address (live, unpaused, no record yet); undefined otherwise. Absent for APIs that never use such kinds.
    */
   externalClaim?(pass: Pass, claim: KubeObject): ExternalClaim | undefined;
-  /** For such pools: every live claim of the pool with the address its record holds (none while pending). */
-  externalHoldings?(pass: Pass): (ClaimIdentity & { address?: string | undefined })[];
+  /**
+   * For such pools: every live claim of the pool with the address its record holds (none while pending) and that
+   * record's annotations.
+   */
+  externalHoldings?(pass: Pass): ExternalHolding[];
 }
