@@ -174,7 +174,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
       const names = (await k.claims.list(ns)).items.map((c) => c.metadata.name ?? "");
       for (let i = 0; i < names.length; i += 20)
         await Promise.all(names.slice(i, i + 20).map((name) => k.claims.delete(ns, name)));
-      await eventually("released", async () => (await ourRecordsIn(nb, prefix.cidr)).length === 0, 120_000);
+      await eventually("released", async () => (await ourRecordsIn(nb, prefix.cidr)).length === 0, 300_000);
       await eventually("pool deletable", async () => {
         await k.pools.delete(ns, "p").catch(() => undefined);
         return await gone(k.pools, ns, "p");
