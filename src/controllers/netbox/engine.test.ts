@@ -85,7 +85,7 @@ describe("NetBoxEngine.release", () => {
     const release = (i: number): Promise<void> =>
       engine.release(pool, { namespace: "ns", name: `c-${i}`, cluster: "" }, ctx);
     const first = release(0);
-    await new Promise((resolve) => setTimeout(resolve, 1)); // the first round is in flight
+    while (!nb.calls.includes("list")) await new Promise((resolve) => setTimeout(resolve, 1)); // the first round is in flight
     const rest = Array.from({ length: 19 }, (_, i) => release(i + 1));
     await Promise.all([first, ...rest]);
     expect(nb.records.size).to.equal(10);
