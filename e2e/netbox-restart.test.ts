@@ -63,7 +63,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
     await writeToken(k, poolName, nb.token);
     const global: NetBoxIPPool = {
       metadata: { name: poolName },
-      spec: { netbox: { url: nb.url, credentialsRef: { name: tokenSecret(poolName) } }, prefix: { id: prefix.id } },
+      spec: { netbox: { credentialsRef: { name: tokenSecret(poolName) } }, prefix: { id: prefix.id } },
     };
     await k.globals.create("", global);
     const ctl = await startController(kc, "");
@@ -107,7 +107,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
     const prefix = await nb.admin.freshPrefix(24);
     const ns = await freshNamespace(kc, "nb-kill");
     await writeToken(k, ns, nb.token);
-    await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+    await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
     const logDir = mkdtempSync(join(tmpdir(), "nb-kill-"));
     const kubeconfigPath = await serviceAccountKubeconfigFile(kc, logDir);
     const names = Array.from({ length: 240 }, (_, i) => `m-${i}`);

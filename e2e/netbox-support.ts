@@ -1,6 +1,6 @@
 /**
- * Fixtures of the NetBox pool suites: clients of the NetBox pool kinds and of Cluster API's claims, a pool pointing at
- * the run's real NetBox (hack/testkit/netbox.ts) with its token in a Secret, and reads of what NetBox recorded.
+ * Fixtures of the NetBox pool suites: clients of the NetBox pool kinds and of Cluster API's claims, a pool whose token
+ * Secret names the run's real NetBox (hack/testkit/netbox.ts), and reads of what NetBox recorded.
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
@@ -48,12 +48,21 @@ export function netBoxClients(kc: KubeConfig): NetBoxClients {
 /** The token Secret of the pools of `namespace`: in the controller's namespace, as tokens must be. */
 export const tokenSecret = (namespace: string): string => `netbox-token-${namespace}`;
 
-/** Writes (or replaces) the token Secret of `namespace`'s pools, allowing that namespace only. */
-export async function writeToken(k: NetBoxClients, namespace: string, token: string): Promise<void> {
+/**
+ * Writes (or replaces) the token Secret of `namespace`'s pools, allowing that namespace only, for the run's NetBox
+ * (its `url`); `data` adds or replaces keys (`url`, `ca.crt`).
+ */
+export async function writeToken(
+  k: NetBoxClients,
+  namespace: string,
+  token: string,
+  data: Readonly<Record<string, string>> = {},
+): Promise<void> {
   const name = tokenSecret(namespace);
+  const { url } = await sharedNetBox();
   const body = {
     metadata: { name, namespace: CONTROLLER_NAMESPACE, annotations: { [ALLOWED_NAMESPACES_ANNOTATION]: namespace } },
-    stringData: { token },
+    stringData: { token, url, ...data },
   };
   try {
     await k.core.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
@@ -62,9 +71,8 @@ export async function writeToken(k: NetBoxClients, namespace: string, token: str
   }
 }
 
-/** A NetBoxIPPool of `namespace` on `server`, with `place` (a prefix or a range) and extras. */
+/** A NetBoxIPPool of `namespace` with `place` (a prefix or a range) and extras; its token Secret names the NetBox. */
 export function netBoxPool(
-  server: Pick<NetBoxServer, "url">,
   namespace: string,
   name: string,
   place: Pick<NetBoxIPPoolSpec, "prefix" | "range">,
@@ -72,7 +80,7 @@ export function netBoxPool(
 ): NetBoxIPPool {
   return {
     metadata: { name, namespace },
-    spec: { netbox: { url: server.url, credentialsRef: { name: tokenSecret(namespace) } }, ...place, ...extra },
+    spec: { netbox: { credentialsRef: { name: tokenSecret(namespace) } }, ...place, ...extra },
   };
 }
 

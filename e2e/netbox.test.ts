@@ -55,7 +55,6 @@ describe("NetBox pools (a real NetBox)", function () {
       await k.pools.create(
         ns,
         netBoxPool(
-          nb,
           ns,
           "p",
           { prefix: { cidr: prefix.cidr } },
@@ -108,7 +107,7 @@ describe("NetBox pools (a real NetBox)", function () {
     await nb.admin.reserveAddress(`${base}.12/24`);
     await withController(kc, "nb-range", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "r", { range: { id: range.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "r", { range: { id: range.id } }));
       await claims(ns, "r", ["a", "b", "c"]);
       const bound = await Promise.all(["a", "b", "c"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
       expect(bound.map((r) => r.spec.address).sort()).to.deep.equal([`${base}.11`, `${base}.13`, `${base}.14`]);
@@ -120,7 +119,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const prefix = await nb.admin.freshPrefix(29);
     await withController(kc, "nb-release", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", ["a"]);
       const first = await waitBound(asClaims(), ns, "a", 60_000);
       expect(await ourRecordsIn(nb, prefix.cidr)).to.have.length(1);
@@ -149,7 +148,7 @@ describe("NetBox pools (a real NetBox)", function () {
         tags: [OWNER_TAG.slug],
       });
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", ["m", "n"]);
       expect((await waitBound(asClaims(), ns, "m", 60_000)).spec.address).to.equal(`${base}.7`);
       expect((await waitBound(asClaims(), ns, "n", 60_000)).spec.address).to.equal(`${base}.1`);
@@ -165,7 +164,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const names = Array.from({ length: 200 }, (_, i) => `m-${i}`);
     await withController(kc, "nb-burst", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", names);
       await eventually(
         "200 claims bound",
@@ -188,7 +187,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const names = Array.from({ length: 40 }, (_, i) => `m-${i}`);
     await withController(kc, "nb-down", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", names.slice(0, 20));
       await nb.stopServer();
       try {
@@ -217,7 +216,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const token = await nb.admin.createToken();
     await withController(kc, "nb-token", async (ns) => {
       await writeToken(k, ns, token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", ["a"]);
       await waitBound(asClaims(), ns, "a", 60_000);
       await nb.admin.revokeToken(token);
@@ -241,7 +240,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const prefix = await nb.admin.freshPrefix(30); // two usable addresses
     await withController(kc, "nb-full", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", ["a", "b"]);
       await Promise.all(["a", "b"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
       await sleep(200);
@@ -258,7 +257,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const prefix = await nb.admin.freshPrefix(24);
     await withController(kc, "nb-deleted", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", ["a"]);
       const bound = await waitBound(asClaims(), ns, "a", 60_000);
       const [record] = await ourRecordsIn(nb, prefix.cidr);
@@ -283,7 +282,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const prefix = await nb.admin.freshPrefix(24);
     await withController(kc, "nb-orphan", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       await claims(ns, "p", ["a"]);
       const bound = await waitBound(asClaims(), ns, "a", 60_000);
       await k.claims.patch(ns, "a", { metadata: { finalizers: null } });
@@ -303,7 +302,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const prefix = await nb.admin.freshPrefix(24);
     await withController(kc, "nb-404", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: 999_999 } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: 999_999 } }));
       await claims(ns, "p", ["a"]);
       const waiting = await waitNotReady(asClaims(), ns, "a", "PoolNotReady");
       expect(waiting.message).to.include("NotFound");

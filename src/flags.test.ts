@@ -139,6 +139,13 @@ describe("flags", () => {
       expect(() => parseFlags([`--netbox-installation-id=${bad}`], {}), bad).to.throw(/--netbox-installation-id/);
   });
 
+  it("permits plain-HTTP NetBox URLs only when asked, by flag or environment", () => {
+    expect(parseFlags([], {}).netBoxAllowHttp).to.equal(false);
+    expect(parseFlags(["--netbox-allow-http"], {}).netBoxAllowHttp).to.equal(true);
+    expect(parseFlags([], { NETBOX_ALLOW_HTTP: "true" }).netBoxAllowHttp).to.equal(true);
+    expect(parseFlags([], { NETBOX_ALLOW_HTTP: "yes" }).netBoxAllowHttp).to.equal(false);
+  });
+
   it("parses durations", () => {
     expect([
       parseDuration("d", "15s"),

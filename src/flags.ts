@@ -38,6 +38,8 @@ export interface Flags {
   inClusterProviderNamespace: string;
   /** The id NetBox records of this management cluster carry (src/controllers/netbox/installation.ts). */
   netBoxInstallationId?: string;
+  /** Plain-HTTP NetBox URLs are permitted (src/controllers/netbox/trust.ts); otherwise only https. */
+  netBoxAllowHttp: boolean;
   /** What the operator should change in the flags given (deprecated ones), for the log. */
   warnings: string[];
 }
@@ -81,7 +83,9 @@ export const USAGE = `Usage: npm start -- [flags]
                                      default capi-ipam-in-cluster-system)
   --netbox-installation-id ID        the id in the key of every NetBox record this controller makes (1-32 of A-Z a-z
                                      0-9 . _ -; env NETBOX_INSTALLATION_ID; default: from the kube-system Namespace's
-                                     uid). Give a rebuilt management cluster its predecessor's id to keep its records`;
+                                     uid). Give a rebuilt management cluster its predecessor's id to keep its records
+  --netbox-allow-http                permit http:// NetBox URLs in token Secrets (tokens then travel unencrypted;
+                                     for a NetBox on loopback or in tests) (env NETBOX_ALLOW_HTTP=true)`;
 
 const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
   v === undefined ? env === "true" : v === true || v === "true";
@@ -130,6 +134,7 @@ const OPTIONS = {
   "serve-incluster-pools": { type: "boolean" },
   "incluster-provider-namespace": { type: "string" },
   "netbox-installation-id": { type: "string" },
+  "netbox-allow-http": { type: "boolean" },
   help: { type: "boolean" },
 } as const;
 
@@ -271,5 +276,6 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
     inClusterProviderNamespace:
       values["incluster-provider-namespace"] ?? env.INCLUSTER_PROVIDER_NAMESPACE ?? "capi-ipam-in-cluster-system",
     ...installationFlag(values["netbox-installation-id"] ?? env.NETBOX_INSTALLATION_ID),
+    netBoxAllowHttp: bool(values["netbox-allow-http"], env.NETBOX_ALLOW_HTTP),
   };
 }

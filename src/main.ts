@@ -144,6 +144,7 @@ async function main(): Promise<void> {
     serveInClusterPools: flags.serveInClusterPools,
     inClusterProviderNamespace: flags.inClusterProviderNamespace,
     ...(flags.netBoxInstallationId ? { netBoxInstallationId: flags.netBoxInstallationId } : {}),
+    netBoxAllowHttp: flags.netBoxAllowHttp,
   });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
   const releaser = startMemoryReleaser(flags, logger, metrics);

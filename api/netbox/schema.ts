@@ -24,23 +24,27 @@ const int = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSch
 function instance(): JSONSchemaProps {
   return {
     type: "object",
-    description: "The NetBox instance: where it is and how to authenticate.",
+    description: "The NetBox instance: the Secret holding its token and naming it.",
     properties: {
-      url: str("Base URL of NetBox, e.g. https://netbox.example.com.", { pattern: "^https?://", minLength: 8 }),
+      url: str(
+        "Deprecated: the Secret's url key names NetBox. When set it must equal the Secret's url, or no request is made.",
+        { pattern: "^https?://", minLength: 8 },
+      ),
       credentialsRef: {
         type: "object",
         description:
-          "The Secret holding the API token, in the controller's namespace; a namespaced pool may use it when the " +
-          "Secret's netbox.ipam.cluster.x-k8s.io/allowed-namespaces annotation names the pool's namespace or *.",
+          "The Secret in the controller's namespace holding the API token, the NetBox URL it is for (key url) and " +
+          "optionally a CA added to the system roots (key ca.crt); a namespaced pool may use it when the Secret's " +
+          "netbox.ipam.cluster.x-k8s.io/allowed-namespaces annotation names the pool's namespace or *.",
         properties: {
           name: str("Name of the Secret.", { minLength: 1 }),
           key: str("Key of the token in the Secret's data; default token."),
         },
         required: ["name"],
       },
-      caBundle: str("PEM certificates to trust for url besides the system roots."),
+      caBundle: str("Deprecated: the Secret's ca.crt. Ignored for NetBoxIPPools and beside the Secret's ca.crt."),
     },
-    required: ["url", "credentialsRef"],
+    required: ["credentialsRef"],
   };
 }
 

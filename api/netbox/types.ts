@@ -25,25 +25,34 @@ export const NETBOX_ADDRESS_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ProtectAdd
 
 /**
  * On a credentials Secret: the namespaces (comma-separated, or `*`) whose NetBoxIPPools may use it. Without it only
- * GlobalNetBoxIPPools and pools of the controller's own namespace may.
+ * GlobalNetBoxIPPools may (the controller's own namespace is no exception).
  */
 export const ALLOWED_NAMESPACES_ANNOTATION = "netbox.ipam.cluster.x-k8s.io/allowed-namespaces";
 
 /** The key of the token in the credentials Secret when `credentialsRef.key` is not set. */
 export const DEFAULT_TOKEN_KEY = "token";
 
-/** Where the NetBox instance is and how to authenticate. */
+/**
+ * How to reach NetBox: the Secret that holds the token and names the NetBox it is for (src/controllers/netbox/trust.ts).
+ */
 export interface NetBoxInstance {
-  /** Base URL, e.g. `https://netbox.example.com` (http only for loopback and tests). */
-  url: string;
   /**
-   * The Secret holding the API token (NetBox v2 tokens `nbt_<key>.<secret>`, or v1), in the CONTROLLER's namespace:
-   * the controller may read Secrets there only (by name, never listed), so no pool can make it read a Secret of
-   * another namespace. A namespaced pool may use it only if the Secret's {@link ALLOWED_NAMESPACES_ANNOTATION} names
-   * the pool's namespace (or `*`); global pools, made by cluster administrators, may use any.
+   * Deprecated: the Secret's `url` names the NetBox. When set it must be that URL (scheme, host, port, path), or no
+   * request is made; a GlobalNetBoxIPPool whose Secret has no `url` still uses it.
+   */
+  url?: string;
+  /**
+   * The Secret holding the API token (NetBox v2 tokens `nbt_<key>.<secret>`, or v1), the NetBox it is for (key `url`)
+   * and optionally a CA (key `ca.crt`, added to the system roots), in the CONTROLLER's namespace: the controller may
+   * read Secrets there only (by name, never listed), so no pool can make it read a Secret of another namespace. A
+   * namespaced pool may use it only if the Secret's {@link ALLOWED_NAMESPACES_ANNOTATION} names the pool's namespace
+   * (or `*`); global pools, made by cluster administrators, may use any.
    */
   credentialsRef: { name: string; key?: string };
-  /** PEM CA bundle to trust for `url` besides the system roots. */
+  /**
+   * Deprecated: the Secret's `ca.crt`. Ignored when the Secret has one and for NetBoxIPPools; a GlobalNetBoxIPPool's is
+   * added to the system roots otherwise.
+   */
   caBundle?: string;
 }
 

@@ -204,6 +204,8 @@ export async function startRecordedController(side: Side, namespace: string): Pr
     logger,
     watchTimeoutSeconds: 60,
     serveInClusterPools: true,
+    // The test kit's NetBox is http on loopback.
+    netBoxAllowHttp: true,
   });
   await manager.start();
   return { records, count, stop: () => manager.stop() };

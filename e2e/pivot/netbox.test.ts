@@ -175,10 +175,10 @@ describe("clusterctl move of NetBox pools (a real NetBox)", function () {
     const src = netBoxClients(source.kubeConfig);
     const dst = netBoxClients(target.kubeConfig);
     await writeToken(src, NS, nb.token);
-    await src.pools.create(NS, netBoxPool(nb, NS, "local", { prefix: { id: localPrefix.id } }));
+    await src.pools.create(NS, netBoxPool(NS, "local", { prefix: { id: localPrefix.id } }));
     const global: NetBoxIPPool = {
       metadata: { name: GLOBAL },
-      spec: { netbox: { url: nb.url, credentialsRef: { name: tokenSecret(NS) } }, prefix: { id: globalPrefix.id } },
+      spec: { netbox: { credentialsRef: { name: tokenSecret(NS) } }, prefix: { id: globalPrefix.id } },
     };
     await src.globals.create("", global);
     // The namespace that stays claims first, so the moved claims do not simply hold the global pool's lowest addresses.
@@ -360,11 +360,11 @@ describe("clusterctl move of NetBox pools (a real NetBox)", function () {
     for (const [i, side] of sides.entries()) {
       await ensureNamespace(side, SHARED);
       await writeToken(clients[i]!, SHARED, nb.token);
-      await clients[i]!.pools.create(SHARED, netBoxPool(nb, SHARED, "p", { prefix: { id: prefix.id } }));
+      await clients[i]!.pools.create(SHARED, netBoxPool(SHARED, "p", { prefix: { id: prefix.id } }));
     }
     await ensureNamespace(source, NS_MOVE);
     await writeToken(src, NS_MOVE, nb.token);
-    await src.pools.create(NS_MOVE, netBoxPool(nb, NS_MOVE, "p", { prefix: { id: prefix.id } }));
+    await src.pools.create(NS_MOVE, netBoxPool(NS_MOVE, "p", { prefix: { id: prefix.id } }));
     const moving: Topology = {
       pools: {},
       clusters: [

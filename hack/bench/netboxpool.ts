@@ -50,11 +50,11 @@ export function netBoxBenchPool(server: NetBoxServer): NetBoxBenchPool {
     async create(kc, namespace, name, count) {
       const prefix = await server.admin.freshPrefix(prefixLengthFor(count));
       made.set(name, { namespace, ...prefix });
-      await writeToken(kc, namespace, server.token);
+      await writeToken(kc, namespace, server);
       await client(kc).create(namespace, {
         metadata: { name, namespace },
         spec: {
-          netbox: { url: server.url, credentialsRef: { name: tokenSecret(namespace) } },
+          netbox: { credentialsRef: { name: tokenSecret(namespace) } },
           prefix: { id: prefix.id },
         },
       });
@@ -78,8 +78,11 @@ export function netBoxBenchPool(server: NetBoxServer): NetBoxBenchPool {
   };
 }
 
-/** The token Secret of `namespace`'s pools in the controller's namespace (made first if missing), allowing it only. */
-async function writeToken(kc: KubeConfig, namespace: string, token: string): Promise<void> {
+/**
+ * The token Secret of `namespace`'s pools in the controller's namespace (made first if missing), allowing it only,
+ * naming the NetBox it is for.
+ */
+async function writeToken(kc: KubeConfig, namespace: string, server: { url: string; token: string }): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   try {
     await core.createNamespace({ body: { metadata: { name: CONTROLLER_NAMESPACE } } });
@@ -94,7 +97,7 @@ async function writeToken(kc: KubeConfig, namespace: string, token: string): Pro
         namespace: CONTROLLER_NAMESPACE,
         annotations: { [ALLOWED_NAMESPACES_ANNOTATION]: namespace },
       },
-      stringData: { token },
+      stringData: { token: server.token, url: server.url },
     },
   });
 }

@@ -86,6 +86,11 @@ export interface ControllerProcessOptions {
   nodeFlags?: readonly string[];
   /** `--serve-incluster-pools`, which config/manager's Deployment passes. Default true. */
   serveInClusterPools?: boolean;
+  /**
+   * `--netbox-allow-http`, which config/manager's Deployment never passes: the test kit's NetBox is http on loopback.
+   * Default true.
+   */
+  netBoxAllowHttp?: boolean;
   /** Controller flags added after the ones above (leader election, webhooks, …). */
   flags?: readonly string[];
   /** Name in error messages. Default `controller`. */
@@ -127,6 +132,7 @@ function controllerArgs(o: ControllerProcessOptions): string[] {
     "--health-probe-bind-address",
     o.healthProbeBindAddress ?? "0",
     ...(o.serveInClusterPools === false ? [] : ["--serve-incluster-pools"]),
+    ...(o.netBoxAllowHttp === false ? [] : ["--netbox-allow-http"]),
     ...(o.flags ?? []),
   ];
 }

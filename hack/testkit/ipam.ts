@@ -61,12 +61,15 @@ export function capiClients(kc: KubeConfig): CapiClients {
 /**
  * Starts the controller for `namespace` in this process; returns a stop function. It authenticates as the
  * ServiceAccount of config/rbac (so every suite proves those rules sufficient), unless E2E_CONTROLLER_AS_ADMIN=true.
- * It serves the in-cluster pools, as config/manager's Deployment does (`--serve-incluster-pools`).
+ * It serves the in-cluster pools, as config/manager's Deployment does (`--serve-incluster-pools`), and, unlike that
+ * Deployment, permits plain-HTTP NetBox URLs (`--netbox-allow-http`: the test kit's NetBox is http on loopback)
+ * unless `netBoxAllowHttp` is false.
  */
 export async function startController(
   adminKc: KubeConfig,
   namespace: string,
   poolConcurrency = 4,
+  netBoxAllowHttp = true,
 ): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
   if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve() };
   const kc = process.env.E2E_CONTROLLER_AS_ADMIN === "true" ? adminKc : await serviceAccountKubeConfig(adminKc);
@@ -78,6 +81,7 @@ export async function startController(
     logger,
     watchTimeoutSeconds: 60,
     serveInClusterPools: true,
+    netBoxAllowHttp,
   });
   await manager.start();
   return { manager, stop: () => manager.stop() };

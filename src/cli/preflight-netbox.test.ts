@@ -20,6 +20,7 @@ describe("preflight-move: NetBox pools", () => {
     expect(f?.severity).to.equal("warning");
     expect(f?.problem).to.include("Secret nb-token in the controller's namespace");
     expect(f?.fix).to.include("create secret generic nb-token --from-literal=token=");
+    expect(f?.fix).to.include("--from-literal=url=https://netbox.example.com");
     expect(f?.fix).to.include("netbox.ipam.cluster.x-k8s.io/allowed-namespaces=ns1");
   });
 
@@ -37,5 +38,31 @@ describe("preflight-move: NetBox pools", () => {
     expect(elsewhere[0]?.problem).to.include("prefix #8 of https://netbox.example.com");
     const same = netBoxPoolFindings([use("GlobalNetBoxIPPool")], "ns1", new Map([["p", spec(7)]]));
     expect(same[0]?.severity).to.equal("warning");
+  });
+});
+
+describe("preflight-move: NetBox pools whose Secret names the NetBox", () => {
+  const bySecret = (prefixId: number, secret: string, url?: string): NetBoxIPPoolSpec => ({
+    netbox: { ...(url ? { url } : {}), credentialsRef: { name: secret } },
+    prefix: { id: prefixId },
+  });
+  const global = (s: NetBoxIPPoolSpec): NetBoxPoolUse => ({
+    kind: "GlobalNetBoxIPPool",
+    name: "p",
+    spec: s,
+    moving: ["10.0.0.1"],
+    elsewhere: 0,
+  });
+
+  it("compares the token Secrets when a pool has no url, and never prints a url's userinfo", () => {
+    const other = netBoxPoolFindings([global(bySecret(7, "a"))], "ns1", new Map([["p", bySecret(7, "b")]]));
+    expect(other[0]?.severity).to.equal("blocker");
+    expect(other[0]?.problem).to.include("the NetBox of Secret b");
+    const same = netBoxPoolFindings([global(bySecret(7, "a"))], "ns1", new Map([["p", bySecret(7, "a")]]));
+    expect(same[0]?.severity).to.equal("warning");
+    const leaky = bySecret(7, "a", "https://admin:hunter2@netbox.example.com/");
+    const shown = netBoxPoolFindings([global(leaky)], "ns1", new Map([["p", bySecret(8, "a")]]));
+    expect(JSON.stringify(shown)).to.not.include("hunter2");
+    expect(shown[0]?.problem).to.include("prefix #7 of https://netbox.example.com");
   });
 });

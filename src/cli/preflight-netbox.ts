@@ -56,21 +56,35 @@ export function netBoxKindOfRef(
 /** The controller's namespace as config/default names it (the CLI cannot know a different one). */
 const CONTROLLER_NAMESPACE = "metal3-ipam-system";
 
-/** What NetBox a spec points at: URL and prefix or range. */
-const placeOf = (spec: NetBoxIPPoolSpec): string =>
-  JSON.stringify([spec.netbox.url.replace(/\/+$/, ""), spec.prefix ?? null, spec.range ?? null]);
+/** A pool's own URL (deprecated: the token Secret names the NetBox), without userinfo and trailing slashes. */
+const urlOf = (spec: NetBoxIPPoolSpec): string | undefined =>
+  spec.netbox.url?.replace(/\/+$/, "").replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, "$1");
+
+/**
+ * Whether two specs point at the same place in NetBox: the same prefix or range, of the same NetBox (both pools' urls
+ * when both still carry one, else the token Secret, which names the NetBox).
+ */
+function samePlace(a: NetBoxIPPoolSpec, b: NetBoxIPPoolSpec): boolean {
+  const [ua, ub] = [urlOf(a), urlOf(b)];
+  const sameNetBox =
+    ua !== undefined && ub !== undefined ? ua === ub : a.netbox.credentialsRef.name === b.netbox.credentialsRef.name;
+  return (
+    sameNetBox &&
+    JSON.stringify([a.prefix ?? null, a.range ?? null]) === JSON.stringify([b.prefix ?? null, b.range ?? null])
+  );
+}
 
 function describePlace(spec: NetBoxIPPoolSpec): string {
   const where = spec.prefix
     ? `prefix ${spec.prefix.cidr ?? `#${String(spec.prefix.id)}`}`
     : `range ${spec.range?.start ?? `#${String(spec.range?.id)}`}`;
-  return `${where} of ${spec.netbox.url}`;
+  return `${where} of ${urlOf(spec) ?? `the NetBox of Secret ${spec.netbox.credentialsRef.name}`}`;
 }
 
 /** The token Secret, and the one command that makes it on the target. */
 function secretFix(use: NetBoxPoolUse, namespace: string): string {
   const { name, key } = use.spec.netbox.credentialsRef;
-  const create = `kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} create secret generic ${name} --from-literal=${key ?? "token"}=<NetBox token>`;
+  const create = `kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} create secret generic ${name} --from-literal=${key ?? "token"}=<NetBox token> --from-literal=url=${urlOf(use.spec) ?? "<NetBox URL>"} (and --from-file=ca.crt=<CA> when the source's Secret has one)`;
   return use.kind === "NetBoxIPPool"
     ? `${create}, then kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} annotate secret ${name} ${ALLOWED_NAMESPACES_ANNOTATION}=${namespace}`
     : create;
@@ -87,7 +101,7 @@ function one(use: NetBoxPoolUse, namespace: string, target: TargetNetBoxPools): 
   if (use.kind === "NetBoxIPPool")
     return { ...base, severity: "warning", problem: `moves with the namespace and ${token}`, fix };
   const targetSpec = target?.get(use.name);
-  if (targetSpec && placeOf(targetSpec) !== placeOf(use.spec))
+  if (targetSpec && !samePlace(targetSpec, use.spec))
     return {
       ...base,
       severity: "blocker",

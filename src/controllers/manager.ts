@@ -68,6 +68,8 @@ export interface ManagerOptions {
   serveInClusterPools?: boolean;
   /** Namespace of the in-cluster provider's Lease (incluster/provider.ts). */
   inClusterProviderNamespace?: string;
+  /** `--netbox-allow-http`: plain-HTTP NetBox URLs are permitted (netbox/trust.ts). Default false. */
+  netBoxAllowHttp?: boolean;
   /** How often other providers' Leases are read (pools/gate.ts; default 5 s). */
   providerPollMs?: number;
   /** `--netbox-installation-id`: the id in NetBox record keys; default from the kube-system Namespace's uid. */
@@ -89,12 +91,15 @@ export class Manager {
     private readonly options: ManagerOptions,
   ) {
     const metrics = options.metrics ?? noMetrics;
-    const connector = netBoxConnector(options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE, (endpoint) =>
-      netBoxClient(endpoint, {
-        timeoutMs: NETBOX_TIMEOUT_MS,
-        userAgent: NETBOX_USER_AGENT,
-        observe: (o) => metrics.netBoxRequest(o),
-      }),
+    const connector = netBoxConnector(
+      options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE,
+      (endpoint) =>
+        netBoxClient(endpoint, {
+          timeoutMs: NETBOX_TIMEOUT_MS,
+          userAgent: NETBOX_USER_AGENT,
+          observe: (o) => metrics.netBoxRequest(o),
+        }),
+      { allowHttp: options.netBoxAllowHttp ?? false },
     );
     this.kinds = servedPoolKinds(new NetBoxEngine(connector, installationSource(options.netBoxInstallationId)));
     this.shared = [inClusterSharedKinds(options.serveInClusterPools ?? false, options.inClusterProviderNamespace)];

@@ -7,6 +7,7 @@ import { expect } from "chai";
 import { generateKeyPairSync } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import { getCACertificates, setDefaultCACertificates } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { inspect } from "node:util";
 import forge from "node-forge";
@@ -225,10 +226,58 @@ describe("NetBox client: error mapping and redaction (loopback server)", () => {
     expect(err.message).to.match(/SELF_SIGNED|self.signed/i);
     untrusted.close();
   });
+
+  it("adds a CA bundle to the default roots: a server the defaults vouch for is still trusted", async () => {
+    const byDefault = selfSigned("default root");
+    const byBundle = selfSigned("bundle root");
+    const answer: Handler = (_req, res) => json(res, 200, { id: 5, address: "10.0.0.5/24" });
+    const defaultServer = createHttpsServer(byDefault, answer);
+    const bundleServer = createHttpsServer(byBundle, answer);
+    const defaults = getCACertificates("default");
+    setDefaultCACertificates([...defaults, byDefault.cert]);
+    try {
+      const options = { timeoutMs: 2_000, userAgent: "t" };
+      const hosts = [await listen(defaultServer), await listen(bundleServer)];
+      for (const host of hosts) {
+        const c = netBoxClient({ url: `https://${host}`, token: TOKEN, caBundle: byBundle.cert }, options);
+        expect((await c.getAddress(5))?.address, host).to.equal("10.0.0.5/24");
+        c.close();
+      }
+    } finally {
+      setDefaultCACertificates(defaults);
+      for (const s of [defaultServer, bundleServer]) {
+        s.closeAllConnections();
+        s.close();
+      }
+    }
+  });
+
+  it("never follows a redirect: the other origin gets no request, and the caller a BadRequest naming the status", async () => {
+    const elsewhere: IncomingMessage[] = [];
+    const other = createHttpServer((req, res) => {
+      elsewhere.push(req);
+      json(res, 200, { id: 5, address: "10.0.0.5/24" });
+    });
+    const otherHost = await listen(other);
+    try {
+      handler = (_req, res) => {
+        res.writeHead(302, { Location: `http://${otherHost}/api/ipam/ip-addresses/5/` }).end();
+      };
+      const err = await failure((await client()).getAddress(5));
+      expect(err.reason).to.equal("BadRequest");
+      expect(err.status).to.equal(302);
+      expect(elsewhere).to.deep.equal([]);
+    } finally {
+      other.close();
+    }
+  });
 });
 
-/** A self-signed certificate for 127.0.0.1: node:crypto makes the key, node-forge the X.509 structure. */
-function selfSigned(): { cert: string; key: string } {
+/**
+ * A self-signed certificate for 127.0.0.1 (its subject alternative name) named `commonName` (roots are looked up by
+ * subject, so two of one name would be confused): node:crypto makes the key, node-forge the X.509 structure.
+ */
+function selfSigned(commonName = "127.0.0.1"): { cert: string; key: string } {
   const { privateKey, publicKey } = generateKeyPairSync("rsa", {
     modulusLength: 2048,
     publicKeyEncoding: { type: "spki", format: "pem" },
@@ -239,7 +288,7 @@ function selfSigned(): { cert: string; key: string } {
   cert.serialNumber = "01";
   cert.validity.notBefore = new Date(Date.now() - 60_000);
   cert.validity.notAfter = new Date(Date.now() + 3_600_000);
-  const subject = [{ name: "commonName", value: "127.0.0.1" }];
+  const subject = [{ name: "commonName", value: commonName }];
   cert.setSubject(subject);
   cert.setIssuer(subject);
   cert.setExtensions([

@@ -1,6 +1,8 @@
 /**
  * The one HTTP door to a NetBox: JSON requests with a deadline each, over a keep-alive connection pool per client
- * (https with an optional CA bundle, or plain http), every outcome observed and every failure a NetBoxError.
+ * (https trusting the default roots plus an optional CA bundle, or plain http), every outcome observed and every
+ * failure a NetBoxError. Requests go to the endpoint's origin only: a redirect is an answer like any other (an error
+ * for the caller), never followed; the URL's userinfo is never sent and never printed.
  */
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import { NetBoxError, netBoxMessage, parseRetryAfter, reasonOfSocketError, reasonOfStatus, redact } from "./errors.js";
@@ -10,6 +12,7 @@ import type { NetBoxClientOptions, NetBoxEndpoint, NetBoxErrorReason } from "./t
 // loads Node's bundled undici, about 15 MiB resident).
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
 const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule("node:https");
+const { getCACertificates } = process.getBuiltinModule("node:tls");
 type HttpAgent = InstanceType<typeof HttpAgent>;
 
 /** Largest answer body read; a NetBox page of 1000 addresses is about 1.5 MB. */
@@ -60,7 +63,8 @@ export class NetBoxHttp {
     try {
       url = new URL(endpoint.url);
     } catch {
-      throw new NetBoxError(`NetBox URL ${JSON.stringify(endpoint.url)} is not a URL`, "BadRequest");
+      // Not printed: text that is no URL may still hold a password.
+      throw new NetBoxError("NetBox URL is not a URL", "BadRequest");
     }
     if (url.protocol !== "https:" && url.protocol !== "http:")
       throw new NetBoxError(`NetBox URL must be http:// or https://, not ${url.protocol}`, "BadRequest");
@@ -69,7 +73,7 @@ export class NetBoxHttp {
     const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS };
     this.agent =
       url.protocol === "https:"
-        ? new HttpsAgent({ ...agentOptions, ...(endpoint.caBundle ? { ca: endpoint.caBundle } : {}) })
+        ? new HttpsAgent({ ...agentOptions, ...(endpoint.caBundle ? { ca: trustedRoots(endpoint.caBundle) } : {}) })
         : new HttpAgent(agentOptions);
     const token = endpoint.token.trim();
     this.authorization = token.startsWith("nbt_") ? `Bearer ${token}` : `Token ${token}`;
@@ -197,6 +201,12 @@ export class NetBoxHttp {
     });
   }
 }
+
+/**
+ * The roots an https client with a CA bundle trusts: Node's default ones (bundled, `NODE_EXTRA_CA_CERTS`, the
+ * system's with `--use-system-ca`) and the bundle. Node's `ca` option replaces the defaults, so they are given too.
+ */
+export const trustedRoots = (caBundle: string): string[] => [...getCACertificates("default"), caBundle];
 
 const ok = (status: number): boolean => status >= 200 && status < 300;
 

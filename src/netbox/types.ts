@@ -12,7 +12,7 @@ export interface NetBoxEndpoint {
    * legacy 40-character v1 token (sent as `Token`). It never appears in an error, a log line or a thrown object.
    */
   token: string;
-  /** PEM certificates trusted for an `https` URL instead of the system's roots. */
+  /** PEM certificates trusted for an `https` URL besides the system's roots. */
   caBundle?: string;
 }
 
@@ -142,4 +142,6 @@ export type NetBoxErrorReason =
   | "Throttled"
   | "Exhausted"
   | "ServerError"
-  | "BadRequest";
+  | "BadRequest"
+  /** The controller refused to call this NetBox (a URL its token is not for, plain http): nothing was sent. */
+  | "NotAllowed";

@@ -1,24 +1,26 @@
 /**
- * Connects a NetBox pool to its NetBox: the URL and CA bundle from its spec, the API token from the Secret it names.
+ * Connects a NetBox pool to its NetBox: the token, the NetBox's URL and its CA from the Secret the pool names (trust.ts
+ * decides where the token may go; a pool's own deprecated url and caBundle only within those rules).
  *
  * Where tokens live, and why: in the controller's own namespace. The controller may `get` Secrets there and nowhere
  * else (NETBOX_SECRET_RULES, a Role of that namespace; no list, no watch), so a pool cannot make it read a Secret of
  * another namespace, and it learns no Secret nobody named. Which pools may use a token is the Secret's to say:
- * {@link ALLOWED_NAMESPACES_ANNOTATION} names the namespaces whose NetBoxIPPools may (or `*`); cluster-scoped
- * GlobalNetBoxIPPools, which only cluster administrators create, may use any.
+ * its allowed-namespaces annotation (trust.ts) names the namespaces whose NetBoxIPPools may (or `*`), the controller's own
+ * included; cluster-scoped GlobalNetBoxIPPools, which only cluster administrators create, may use any.
  *
- * A token is kept for {@link TOKEN_TTL_MS}, or until NetBox refuses it (a rotated token is picked up at the next
- * call after that, or within the TTL); a client is kept per (URL, token,
- * CA) and shared by every pool of one NetBox, so connections are per instance. Errors name the Secret and key, never
- * the token.
+ * A Secret is kept for {@link TOKEN_TTL_MS}, or until NetBox refuses its token (a rotated token is picked up at the
+ * next call after that, or within the TTL); a client is kept per (URL, token, CA) and shared by every pool of one
+ * NetBox, so connections are per instance. Errors name the Secret and key, never the token nor a URL's userinfo; a
+ * refusal is thrown before any client exists, so nothing is sent.
  */
 import { createHash } from "node:crypto";
-import { ALLOWED_NAMESPACES_ANNOTATION, DEFAULT_TOKEN_KEY, type NetBoxIPPool } from "../../../api/netbox/types.js";
+import { DEFAULT_TOKEN_KEY, type NetBoxIPPool } from "../../../api/netbox/types.js";
 import { isNotFound } from "../../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../../kube/resource.js";
 import type { KindContext } from "../pools/kind.js";
 import { NetBoxError, type NetBoxClient, type NetBoxEndpoint } from "../../netbox/client.js";
 import type { NetBoxConnector } from "./engine.js";
+import { bindToken, SECRET_CA_KEY, SECRET_URL_KEY, type TrustPolicy } from "./trust.js";
 
 /** How long a token read from a Secret is used before the Secret is read again. */
 export const TOKEN_TTL_MS = 60_000;
@@ -33,28 +35,27 @@ const credentialsError = (message: string): NetBoxError => new NetBoxError(messa
 /** RBAC in the controller's namespace: read a named Secret, nothing else. */
 export const NETBOX_SECRET_RULES = [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }];
 
-/** Whether a pool of `poolNamespace` ("" for a global pool) may use a Secret with these annotations. */
-export function mayUseSecret(
-  annotations: Readonly<Record<string, string>> | undefined,
-  poolNamespace: string,
-  controllerNamespace: string,
-): boolean {
-  if (poolNamespace === "" || poolNamespace === controllerNamespace) return true;
-  const allowed = (annotations?.[ALLOWED_NAMESPACES_ANNOTATION] ?? "").split(",").map((s) => s.trim());
-  return allowed.includes("*") || allowed.includes(poolNamespace);
-}
-
 interface KeptSecret {
   secret: Secret;
   readAt: number;
 }
 
+/** Pools whose last warnings are remembered, so each is logged once per change; forgotten past this many. */
+const MAX_WARNED_POOLS = 4096;
+
+const decoded = (data: Record<string, string> | undefined, key: string): string | undefined => {
+  const value = data?.[key];
+  return value === undefined ? undefined : Buffer.from(value, "base64").toString("utf8");
+};
+
 export function netBoxConnector(
   controllerNamespace: string,
   makeClient: (endpoint: NetBoxEndpoint) => NetBoxClient,
+  policy: TrustPolicy = { allowHttp: false },
 ): NetBoxConnector {
   const secrets = new Map<string, KeptSecret>();
   const clients = new Map<string, NetBoxClient>();
+  const warned = new Map<string, string>();
   let api: ResourceClient<Secret> | undefined;
 
   const readSecret = async (name: string, ctx: KindContext): Promise<Secret> => {
@@ -72,30 +73,47 @@ export function netBoxConnector(
     }
   };
 
-  const tokenOf = async (pool: NetBoxIPPool, ctx: KindContext): Promise<string> => {
+  /** Logs the binding's warnings when they differ from the pool's last ones. */
+  const warn = (pool: NetBoxIPPool, warnings: readonly string[], ctx: KindContext): void => {
+    const id = pool.metadata.uid ?? `${pool.metadata.namespace ?? ""}/${pool.metadata.name ?? ""}`;
+    const text = warnings.join("; ");
+    if ((warned.get(id) ?? "") === text) return;
+    if (warned.size >= MAX_WARNED_POOLS) warned.clear();
+    warned.set(id, text);
+    for (const warning of warnings) ctx.log.warn("NetBox pool", { pool: pool.metadata.name, warning });
+  };
+
+  /** The endpoint the pool's Secret allows it; throws Unauthorized or NotAllowed (nothing sent) otherwise. */
+  const endpointOf = async (pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxEndpoint> => {
     const ref = pool.spec.netbox.credentialsRef;
     const key = ref.key ?? DEFAULT_TOKEN_KEY;
-    const where = `Secret ${controllerNamespace}/${ref.name}`;
+    const name = `${controllerNamespace}/${ref.name}`;
     const secret = await readSecret(ref.name, ctx);
-    const poolNamespace = pool.metadata.namespace ?? "";
-    if (!mayUseSecret(secret.metadata.annotations, poolNamespace, controllerNamespace))
-      throw credentialsError(
-        `${where} may not be used by pools of namespace ${poolNamespace}: its ${ALLOWED_NAMESPACES_ANNOTATION} annotation does not name it`,
-      );
-    const encoded = secret.data?.[key];
-    if (!encoded) throw credentialsError(`${where} has no key ${key}`);
-    return Buffer.from(encoded, "base64").toString("utf8").trim();
+    const binding = bindToken(
+      { namespace: pool.metadata.namespace ?? "", url: pool.spec.netbox.url, caBundle: pool.spec.netbox.caBundle },
+      {
+        name,
+        annotations: secret.metadata.annotations,
+        url: decoded(secret.data, SECRET_URL_KEY),
+        ca: decoded(secret.data, SECRET_CA_KEY),
+      },
+      policy,
+    );
+    if (!binding.ok) throw new NetBoxError(binding.message, binding.reason);
+    warn(pool, binding.warnings, ctx);
+    const token = decoded(secret.data, key)?.trim();
+    if (!token) throw credentialsError(`Secret ${name} has no key ${key}`);
+    return { url: binding.url, token, ...(binding.caBundle ? { caBundle: binding.caBundle } : {}) };
   };
 
   const connect = async (pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient> => {
-    const token = await tokenOf(pool, ctx);
-    const { url, caBundle } = pool.spec.netbox;
+    const endpoint = await endpointOf(pool, ctx);
     const id = createHash("sha256")
-      .update(JSON.stringify([url, token, caBundle ?? ""]))
+      .update(JSON.stringify([endpoint.url, endpoint.token, endpoint.caBundle ?? ""]))
       .digest("hex");
     let client = clients.get(id);
     if (!client) {
-      client = makeClient({ url, token, ...(caBundle ? { caBundle } : {}) });
+      client = makeClient(endpoint);
       clients.set(id, client);
     }
     return client;

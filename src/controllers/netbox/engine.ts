@@ -64,7 +64,7 @@ const BACKOFF_MAX_MS = 30_000;
 /** Connects a pool to its NetBox (URL, the token from its Secret, CA bundle): see connect.ts. */
 export interface NetBoxConnector {
   connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient>;
-  /** NetBox refused the pool's token: read its Secret again on the next call (it may have been rotated). */
+  /** NetBox refused the pool's token, or the Secret its URL: read the Secret again on the next call. */
   tokenRejected(pool: NetBoxIPPool): void;
 }
 
@@ -492,7 +492,8 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   /** Records a failed call of the pool's; returns how long to wait before the next pass. */
   failed(pool: NetBoxIPPool, failure: NetBoxError): number {
     const state = this.stateOf(pool);
-    if (failure.reason === "Unauthorized") this.connector.tokenRejected(pool);
+    // A refused token or URL: read the Secret again on the next try (it may have been rotated or corrected).
+    if (failure.reason === "Unauthorized" || failure.reason === "NotAllowed") this.connector.tokenRejected(pool);
     // One failing pass can fail twice (opening the pool, then asking for its claims): the backoff counts passes.
     const sameAttempt = state.failedAt !== undefined && Date.now() - state.failedAt < SAME_ATTEMPT_MS;
     state.failedAt = Date.now();
@@ -570,7 +571,7 @@ function failedAnswer(pool: NetBoxIPPool, failure: NetBoxError): ExternalAnswer 
   return {
     ok: false,
     reason: Reasons.PoolNotReady,
-    message: `NetBox ${pool.spec.netbox.url}: ${failure.reason}: ${failure.message}`,
+    message: `NetBox (Secret ${pool.spec.netbox.credentialsRef.name}): ${failure.reason}: ${failure.message}`,
   };
 }
 

@@ -1,5 +1,4 @@
 import { expect } from "chai";
-import { mayUseSecret } from "./connect.js";
 import {
   dnsNameOf,
   installationOfUid,
@@ -118,23 +117,4 @@ describe("NetBox record identity (pure)", () => {
     expect(splitCidr("10.0.0.5")).to.deep.equal({ address: "10.0.0.5", length: undefined });
     expect(splitCidr("10.0.0.5/x")).to.deep.equal({ address: "10.0.0.5", length: undefined });
   });
-});
-
-describe("which pools may use a token Secret (pure)", () => {
-  const ctl = "metal3-ipam-system";
-  const allow = (v: string) => ({ "netbox.ipam.cluster.x-k8s.io/allowed-namespaces": v });
-  for (const [annotations, pool, expected] of [
-    [undefined, "", true],
-    [undefined, ctl, true],
-    [undefined, "team-a", false],
-    [allow("team-a"), "team-a", true],
-    [allow("team-a, team-b"), "team-b", true],
-    [allow("team-a"), "team-ab", false],
-    [allow("*"), "anyone", true],
-    [allow(""), "team-a", false],
-  ] as const) {
-    it(`${JSON.stringify(annotations ?? null)}: a pool of ${pool || "(global)"} ${expected ? "may" : "may not"}`, () => {
-      expect(mayUseSecret(annotations, pool, ctl)).to.equal(expected);
-    });
-  }
 });

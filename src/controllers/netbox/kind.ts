@@ -23,6 +23,7 @@ import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pool
 import { isNetBoxError } from "../../netbox/client.js";
 import type { NetBoxEngine } from "./engine.js";
 import type { ResolvedParent } from "./parent.js";
+import { URL_NOT_ALLOWED_REASON } from "./trust.js";
 
 function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolKind<NetBoxIPPool> {
   return {
@@ -123,7 +124,7 @@ function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngi
     ? {
         type: "Ready",
         status: "False" as const,
-        reason: Reasons.PoolNotReady,
+        reason: failure.reason === "NotAllowed" ? URL_NOT_ALLOWED_REASON : Reasons.PoolNotReady,
         message: `NetBox: ${failure.reason}: ${failure.message}`,
       }
     : parent
