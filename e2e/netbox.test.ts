@@ -9,6 +9,7 @@ import { NETBOX_CLAIM_FINALIZER, NETBOX_POOL_FINALIZER } from "../api/netbox/typ
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import { OWNER_TAG } from "../src/controllers/netbox/identity.js";
 import { RECORD_MISSING_REASON, RECORDS_CONDITION } from "../src/controllers/netbox/kind.js";
+import { CLAIMED_CONDITION, UNCLAIMED_REASON } from "../src/controllers/netbox/drift.js";
 import { cluster, eventReasons, gone, withController } from "../hack/testkit/ipam.js";
 import { CLUSTER, resourceType } from "../api/registry.js";
 import type { Cluster } from "../src/controllers/clusters.js";
@@ -97,6 +98,13 @@ describe("NetBox pools (a real NetBox)", function () {
         display: `prefix ${prefix.cidr} (#${prefix.id})`,
       });
       expect((await k.claims.get(ns, "m-0")).metadata.finalizers).to.deep.equal([NETBOX_CLAIM_FINALIZER]);
+      // Records made after the last full pass are their claims' (no drift), and stay so at the next full pass.
+      await k.pools.patch(ns, "p", { metadata: { annotations: { touch: "1" } } });
+      await sleep(1_000);
+      const drift = await eventually("RecordsClaimed", async () =>
+        (await k.pools.get(ns, "p")).status?.conditions?.find((x) => x.type === CLAIMED_CONDITION),
+      );
+      expect(drift.status, drift.message).to.equal("True");
     });
   });
 
@@ -278,23 +286,42 @@ describe("NetBox pools (a real NetBox)", function () {
     });
   });
 
-  it("a claim gone without its release (finalizer removed by hand): its IPAddress goes, its NetBox record stays (it may be a moved claim's)", async () => {
+  it("a claim gone without its release (finalizer removed by hand): its IPAddress goes, its NetBox record stays (it may be a moved claim's) and is reported as unclaimed", async () => {
     const prefix = await nb.admin.freshPrefix(24);
     await withController(kc, "nb-orphan", async (ns) => {
       await writeToken(k, ns, nb.token);
+      // Two pools on one prefix: the records of one are claimed by the other's claims, never drift of either.
       await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
-      await claims(ns, "p", ["a"]);
-      const bound = await waitBound(asClaims(), ns, "a", 60_000);
+      await k.pools.create(ns, netBoxPool(ns, "q", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a", "b"]);
+      await claims(ns, "q", ["c"]);
+      const [bound] = await Promise.all(["a", "b", "c"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      if (!bound) throw new Error("claim a not bound");
       await k.claims.patch(ns, "a", { metadata: { finalizers: null } });
       await k.claims.delete(ns, "a");
       await eventually(
         "the orphaned IPAddress released",
         async () => await gone(k.addresses, ns, bound.metadata.name ?? ""),
       );
+      await k.pools.patch(ns, "p", { metadata: { annotations: { touch: "1" } } });
+      const condition = await eventually("RecordsClaimed=False on p", async () => {
+        const c = (await k.pools.get(ns, "p")).status?.conditions?.find((x) => x.type === CLAIMED_CONDITION);
+        return c?.status === "False" ? c : undefined;
+      });
+      expect(condition.reason).to.equal(UNCLAIMED_REASON);
+      expect(condition.message).to.match(/^1 NetBox record\(s\) of ours/);
+      expect(condition.message).to.include(`${bound.spec.address}/24 "${await keyIn(kc, ns, "a")}"`);
+      await k.pools.patch(ns, "q", { metadata: { annotations: { touch: "1" } } });
+      const other = await eventually("RecordsClaimed=False on q", async () => {
+        const c = (await k.pools.get(ns, "q")).status?.conditions?.find((x) => x.type === CLAIMED_CONDITION);
+        return c?.status === "False" ? c : undefined;
+      });
+      // q's prefix holds a's record too: it is reported there as well, never b's (p's live claim) nor c's.
+      expect(other.message).to.include(`/a @`).and.not.include(`/b @`).and.not.include(`/c @`);
       const records = await ourRecordsIn(nb, prefix.cidr);
-      expect(records.map((r) => [r.description, hostOf(r.address)])).to.deep.equal([
-        [await keyIn(kc, ns, "a"), bound.spec.address],
-      ]);
+      expect(records.map((r) => r.description).sort()).to.deep.equal(
+        (await Promise.all(["a", "b", "c"].map((name) => keyIn(kc, ns, name)))).sort(),
+      );
     });
   });
 

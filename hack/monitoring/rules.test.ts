@@ -27,11 +27,17 @@ const REQUIRED = [
   "Metal3IPAMPoolNearlyFull",
   "Metal3IPAMPoolExhausted",
   "Metal3IPAMClaimsPending",
+  "Metal3IPAMNetBoxDrift",
   "Metal3IPAMReconcileErrors",
   "Metal3IPAMNoLeader",
   "Metal3IPAMWebhookCertificateExpiring",
 ];
-const POOL_ALERTS = ["Metal3IPAMPoolNearlyFull", "Metal3IPAMPoolExhausted", "Metal3IPAMClaimsPending"];
+const POOL_ALERTS = [
+  "Metal3IPAMPoolNearlyFull",
+  "Metal3IPAMPoolExhausted",
+  "Metal3IPAMClaimsPending",
+  "Metal3IPAMNetBoxDrift",
+];
 
 interface K8sObject {
   apiVersion: string;

@@ -29,6 +29,17 @@ describe("Prometheus metrics", () => {
     expect(await sample(m, "metal3_ipam_pool_claims_pending", { pool: "p" })).to.equal(undefined);
   });
 
+  it("exports a NetBox pool's drift per kind, zeros included, and drops it with the pool", async () => {
+    const m = new PrometheusMetrics();
+    const pool = { kind: "NetBoxIPPool", namespace: "ns", name: "p" };
+    m.netBoxDrift(pool, { missing: 0, unclaimed: 2 });
+    const labels = { namespace: "ns", pool: "p", pool_kind: "NetBoxIPPool" };
+    expect(await sample(m, "metal3_ipam_netbox_drift_records", { ...labels, drift: "unclaimed" })).to.equal(2);
+    expect(await sample(m, "metal3_ipam_netbox_drift_records", { ...labels, drift: "missing" })).to.equal(0);
+    m.poolGone(pool);
+    expect(await sample(m, "metal3_ipam_netbox_drift_records", { pool: "p" })).to.equal(undefined);
+  });
+
   it("labels every per-pool series with its pool kind; pools of one name but other kinds are apart", async () => {
     const m = new PrometheusMetrics();
     const metal3 = { kind: "IPPool", namespace: "ns", name: "p" };

@@ -38,7 +38,13 @@ export interface ControllerMetrics {
   poolKindServed(kind: string, served: boolean, reason: string): void;
   /** One finished NetBox request: templated route, method, HTTP status or failure reason, duration. */
   netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void;
+  /** A NetBox pool's drift: IPAddresses whose record is gone, records of ours no claim holds (controllers/netbox/drift.ts). */
+  netBoxDrift(pool: PoolLabels, counts: Readonly<Record<NetBoxDriftKind, number>>): void;
 }
+
+/** The kinds of drift between NetBox and a pool's claims (the `drift` label). */
+export type NetBoxDriftKind = "missing" | "unclaimed";
+const NETBOX_DRIFT_KINDS: readonly NetBoxDriftKind[] = ["missing", "unclaimed"];
 
 export const noMetrics: ControllerMetrics = {
   poolCapacity: () => undefined,
@@ -51,6 +57,7 @@ export const noMetrics: ControllerMetrics = {
   leader: () => undefined,
   poolKindServed: () => undefined,
   netBoxRequest: () => undefined,
+  netBoxDrift: () => undefined,
 };
 
 /** How an admission request ended: answered allowed or denied, failed inside a handler, or refused at HTTP level. */
@@ -115,6 +122,12 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     help: "NetBox API request latency by templated route and method",
     labelNames: ["route", "method"],
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  private readonly netBoxDriftRecords = new Gauge({
+    name: `${PREFIX}netbox_drift_records`,
+    help: "NetBox pool drift: IPAddresses whose NetBox record is gone (missing), records of ours no claim holds (unclaimed)",
+    labelNames: [...POOL_LABELS, "drift"],
     registers: [this.registry],
   });
   private readonly releases = new Counter({
@@ -295,6 +308,7 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     const labels = poolLabels(pool);
     for (const g of [this.total, this.used, this.free]) g.remove(labels);
     for (const kind of CLAIM_KINDS) this.pending.remove({ ...labels, kind });
+    for (const drift of NETBOX_DRIFT_KINDS) this.netBoxDriftRecords.remove({ ...labels, drift });
   }
 
   allocation(result: string, seconds?: number): void {
@@ -338,6 +352,10 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     if (previous !== undefined && previous !== reason) this.kindServed.remove({ pool_kind: kind, reason: previous });
     this.kindReasons.set(kind, reason);
     this.kindServed.set({ pool_kind: kind, reason }, served ? 1 : 0);
+  }
+
+  netBoxDrift(pool: PoolLabels, counts: Readonly<Record<NetBoxDriftKind, number>>): void {
+    for (const drift of NETBOX_DRIFT_KINDS) this.netBoxDriftRecords.set({ ...poolLabels(pool), drift }, counts[drift]);
   }
 
   netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void {

@@ -44,6 +44,7 @@ import {
   type RecordOwner,
 } from "./identity.js";
 import { resolveParent, type ResolvedParent } from "./parent.js";
+import { missingRecords, unclaimedRecords, type BoundRecord } from "./drift.js";
 
 /** Records created per `available-ips` call (NetBox takes a list; one call holds its lock once). */
 export const BATCH = 50;
@@ -94,6 +95,10 @@ interface PoolEngineState {
   opened?: boolean;
   /** When a full pass should list the records again though nothing failed (see {@link RECHECK_AFTER_START_MS}). */
   recheckAt?: number;
+  /** The NetBox object the parent is (URL, kind, id), once resolved: pools that share it share their records. */
+  parentKey?: string;
+  /** Descriptions of the pool's live claims at the last full pass (settle); undefined before it. */
+  claimed?: Set<string>;
 }
 
 /** The claim a pass asks for, as NetBox will record it. */
@@ -142,6 +147,12 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     if (state.parent) return state.parent;
     const api = await this.connect(pool, ctx);
     state.parent = await this.recording(state, () => resolveParent(api, pool.spec));
+    state.parentKey = JSON.stringify([
+      pool.spec.netbox.credentialsRef.name,
+      pool.spec.netbox.url ?? "",
+      state.parent.parent.kind,
+      state.parent.parent.id,
+    ]);
     return state.parent;
   }
 
@@ -162,6 +173,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const state = this.stateOf(pool);
     const installation = await this.installationId(ctx);
     const asked = claims.map((c) => askedOf(c, installation));
+    for (const a of asked) state.claimed?.add(a.description);
     try {
       const api = await this.connect(pool, ctx);
       const parent = await this.parentOf(pool, ctx);
@@ -201,10 +213,11 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
    */
   async settle(pool: NetBoxIPPool, claims: readonly ExternalHolding[], ctx: KindContext): Promise<void> {
     const state = this.stateOf(pool);
+    const installation = await this.installationId(ctx);
+    state.claimed = new Set(claims.map((c) => recordKey(c, installation)));
     if (!state.owned || !state.parent) return;
     const parent = state.parent.parent;
     try {
-      const installation = await this.installationId(ctx);
       const api = await this.connect(pool, ctx);
       await this.takeOver(api, state, parent, claims, installation, ctx);
       const asked = claims.map((c) => ({ description: recordKey(c, installation), address: c.address }));
@@ -352,20 +365,28 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /**
    * Records of the pool in Kubernetes (claim namespace, claim name, address) whose NetBox record is gone or holds
-   * another address: someone deleted or changed it in NetBox while the claim lives. Empty while the engine does not
-   * know the pool's records (they are listed on the next pass).
+   * another address: someone deleted or changed it in NetBox while the claim lives. Undefined while the engine does
+   * not know the pool's records (they are listed on the next pass).
    */
-  missingRecords(
-    pool: NetBoxIPPool,
-    records: readonly { namespace: string; claim: string; address: string }[],
-  ): { namespace: string; claim: string; address: string }[] {
+  missingRecords(pool: NetBoxIPPool, records: readonly BoundRecord[]): BoundRecord[] | undefined {
     const owned = this.pools.get(poolId(pool))?.owned;
     const installation = this.installation;
-    if (!owned || installation === undefined) return [];
-    return records.filter((r) => {
-      const mine = owned.get(recordKey({ namespace: r.namespace, name: r.claim }, installation)) ?? [];
-      return !mine.some((m) => splitCidr(m.address).address === r.address);
-    });
+    if (!owned || installation === undefined) return undefined;
+    return missingRecords(owned, records, (namespace, name) => recordKey({ namespace, name }, installation));
+  }
+
+  /**
+   * Records of ours in the pool's prefix or range that no live claim holds, of this pool or of any other pool of this
+   * process naming the same NetBox object (their records share our tag and the parent). Undefined until the pool's
+   * records are listed and its claims known (a full pass).
+   */
+  unclaimedRecords(pool: NetBoxIPPool): NetBoxAddress[] | undefined {
+    const state = this.pools.get(poolId(pool));
+    if (!state?.owned || !state.claimed || state.parentKey === undefined) return undefined;
+    const claimed = new Set<string>();
+    for (const other of this.pools.values())
+      if (other.parentKey === state.parentKey) for (const d of other.claimed ?? []) claimed.add(d);
+    return unclaimedRecords(state.owned, claimed);
   }
 
   /**

@@ -24,6 +24,7 @@ import { isNetBoxError } from "../../netbox/client.js";
 import type { NetBoxEngine } from "./engine.js";
 import type { ResolvedParent } from "./parent.js";
 import { URL_NOT_ALLOWED_REASON } from "./trust.js";
+import { claimedCondition, recordsCondition, type PoolCondition } from "./drift.js";
 
 function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolKind<NetBoxIPPool> {
   return {
@@ -83,43 +84,18 @@ function entryOf(pool: NetBoxIPPool, parent: ResolvedParent): CompiledEntry {
   };
 }
 
-/** The condition saying whether every IPAddress of the pool still has its record in NetBox. */
-export const RECORDS_CONDITION = "RecordsInNetBox";
-/** Its reason when some do not: a record was deleted (or moved to another address) in NetBox while its claim lives. */
-export const RECORD_MISSING_REASON = "RecordMissingInNetBox";
+export { RECORDS_CONDITION, RECORD_MISSING_REASON } from "./drift.js";
 
 /**
- * NetBox's utilisation, a Ready condition saying whether NetBox answers, and {@link RECORDS_CONDITION}: a record
- * deleted in NetBox under a live claim is reported (never replaced: the claim keeps its address, and NetBox may
- * hand that address to someone else, which a person must sort out).
+ * NetBox's utilisation, a Ready condition saying whether NetBox answers, and the drift conditions (drift.ts) with
+ * their metric: a record deleted in NetBox under a live claim, and records of ours no live claim holds, are reported
+ * (never replaced nor deleted: which side is right is a person's call). Drift is left as last said while the engine
+ * does not know the pool's records or claims.
  */
 function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngine): StatusDecision | undefined {
   const { parent, failure } = engine.view(pool);
 
-  const missing = engine.missingRecords(
-    pool,
-    (input.records.capiAddresses as CapiIPAddress[]).map((r) => ({
-      namespace: r.metadata.namespace ?? "",
-      claim: r.spec.claimRef?.name ?? "",
-      address: r.spec.address,
-    })),
-  );
-  const recordsCondition = missing.length
-    ? {
-        type: RECORDS_CONDITION,
-        status: "False" as const,
-        reason: RECORD_MISSING_REASON,
-        message: `${missing.length} IPAddress(es) have no record in NetBox any more: ${missing
-          .slice(0, 5)
-          .map((m) => `${m.namespace}/${m.claim} ${m.address}`)
-          .join(", ")}`,
-      }
-    : {
-        type: RECORDS_CONDITION,
-        status: "True" as const,
-        reason: "RecordsPresent",
-        message: "Every IPAddress has its NetBox record",
-      };
+  const { records, claimed } = driftOf(pool, input, engine);
   const ready = failure
     ? {
         type: "Ready",
@@ -143,14 +119,35 @@ function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngi
     status.netbox = { kind: parent.parent.kind, id: parent.parent.id, display: parent.display };
   }
   if (ready) status.conditions = setCondition(pool.status?.conditions, ready, input.now);
-  if (parent) status.conditions = setCondition(status.conditions, recordsCondition, input.now);
+  for (const drift of parent ? [records, claimed] : [])
+    if (drift) status.conditions = setCondition(status.conditions, drift, input.now);
   if (isEqual(status, pool.status ?? {})) return undefined;
   const conditionsSame = isEqual(status.conditions, pool.status?.conditions);
   return {
     patch: status,
     viewOnly: pool.status !== undefined && conditionsSame,
-    ...notReadyOf(conditionsSame, failure && ready, missing.length > 0 ? recordsCondition : undefined),
+    ...notReadyOf(conditionsSame, failure && ready, records?.status === "False" ? records : undefined),
   };
+}
+
+/** The drift conditions the engine can tell now (none while it does not know), with their metric. */
+function driftOf(
+  pool: NetBoxIPPool,
+  input: StatusInput,
+  engine: NetBoxEngine,
+): { records: PoolCondition | undefined; claimed: PoolCondition | undefined } {
+  const missing = engine.missingRecords(
+    pool,
+    (input.records.capiAddresses as CapiIPAddress[]).map((r) => ({
+      namespace: r.metadata.namespace ?? "",
+      claim: r.spec.claimRef?.name ?? "",
+      address: r.spec.address,
+    })),
+  );
+  const unclaimed = engine.unclaimedRecords(pool);
+  if (missing && unclaimed)
+    input.metrics.netBoxDrift(input.ref, { missing: missing.length, unclaimed: unclaimed.length });
+  return { records: missing && recordsCondition(missing), claimed: unclaimed && claimedCondition(unclaimed) };
 }
 
 /** The NetBox pool kinds, sharing one engine (one set of connections per NetBox instance). */
@@ -161,7 +158,10 @@ export function netBoxPoolKinds(engine: NetBoxEngine): [PoolKind<NetBoxIPPool>, 
 /** RBAC for serving the NetBox kinds (their tokens: NETBOX_SECRET_RULES in connect.ts, the controller's namespace). */
 export const NETBOX_RULES = poolKindRules(NETBOX_IPPOOL, GLOBAL_NETBOX_IPPOOL);
 
-/** The Warning Event a changed condition deserves: NetBox failing, or records missing there. */
+/**
+ * The Warning Event a changed condition deserves: NetBox failing, or records missing there. Unclaimed records get
+ * none: a claim being deleted holds its record until its release, which a full pass may see in between.
+ */
 function notReadyOf(
   conditionsSame: boolean,
   ready: { reason: string; message: string } | undefined,
