@@ -10,6 +10,7 @@ import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import { OWNER_TAG } from "../src/controllers/netbox/identity.js";
 import { RECORD_MISSING_REASON, RECORDS_CONDITION } from "../src/controllers/netbox/kind.js";
 import { CLAIMED_CONDITION, UNCLAIMED_REASON } from "../src/controllers/netbox/drift.js";
+import { GATEWAY_TAG } from "../src/controllers/netbox/gateway.js";
 import { cluster, eventReasons, gone, withController } from "../hack/testkit/ipam.js";
 import { CLUSTER, resourceType } from "../api/registry.js";
 import type { Cluster } from "../src/controllers/clusters.js";
@@ -120,6 +121,33 @@ describe("NetBox pools (a real NetBox)", function () {
       const bound = await Promise.all(["a", "b", "c"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
       expect(bound.map((r) => r.spec.address).sort()).to.deep.equal([`${base}.11`, `${base}.13`, `${base}.14`]);
       expect(bound.every((r) => r.spec.prefix === 24)).to.equal(true);
+    });
+  });
+
+  it("without a gateway in the spec, writes the one NetBox records (the address tagged gateway in the subnet) on each IPAddress", async () => {
+    await nb.admin.createTag(GATEWAY_TAG).catch(() => undefined);
+    const prefix = await nb.admin.freshPrefix(24);
+    const base = hostOf(prefix.cidr).replace(/\.0$/, "");
+    await nb.admin.reserveAddress(`${base}.254/24`, { tags: [GATEWAY_TAG] });
+    // A range pool looks in the prefix NetBox holds for the range's subnet.
+    const range = await nb.admin.freshRange(10, 20);
+    const rangeBase = hostOf(range.start).replace(/\.10$/, "");
+    await nb.admin.createPrefix(range.cidr);
+    await nb.admin.reserveAddress(`${rangeBase}.1/24`, { tags: [GATEWAY_TAG] });
+    await withController(kc, "nb-gateway", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(nb, ns, "r", { range: { id: range.id } }));
+      // The spec's gateway wins over NetBox's.
+      await k.pools.create(ns, netBoxPool(nb, ns, "s", { prefix: { id: prefix.id } }, { gateway: `${base}.253` }));
+      await claims(ns, "p", ["a"]);
+      await claims(ns, "r", ["b"]);
+      await claims(ns, "s", ["c"]);
+      const [a, b, c] = await Promise.all(["a", "b", "c"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      expect(a?.spec.gateway).to.equal(`${base}.254`);
+      expect(b?.spec.gateway).to.equal(`${rangeBase}.1`);
+      expect(b?.spec.address).to.equal(`${rangeBase}.10`);
+      expect(c?.spec.gateway).to.equal(`${base}.253`);
     });
   });
 

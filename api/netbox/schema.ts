@@ -76,7 +76,9 @@ function spec(): JSONSchemaProps {
         ],
       },
       addressPrefix: int("Prefix length written on each IPAddress; default: NetBox's.", { minimum: 0, maximum: 128 }),
-      gateway: str("Gateway written on each IPAddress."),
+      gateway: str(
+        "Gateway written on each IPAddress; default: the IP address NetBox tags gateway in the pool's subnet, if any.",
+      ),
       tenantId: int("NetBox tenant id set on each record.", { minimum: 1 }),
       tags: { type: "array", description: "Tag slugs set on each record besides ours.", items: { type: "string" } },
       dnsNameTemplate: str("DNS name of each record; {namespace}, {name} and {cluster} are the claim's."),

@@ -78,7 +78,10 @@ export interface NetBoxIPPoolSpec {
   range?: NetBoxRangeRef;
   /** Prefix length written on each IPAddress; default: the one NetBox gives the address (its prefix's or range's). */
   addressPrefix?: number;
-  /** Gateway written on each IPAddress. */
+  /**
+   * Gateway written on each IPAddress. Default: the IP address record NetBox tags `gateway` inside the pool's subnet
+   * (the prefix; for a range, the prefix of the range's subnet), read once per generation of the pool.
+   */
   gateway?: string;
   /** NetBox tenant id set on each record. */
   tenantId?: number;

@@ -45,6 +45,7 @@ import {
 } from "./identity.js";
 import { resolveParent, type ResolvedParent } from "./parent.js";
 import { missingRecords, unclaimedRecords, type BoundRecord } from "./drift.js";
+import { readGateway } from "./gateway.js";
 
 /** Records created per `available-ips` call (NetBox takes a list; one call holds its lock once). */
 export const BATCH = 50;
@@ -99,6 +100,8 @@ interface PoolEngineState {
   parentKey?: string;
   /** Descriptions of the pool's live claims at the last full pass (settle); undefined before it. */
   claimed?: Set<string>;
+  /** The gateway read from NetBox (gateway.ts) and the pool generation it was read for. */
+  gateway?: { generation: number; address: string | undefined };
 }
 
 /** The claim a pass asks for, as NetBox will record it. */
@@ -154,6 +157,22 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       state.parent.parent.id,
     ]);
     return state.parent;
+  }
+
+  /**
+   * The gateway of the pool's IPAddresses: the spec's, else the one NetBox records for the pool's subnet (gateway.ts),
+   * read once per generation of the pool. Throws NetBox's errors.
+   */
+  async gatewayOf(pool: NetBoxIPPool, ctx: KindContext): Promise<string | undefined> {
+    if (pool.spec.gateway) return pool.spec.gateway;
+    const state = this.stateOf(pool);
+    const generation = pool.metadata.generation ?? 0;
+    if (state.gateway?.generation === generation) return state.gateway.address;
+    const api = await this.connect(pool, ctx);
+    const parent = await this.parentOf(pool, ctx);
+    const address = await this.recording(state, () => readGateway(api, parent));
+    state.gateway = { generation, address };
+    return address;
   }
 
   /** What NetBox last said of the pool: its parent (with utilisation) and the failure, if the last call failed. */

@@ -59,7 +59,8 @@ function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolK
 async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContext): Promise<AddressSpace> {
   try {
     const parent = await engine.open(pool, ctx);
-    return { entries: [entryOf(pool, parent)], specErrors: [] };
+    const gateway = await engine.gatewayOf(pool, ctx);
+    return { entries: [entryOf(pool, parent, gateway)], specErrors: [] };
   } catch (err) {
     if (!isNetBoxError(err)) throw err;
     const failure = err;
@@ -69,7 +70,8 @@ async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContex
   }
 }
 
-function entryOf(pool: NetBoxIPPool, parent: ResolvedParent): CompiledEntry {
+/** The allocator's one entry; `gateway` is the spec's, or the one NetBox records (gateway.ts). */
+function entryOf(pool: NetBoxIPPool, parent: ResolvedParent, gateway: string | undefined): CompiledEntry {
   const size = parent.last - parent.first + 1n;
   return {
     index: 0,
@@ -80,7 +82,7 @@ function entryOf(pool: NetBoxIPPool, parent: ResolvedParent): CompiledEntry {
     bounded: true,
     indexSpace: size,
     prefix: pool.spec.addressPrefix ?? parent.prefixLength,
-    ...(pool.spec.gateway ? { gateway: pool.spec.gateway } : {}),
+    ...(gateway ? { gateway } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ export interface ResolvedParent {
   /** NetBox's utilisation: addresses it counts, and those in use (ours and everyone's). */
   size: number;
   used: number;
+  /** The VRF of the prefix or range; absent for the global table. */
+  vrfId?: number;
 }
 
 /** A pool whose spec names no usable parent: a BadRequest, so its claims and its Ready condition say so. */
@@ -38,6 +40,7 @@ export async function resolveParent(api: NetBoxClient, spec: NetBoxIPPoolSpec): 
       prefixLength: subnet.prefixLength,
       size: found.size,
       used: found.used,
+      ...(found.vrfId !== undefined ? { vrfId: found.vrfId } : {}),
     };
   }
   if (spec.range) {
@@ -57,6 +60,7 @@ export async function resolveParent(api: NetBoxClient, spec: NetBoxIPPoolSpec): 
       prefixLength: start.length,
       size: found.size,
       used: found.used,
+      ...(found.vrfId !== undefined ? { vrfId: found.vrfId } : {}),
     };
   }
   throw specError("spec names neither a prefix nor a range");
