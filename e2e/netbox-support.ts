@@ -95,6 +95,7 @@ export interface NetBoxRecordView {
   comments: string;
   tags: { slug: string }[];
   tenant: { id: number } | null;
+  custom_fields: Record<string, unknown>;
 }
 
 /** Every record inside `cidr` (any tag), by the admin's token. */

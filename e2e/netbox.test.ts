@@ -151,6 +151,43 @@ describe("NetBox pools (a real NetBox)", function () {
     });
   });
 
+  it("sets the pool's custom fields on each record; fields NetBox could not take fail the pool's claims, naming the field", async () => {
+    const fields = { e2e_owner: "team-a", e2e_rack: 12, e2e_managed: true };
+    for (const [name, type] of [
+      ["e2e_owner", "text"],
+      ["e2e_rack", "integer"],
+      ["e2e_managed", "boolean"],
+    ] as const)
+      await nb.admin.createCustomField(name, type).catch(() => undefined);
+    const prefix = await nb.admin.freshPrefix(24);
+    await withController(kc, "nb-fields", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }, { customFields: fields }));
+      await claims(ns, "p", ["a"]);
+      await waitBound(asClaims(), ns, "a", 60_000);
+      const [record] = await ourRecordsIn(nb, prefix.cidr);
+      expect(record?.custom_fields).to.deep.include(fields);
+      // More than 16: the API server refuses the pool.
+      const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`f${i}`, i]));
+      const err = await k.pools
+        .create(ns, netBoxPool(nb, ns, "many", { prefix: { id: prefix.id } }, { customFields: many }))
+        .then(
+          () => undefined,
+          (e: unknown) => String(e),
+        );
+      expect(err).to.match(/must have at most 16 items|maxProperties/);
+      // A name NetBox refuses: the claim says which field, and NetBox is not asked.
+      const bad = { ...fields, "bad-name": "x" };
+      await k.pools.create(ns, netBoxPool(nb, ns, "bad", { prefix: { id: prefix.id } }, { customFields: bad }));
+      await claims(ns, "bad", ["b"]);
+      const waiting = await waitNotReady(asClaims(), ns, "b", "PoolNotReady");
+      expect(waiting.message).to.include('"bad-name"');
+      expect((await ourRecordsIn(nb, prefix.cidr)).map((r) => r.description)).to.deep.equal([
+        ownerDescription({ namespace: ns, name: "a" }),
+      ]);
+    });
+  });
+
   it("releases: the claim's deletion deletes its NetBox record, and the address is handed out again", async () => {
     const prefix = await nb.admin.freshPrefix(29);
     await withController(kc, "nb-release", async (ns) => {

@@ -48,6 +48,27 @@ function instance(): JSONSchemaProps {
   };
 }
 
+/**
+ * `customFields`: NetBox custom field names to a string, number or boolean each. A value of several types can only be
+ * an untyped node (`x-kubernetes-preserve-unknown-fields`), and the API server compiles no CEL rule over a map of
+ * such values, so the schema bounds the count only; names, value types and lengths are checked by the controller
+ * before NetBox is called (src/controllers/netbox/customfields.ts), failing the pool's claims with the field named.
+ */
+function customFields(): JSONSchemaProps {
+  const value = {
+    description: "A string (at most 256 characters), a number or a boolean.",
+    "x-kubernetes-preserve-unknown-fields": true,
+  } as Omit<JSONSchemaProps, "type"> as JSONSchemaProps;
+  return {
+    type: "object",
+    description:
+      "NetBox custom fields set on each record the pool creates: name to a string, number or boolean. Each must " +
+      "exist in NetBox for IP addresses, with a type that takes the value.",
+    maxProperties: 16,
+    additionalProperties: value,
+  };
+}
+
 function spec(): JSONSchemaProps {
   const id = int("NetBox id.", { minimum: 1 });
   const vrfId = int("NetBox VRF id, when the CIDR or bounds are not unique across VRFs.", { minimum: 1 });
@@ -82,6 +103,7 @@ function spec(): JSONSchemaProps {
       tenantId: int("NetBox tenant id set on each record.", { minimum: 1 }),
       tags: { type: "array", description: "Tag slugs set on each record besides ours.", items: { type: "string" } },
       dnsNameTemplate: str("DNS name of each record; {namespace}, {name} and {cluster} are the claim's."),
+      customFields: customFields(),
     },
     required: ["netbox"],
     "x-kubernetes-validations": [

@@ -92,6 +92,11 @@ export interface NetBoxIPPoolSpec {
    * `{name}.{cluster}.example.com`.
    */
   dnsNameTemplate?: string;
+  /**
+   * NetBox custom fields set on each record: name to value (at most 16; names as NetBox allows them; strings at most
+   * 256 characters). Each must exist in NetBox for IP addresses with a type that takes the value.
+   */
+  customFields?: Record<string, string | number | boolean>;
 }
 
 /** `status`: NetBox's view of the pool, and whether we can reach it. */

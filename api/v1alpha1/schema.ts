@@ -30,6 +30,7 @@ export interface JSONSchemaProps {
   maximum?: number;
   minLength?: number;
   maxLength?: number;
+  maxProperties?: number;
   properties?: Record<string, JSONSchemaProps>;
   additionalProperties?: JSONSchemaProps;
   items?: JSONSchemaProps;
@@ -38,6 +39,8 @@ export interface JSONSchemaProps {
   "x-kubernetes-list-type"?: "atomic" | "map" | "set";
   "x-kubernetes-list-map-keys"?: string[];
   "x-kubernetes-validations"?: ValidationRule[];
+  /** Keeps the node's value as written; only such a node may go without `type` (a structural schema's exception). */
+  "x-kubernetes-preserve-unknown-fields"?: boolean;
 }
 
 /** A `kubectl get` column (`additionalPrinterColumns`). */

@@ -134,6 +134,12 @@ export class NetBoxAdmin {
       .id as number;
   }
 
+  /** A custom field of IP address records (`type`: text, integer, decimal, boolean, ...). */
+  async createCustomField(name: string, type: string): Promise<number> {
+    return (await this.create("/api/extras/custom-fields/", { name, type, object_types: ["ipam.ipaddress"] }))
+      .id as number;
+  }
+
   async createTag(slug: string, name = slug): Promise<number> {
     return (await this.create("/api/extras/tags/", { name, slug })).id as number;
   }

@@ -58,6 +58,7 @@ export function allocationBody(request: AllocationRequest): Json {
     ...(request.tenantId !== undefined ? { tenant: request.tenantId } : {}),
     ...(request.dnsName !== undefined ? { dns_name: request.dnsName } : {}),
     ...(request.comments !== undefined ? { comments: request.comments } : {}),
+    ...(request.customFields !== undefined ? { custom_fields: request.customFields } : {}),
   };
 }
 

@@ -57,6 +57,8 @@ export interface AllocationRequest {
   dnsName?: string;
   /** Free text for people (NetBox's `comments`). */
   comments?: string;
+  /** NetBox custom fields by name; each must exist for IP addresses. */
+  customFields?: Readonly<Record<string, string | number | boolean>>;
 }
 
 /** A prefix and how full it is. */

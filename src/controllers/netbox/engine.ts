@@ -25,9 +25,9 @@ import type {
 } from "../pools/kind.js";
 import {
   isNetBoxError,
+  NetBoxError,
   type NetBoxAddress,
   type NetBoxClient,
-  type NetBoxError,
   type NetBoxParent,
 } from "../../netbox/client.js";
 import {
@@ -46,6 +46,7 @@ import {
 import { resolveParent, type ResolvedParent } from "./parent.js";
 import { missingRecords, unclaimedRecords, type BoundRecord } from "./drift.js";
 import { readGateway } from "./gateway.js";
+import { customFieldsProblem } from "./customfields.js";
 
 /** Records created per `available-ips` call (NetBox takes a list; one call holds its lock once). */
 export const BATCH = 50;
@@ -480,6 +481,9 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     parent: NetBoxParent,
     missing: readonly Asked[],
   ): Promise<boolean> {
+    // The schema bounds only the count of custom fields: the rest is checked here, before NetBox is called.
+    const problem = missing.length > 0 ? customFieldsProblem(pool.spec.customFields) : undefined;
+    if (problem) throw new NetBoxError(`spec: ${problem}`, "BadRequest");
     if (missing.length > 0 && !state.tagEnsured) {
       await this.recording(state, () => api.ensureTag(OWNER_TAG.slug, OWNER_TAG.name));
       state.tagEnsured = true;
@@ -581,6 +585,7 @@ function requestOf(pool: NetBoxIPPool, a: Asked) {
     comments: ownerComments(a.owner, `${pool.kind ?? "NetBoxIPPool"} ${pool.metadata.name ?? ""}`),
     ...(spec.tenantId !== undefined ? { tenantId: spec.tenantId } : {}),
     ...(dnsName ? { dnsName } : {}),
+    ...(spec.customFields ? { customFields: spec.customFields } : {}),
   };
 }
 
