@@ -136,10 +136,10 @@ describe("NetBox pools (a real NetBox)", function () {
     await nb.admin.reserveAddress(`${rangeBase}.1/24`, { tags: [GATEWAY_TAG] });
     await withController(kc, "nb-gateway", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }));
-      await k.pools.create(ns, netBoxPool(nb, ns, "r", { range: { id: range.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
+      await k.pools.create(ns, netBoxPool(ns, "r", { range: { id: range.id } }));
       // The spec's gateway wins over NetBox's.
-      await k.pools.create(ns, netBoxPool(nb, ns, "s", { prefix: { id: prefix.id } }, { gateway: `${base}.253` }));
+      await k.pools.create(ns, netBoxPool(ns, "s", { prefix: { id: prefix.id } }, { gateway: `${base}.253` }));
       await claims(ns, "p", ["a"]);
       await claims(ns, "r", ["b"]);
       await claims(ns, "s", ["c"]);
@@ -162,7 +162,7 @@ describe("NetBox pools (a real NetBox)", function () {
     const prefix = await nb.admin.freshPrefix(24);
     await withController(kc, "nb-fields", async (ns) => {
       await writeToken(k, ns, nb.token);
-      await k.pools.create(ns, netBoxPool(nb, ns, "p", { prefix: { id: prefix.id } }, { customFields: fields }));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }, { customFields: fields }));
       await claims(ns, "p", ["a"]);
       await waitBound(asClaims(), ns, "a", 60_000);
       const [record] = await ourRecordsIn(nb, prefix.cidr);
@@ -170,7 +170,7 @@ describe("NetBox pools (a real NetBox)", function () {
       // More than 16: the API server refuses the pool.
       const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`f${i}`, i]));
       const err = await k.pools
-        .create(ns, netBoxPool(nb, ns, "many", { prefix: { id: prefix.id } }, { customFields: many }))
+        .create(ns, netBoxPool(ns, "many", { prefix: { id: prefix.id } }, { customFields: many }))
         .then(
           () => undefined,
           (e: unknown) => String(e),
@@ -178,13 +178,11 @@ describe("NetBox pools (a real NetBox)", function () {
       expect(err).to.match(/must have at most 16 items|maxProperties/);
       // A name NetBox refuses: the claim says which field, and NetBox is not asked.
       const bad = { ...fields, "bad-name": "x" };
-      await k.pools.create(ns, netBoxPool(nb, ns, "bad", { prefix: { id: prefix.id } }, { customFields: bad }));
+      await k.pools.create(ns, netBoxPool(ns, "bad", { prefix: { id: prefix.id } }, { customFields: bad }));
       await claims(ns, "bad", ["b"]);
       const waiting = await waitNotReady(asClaims(), ns, "b", "PoolNotReady");
       expect(waiting.message).to.include('"bad-name"');
-      expect((await ourRecordsIn(nb, prefix.cidr)).map((r) => r.description)).to.deep.equal([
-        ownerDescription({ namespace: ns, name: "a" }),
-      ]);
+      expect((await ourRecordsIn(nb, prefix.cidr)).map((r) => r.description)).to.deep.equal([await keyIn(kc, ns, "a")]);
     });
   });
 
