@@ -14,15 +14,17 @@ import {
   type PrefixRecord,
   type RangeRecord,
 } from "./records.js";
-import type {
-  AllocationRequest,
-  NetBoxAddress,
-  NetBoxClient,
-  NetBoxClientOptions,
-  NetBoxEndpoint,
-  NetBoxParent,
-  PrefixInfo,
-  RangeInfo,
+import {
+  DEFAULT_LIST_LIMITS,
+  type AllocationRequest,
+  type NetBoxAddress,
+  type NetBoxClient,
+  type NetBoxClientOptions,
+  type NetBoxEndpoint,
+  type ListLimits,
+  type NetBoxParent,
+  type PrefixInfo,
+  type RangeInfo,
 } from "./types.js";
 
 export * from "./types.js";
@@ -75,6 +77,18 @@ export function queryChunks(values: readonly string[]): string[][] {
 /** The block of one host address: `10.0.0.5/32`, `2001:db8::5/128`. */
 const hostBlock = (host: string): string => `${host}/${host.includes(":") ? 128 : 32}`;
 
+/**
+ * Whether a list that has read `read` so far and is not finished may read another page: undefined when it may, else
+ * what it went past, for the error's message.
+ */
+export function listOverLimits(limits: ListLimits, read: ListLimits): string | undefined {
+  const more = "and NetBox says more are left: the controller reads at most";
+  if (read.pages >= limits.pages) return `took ${read.pages} pages ${more} ${limits.pages}`;
+  if (read.records >= limits.records) return `holds ${read.records} records ${more} ${limits.records}`;
+  if (read.bytes >= limits.bytes) return `took ${read.bytes} bytes ${more} ${limits.bytes}`;
+  return undefined;
+}
+
 /** The `vrf_id` filter value of a VRF: its id, or `null` for the global table. */
 const vrfFilter = (vrfId: number | undefined): string => (vrfId === undefined ? "null" : String(vrfId));
 
@@ -82,6 +96,7 @@ const vrfFilter = (vrfId: number | undefined): string => (vrfId === undefined ? 
 export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOptions): NetBoxClient & { close(): void } {
   const http = new NetBoxHttp(endpoint, options);
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const limits = options.listLimits ?? DEFAULT_LIST_LIMITS;
   const get = async (req: Omit<NetBoxRequest, "method">): Promise<unknown> =>
     (await http.send({ ...req, method: "GET" })).body;
 
@@ -127,6 +142,9 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
    * Records matching `filters` inside the scope, every page, by ascending id: each page asks for ids above the last
    * one seen (keyset paging, so records created or deleted meanwhile shift nothing), and the answer's `count` (what
    * is left) says when the page was the last, whatever page size the server caps `limit` at (its MAX_PAGE_SIZE).
+   * Bounded whatever the server answers: a page whose records do not all lie above the last id seen is a ServerError
+   * (the paging would not advance), and a list past the limits ({@link ListLimits}) is TooLarge, so a server that
+   * always says more is coming costs at most the limits.
    */
   const listIn = async (
     scope: { parents: string[]; vrfId?: number },
@@ -134,18 +152,25 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
     anyOf: Readonly<Record<string, readonly string[]>> = {},
   ): Promise<NetBoxAddress[]> => {
     const found: NetBoxAddress[] = [];
-    for (let after = 0; ;) {
+    let bytes = 0;
+    for (let after = 0, pages = 1; ; pages++) {
       const answer = await http.send({
         method: "GET",
         route: ROUTES.addresses,
         query: { vrf_id: vrfFilter(scope.vrfId), ...filters, ordering: "id", id__gt: after, limit: pageSize },
         multi: { ...anyOf, parent: scope.parents },
       });
+      bytes += answer.bytes;
       const page = pageOf(answer.body, "a list of IP addresses");
       const addresses = page.results.map(addressOf);
+      if (addresses.some((a) => a.id <= after))
+        throw new NetBoxError(`NetBox answered ids at or below ${after} to a list of ids above it`, "ServerError");
       found.push(...addresses);
       const last = addresses[addresses.length - 1];
       if (!last || addresses.length >= page.count) return found;
+      const over = listOverLimits(limits, { pages, records: found.length, bytes });
+      if (over)
+        throw new NetBoxError(`NetBox's list of IP addresses in ${scope.parents.join(", ")} ${over}`, "TooLarge");
       after = last.id;
     }
   };

@@ -42,11 +42,13 @@ export interface NetBoxAnswer {
   status: number;
   /** Parsed JSON, or undefined for an empty body (204). */
   body: unknown;
+  /** Length of the body as read off the wire. */
+  bytes: number;
 }
 
 /** What one attempt ended with, before it is mapped to an answer or an error. */
 type Outcome =
-  | { kind: "answer"; status: number; headers: IncomingMessage["headers"]; text: string }
+  | { kind: "answer"; status: number; headers: IncomingMessage["headers"]; text: string; bytes: number }
   | { kind: "socket"; code: string | undefined; detail: string; reusedSocket: boolean; timedOut: boolean };
 
 export class NetBoxHttp {
@@ -98,7 +100,7 @@ export class NetBoxHttp {
     const seconds = (performance.now() - started) / 1000;
     if (outcome.kind === "answer" && (ok(outcome.status) || req.accept?.includes(outcome.status))) {
       this.observe(req, seconds, outcome.status);
-      return { status: outcome.status, body: parseJson(outcome.text) };
+      return { status: outcome.status, body: parseJson(outcome.text), bytes: outcome.bytes };
     }
     const error = this.errorOf(req, outcome);
     this.observe(req, seconds, error.status, error.reason);
@@ -194,6 +196,7 @@ export class NetBoxHttp {
             status: res.statusCode ?? 0,
             headers: res.headers,
             text: Buffer.concat(chunks).toString("utf8"),
+            bytes: size,
           });
         });
       });

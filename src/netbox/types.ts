@@ -133,7 +133,25 @@ export interface NetBoxClientOptions {
   observe?: (o: NetBoxObservation) => void;
   /** Records per list page; default 1000, NetBox's default MAX_PAGE_SIZE (tests make it small to see paging). */
   pageSize?: number;
+  /** The most one list may read; default {@link DEFAULT_LIST_LIMITS} (tests make them small). */
+  listLimits?: ListLimits;
 }
+
+/**
+ * What one list (every page of it) may read before it fails with TooLarge: pages (a server that pages one record at a
+ * time, or never stops), records (what is kept in memory), and bytes of answer bodies (what is read off the wire).
+ */
+export interface ListLimits {
+  pages: number;
+  records: number;
+  bytes: number;
+}
+
+/**
+ * A /16 of records (65,536) read at NetBox's default page of 1,000 takes 66 pages and about 100 MiB of answers;
+ * the records kept of it are small (id, address, description, DNS name, tags, status).
+ */
+export const DEFAULT_LIST_LIMITS: ListLimits = { pages: 1_000, records: 100_000, bytes: 256 * 1024 * 1024 };
 
 export type NetBoxErrorReason =
   | "Unreachable"
@@ -143,6 +161,7 @@ export type NetBoxErrorReason =
   | "NotFound"
   | "Throttled"
   | "Exhausted"
+  | "TooLarge"
   | "ServerError"
   | "BadRequest"
   /** The controller refused to call this NetBox (a URL its token is not for, plain http): nothing was sent. */
