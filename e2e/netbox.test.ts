@@ -388,7 +388,7 @@ describe("NetBox pools (a real NetBox)", function () {
     });
   });
 
-  it("a pool naming a prefix NetBox does not have: claims and the pool say NotFound, and the pool heals once it points at one", async () => {
+  it("a pool naming a prefix NetBox does not have: claims and the pool say NotFound, and are served by a pool made again on one", async () => {
     const prefix = await nb.admin.freshPrefix(24);
     await withController(kc, "nb-404", async (ns) => {
       await writeToken(k, ns, nb.token);
@@ -401,7 +401,10 @@ describe("NetBox pools (a real NetBox)", function () {
         return c?.status === "False" ? c : undefined;
       });
       expect(ready.message).to.include("NotFound");
-      await k.pools.patch(ns, "p", { spec: { prefix: { id: prefix.id } } });
+      // Where a pool takes its addresses from is immutable: it is made again.
+      await k.pools.delete(ns, "p");
+      await eventually("the pool gone", async () => await gone(k.pools, ns, "p"));
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
       expect((await waitBound(asClaims(), ns, "a", 60_000)).spec.address).to.equal(
         hostOf(prefix.cidr).replace(/\.0$/, ".1"),
       );

@@ -6,7 +6,7 @@
  * Plain data, no runtime dependencies.
  */
 import { GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL } from "../registry.js";
-import type { CrdDefinition, JSONSchemaProps, PrinterColumn } from "../v1alpha1/schema.js";
+import type { CrdDefinition, JSONSchemaProps, PrinterColumn, ValidationRule } from "../v1alpha1/schema.js";
 import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./types.js";
 
 const str = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSchemaProps => ({
@@ -21,26 +21,38 @@ const int = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSch
   ...extra,
 });
 
+/**
+ * Why where a pool takes its addresses from may not change: the records it made in NetBox would be left there, held
+ * by nobody. A pool is moved by creating another and moving its claims.
+ */
+const IMMUTABLE_WHY = (field: string): string =>
+  `${field} is immutable: the pool's records in NetBox would be left behind; create a new pool instead`;
+
+/** A transition rule: the field keeps its value once set (`kubectl apply` refuses a change with the reason). */
+const immutable = (field: string): ValidationRule => ({ rule: "self == oldSelf", message: IMMUTABLE_WHY(field) });
+
 function instance(): JSONSchemaProps {
   return {
     type: "object",
     description: "The NetBox instance: the Secret holding its token and naming it.",
     properties: {
       url: str(
-        "Deprecated: the Secret's url key names NetBox. When set it must equal the Secret's url, or no request is made.",
-        { pattern: "^https?://", minLength: 8 },
+        "Deprecated: the Secret's url key names NetBox. When set it must equal the Secret's url, or no request is " +
+          "made. Immutable (it may be removed).",
+        { pattern: "^https?://", minLength: 8, maxLength: 2048, "x-kubernetes-validations": [immutable("url")] },
       ),
       credentialsRef: {
         type: "object",
         description:
           "The Secret in the controller's namespace holding the API token, the NetBox URL it is for (key url) and " +
           "optionally a CA added to the system roots (key ca.crt); a namespaced pool may use it when the Secret's " +
-          "netbox.ipam.cluster.x-k8s.io/allowed-namespaces annotation names the pool's namespace or *.",
+          "netbox.ipam.cluster.x-k8s.io/allowed-namespaces annotation names the pool's namespace or *. Immutable.",
         properties: {
-          name: str("Name of the Secret.", { minLength: 1 }),
-          key: str("Key of the token in the Secret's data; default token."),
+          name: str("Name of the Secret.", { minLength: 1, maxLength: 253 }),
+          key: str("Key of the token in the Secret's data; default token.", { maxLength: 253 }),
         },
         required: ["name"],
+        "x-kubernetes-validations": [immutable("credentialsRef")],
       },
       caBundle: str("Deprecated: the Secret's ca.crt. Ignored for NetBoxIPPools and beside the Secret's ca.crt."),
     },
@@ -79,21 +91,25 @@ function spec(): JSONSchemaProps {
       netbox: instance(),
       prefix: {
         type: "object",
-        description: "A NetBox prefix: by id, or by CIDR (and VRF).",
-        properties: { id, cidr: str("CIDR of the prefix, e.g. 10.0.0.0/24."), vrfId },
-        "x-kubernetes-validations": [{ rule: "has(self.id) || has(self.cidr)", message: "prefix needs id or cidr" }],
+        description: "A NetBox prefix: by id, or by CIDR (and VRF). Immutable.",
+        properties: { id, cidr: str("CIDR of the prefix, e.g. 10.0.0.0/24.", { maxLength: 64 }), vrfId },
+        "x-kubernetes-validations": [
+          { rule: "has(self.id) || has(self.cidr)", message: "prefix needs id or cidr" },
+          immutable("prefix"),
+        ],
       },
       range: {
         type: "object",
-        description: "A NetBox IP range: by id, or by its first and last address (and VRF).",
+        description: "A NetBox IP range: by id, or by its first and last address (and VRF). Immutable.",
         properties: {
           id,
-          start: str("First address of the range."),
-          end: str("Last address of the range."),
+          start: str("First address of the range.", { maxLength: 64 }),
+          end: str("Last address of the range.", { maxLength: 64 }),
           vrfId,
         },
         "x-kubernetes-validations": [
           { rule: "has(self.id) || (has(self.start) && has(self.end))", message: "range needs id or start and end" },
+          immutable("range"),
         ],
       },
       addressPrefix: int("Prefix length written on each IPAddress; default: NetBox's.", { minimum: 0, maximum: 128 }),
@@ -108,6 +124,7 @@ function spec(): JSONSchemaProps {
     required: ["netbox"],
     "x-kubernetes-validations": [
       { rule: "has(self.prefix) != has(self.range)", message: "exactly one of prefix and range must be set" },
+      { rule: "has(self.prefix) == has(oldSelf.prefix)", message: IMMUTABLE_WHY("the choice of prefix or range") },
     ],
   };
 }

@@ -11,7 +11,8 @@
  * A Secret is kept for {@link TOKEN_TTL_MS}, or until NetBox refuses its token (a rotated token is picked up at the
  * next call after that, or within the TTL); a client is kept per (URL, token, CA) and shared by every pool of one
  * NetBox, so connections are per instance. Errors name the Secret and key, never the token nor a URL's userinfo; a
- * refusal is thrown before any client exists, so nothing is sent.
+ * refusal is thrown before any client exists, so nothing is sent. A client is closed and dropped once no pool uses
+ * it (each pool holds the one it last connected with, until it is gone: forget).
  */
 import { createHash } from "node:crypto";
 import { DEFAULT_TOKEN_KEY, type NetBoxIPPool } from "../../../api/netbox/types.js";
@@ -19,7 +20,7 @@ import { isNotFound } from "../../kube/errors.js";
 import { ResourceClient, type KubeObject } from "../../kube/resource.js";
 import type { KindContext } from "../pools/kind.js";
 import { NetBoxError, type NetBoxClient, type NetBoxEndpoint } from "../../netbox/client.js";
-import type { NetBoxConnector } from "./engine.js";
+import { poolKey, type NetBoxConnector } from "./engine.js";
 import { bindToken, SECRET_CA_KEY, SECRET_URL_KEY, type TrustPolicy } from "./trust.js";
 
 /** How long a token read from a Secret is used before the Secret is read again. */
@@ -48,15 +49,38 @@ const decoded = (data: Record<string, string> | undefined, key: string): string 
   return value === undefined ? undefined : Buffer.from(value, "base64").toString("utf8");
 };
 
+/** A client and the pools (by poolKey) whose last connect gave it. */
+interface SharedClient {
+  client: ClosableClient;
+  users: Set<string>;
+}
+
+type ClosableClient = NetBoxClient & { close(): void };
+
 export function netBoxConnector(
   controllerNamespace: string,
-  makeClient: (endpoint: NetBoxEndpoint) => NetBoxClient,
+  makeClient: (endpoint: NetBoxEndpoint) => ClosableClient,
   policy: TrustPolicy = { allowHttp: false },
 ): NetBoxConnector {
   const secrets = new Map<string, KeptSecret>();
-  const clients = new Map<string, NetBoxClient>();
+  const clients = new Map<string, SharedClient>();
+  /** The client id each pool last connected with. */
+  const clientOfPool = new Map<string, string>();
   const warned = new Map<string, string>();
   let api: ResourceClient<Secret> | undefined;
+
+  /** The pool no longer uses the client it had (unless it is `keep`): the client closes once nobody does. */
+  const letGo = (pool: string, keep?: string): void => {
+    const id = clientOfPool.get(pool);
+    if (id === undefined || id === keep) return;
+    clientOfPool.delete(pool);
+    const shared = clients.get(id);
+    shared?.users.delete(pool);
+    if (shared && shared.users.size === 0) {
+      shared.client.close();
+      clients.delete(id);
+    }
+  };
 
   const readSecret = async (name: string, ctx: KindContext): Promise<Secret> => {
     const kept = secrets.get(name);
@@ -111,12 +135,20 @@ export function netBoxConnector(
     const id = createHash("sha256")
       .update(JSON.stringify([endpoint.url, endpoint.token, endpoint.caBundle ?? ""]))
       .digest("hex");
-    let client = clients.get(id);
-    if (!client) {
-      client = makeClient(endpoint);
-      clients.set(id, client);
+    const user = poolKey(pool.metadata);
+    letGo(user, id);
+    let shared = clients.get(id);
+    if (!shared) {
+      shared = { client: makeClient(endpoint), users: new Set() };
+      clients.set(id, shared);
     }
-    return client;
+    shared.users.add(user);
+    clientOfPool.set(user, id);
+    return shared.client;
   };
-  return { connect, tokenRejected: (pool) => void secrets.delete(pool.spec.netbox.credentialsRef.name) };
+  return {
+    connect,
+    tokenRejected: (pool) => void secrets.delete(pool.spec.netbox.credentialsRef.name),
+    forget: (pool) => letGo(poolKey(pool)),
+  };
 }

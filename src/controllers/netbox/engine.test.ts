@@ -52,7 +52,7 @@ describe("NetBoxEngine.release", () => {
   it("releases claims asked for together in a few rounds of one listing and one bulk delete", async () => {
     const nb = fakeNetBox(40);
     const engine = new NetBoxEngine(
-      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined },
+      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined, forget: () => undefined },
       installation,
     );
     await Promise.all(
@@ -69,7 +69,7 @@ describe("NetBoxEngine.release", () => {
     for (const [i, description] of others.entries())
       nb.records.set(100 + i, { ...nb.records.get(1)!, id: 100 + i, address: `10.0.0.${100 + i}/24`, description });
     const engine = new NetBoxEngine(
-      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined },
+      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined, forget: () => undefined },
       installation,
     );
     await engine.release(pool, { namespace: "ns", name: "c-0", cluster: "" }, ctx);
@@ -79,7 +79,7 @@ describe("NetBoxEngine.release", () => {
   it("takes releases asked for while one is in flight into the next round, and fails every claim of a failed round", async () => {
     const nb = fakeNetBox(30);
     const engine = new NetBoxEngine(
-      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined },
+      { connect: () => Promise.resolve(nb.client), tokenRejected: () => undefined, forget: () => undefined },
       installation,
     );
     const release = (i: number): Promise<void> =>

@@ -26,6 +26,7 @@ import type {
 import {
   isNetBoxError,
   NetBoxError,
+  type AllocationRequest,
   type NetBoxAddress,
   type NetBoxClient,
   type NetBoxParent,
@@ -43,7 +44,8 @@ import {
   splitCidr,
   type RecordOwner,
 } from "./identity.js";
-import { resolveParent, type ResolvedParent } from "./parent.js";
+import { changedParent, resolveParent, type ResolvedParent } from "./parent.js";
+import { unstorableReason } from "./storable.js";
 import { missingRecords, unclaimedRecords, type BoundRecord } from "./drift.js";
 import { readGateway } from "./gateway.js";
 import { customFieldsProblem } from "./customfields.js";
@@ -69,12 +71,16 @@ export interface NetBoxConnector {
   connect(pool: NetBoxIPPool, ctx: KindContext): Promise<NetBoxClient>;
   /** NetBox refused the pool's token, or the Secret its URL: read the Secret again on the next call. */
   tokenRejected(pool: NetBoxIPPool): void;
+  /** The pool is gone: its client is closed and dropped when no other pool uses it. */
+  forget(pool: { namespace: string; name: string }): void;
 }
 
 /** The installation id of this management cluster (installation.ts). */
 export type InstallationSource = (ctx: KindContext) => Promise<string>;
 
 interface PoolEngineState {
+  /** The pool object this state is of: a pool deleted and made again under its name starts afresh. */
+  uid: string;
   /** The spec the parent was resolved from (re-resolved when it changes). */
   specKey: string;
   parent?: ResolvedParent;
@@ -125,6 +131,7 @@ interface ReleaseLine {
 }
 
 export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
+  /** By pool (see {@link poolKey}); dropped when the pool is gone (forget). */
   private readonly pools = new Map<string, PoolEngineState>();
   /** Each pool's releases (by pool id), while any is waiting or in flight. */
   private readonly releasing = new Map<string, ReleaseLine>();
@@ -150,7 +157,10 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const state = this.stateOf(pool);
     if (state.parent) return state.parent;
     const api = await this.connect(pool, ctx);
-    state.parent = await this.recording(state, () => resolveParent(api, pool.spec));
+    const resolved = await this.recording(state, () => resolveParent(api, pool.spec));
+    const changed = changedParent(pool.status?.netbox, resolved);
+    if (changed) throw new NetBoxError(changed, "BadRequest");
+    state.parent = resolved;
     state.parentKey = JSON.stringify([
       pool.spec.netbox.credentialsRef.name,
       pool.spec.netbox.url ?? "",
@@ -178,7 +188,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /** What NetBox last said of the pool: its parent (with utilisation) and the failure, if the last call failed. */
   view(pool: NetBoxIPPool): { parent?: ResolvedParent; failure?: NetBoxError } {
-    const state = this.pools.get(poolId(pool));
+    const state = this.kept(pool);
     return {
       ...(state?.parent ? { parent: state.parent } : {}),
       ...(state?.failure ? { failure: state.failure } : {}),
@@ -199,13 +209,21 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       const parent = await this.parentOf(pool, ctx);
       const owned = await this.ownedOf(api, state, parent.parent, installation);
       await this.keepOneEach(api, state, asked, ctx);
+      // A claim NetBox could not store would fail the whole list it is sent with: it fails alone, before any call.
+      const refused = new Map<string, string>();
+      for (const a of asked) {
+        const why = owned.has(a.description) ? undefined : unstorableReason(requestOf(pool, a));
+        if (why) refused.set(a.holder, why);
+      }
       const missing = uniqueBy(
-        asked.filter((a) => !owned.has(a.description)),
+        asked.filter((a) => !owned.has(a.description) && !refused.has(a.holder)),
         (a) => a.description,
       );
       const exhausted = await this.allocate(api, state, pool, parent.parent, missing);
       this.succeeded(state);
-      const answers = new Map(asked.map((a) => [a.holder, answerOf(owned, a, parent, exhausted)]));
+      const answers = new Map(
+        asked.map((a) => [a.holder, refusedAnswer(refused.get(a.holder)) ?? answerOf(owned, a, parent, exhausted)]),
+      );
       // Full: records NetBox committed after our last listing (a request of a killed controller) may take the room,
       // and people free addresses in NetBox: list again soon.
       if (exhausted) state.recheckAt = Date.now() + EXHAUSTED_RECHECK_MS;
@@ -328,7 +346,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
    */
   async release(pool: NetBoxIPPool, claim: ClaimIdentity, ctx: KindContext): Promise<void> {
     const key = recordKey(claim, await this.installationId(ctx));
-    const id = poolId(pool);
+    const id = poolKey(pool.metadata);
     let line = this.releasing.get(id);
     if (!line) {
       line = {};
@@ -389,7 +407,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
    * not know the pool's records (they are listed on the next pass).
    */
   missingRecords(pool: NetBoxIPPool, records: readonly BoundRecord[]): BoundRecord[] | undefined {
-    const owned = this.pools.get(poolId(pool))?.owned;
+    const owned = this.kept(pool)?.owned;
     const installation = this.installation;
     if (!owned || installation === undefined) return undefined;
     return missingRecords(owned, records, (namespace, name) => recordKey({ namespace, name }, installation));
@@ -401,7 +419,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
    * records are listed and its claims known (a full pass).
    */
   unclaimedRecords(pool: NetBoxIPPool): NetBoxAddress[] | undefined {
-    const state = this.pools.get(poolId(pool));
+    const state = this.kept(pool);
     if (!state?.owned || !state.claimed || state.parentKey === undefined) return undefined;
     const claimed = new Set<string>();
     for (const other of this.pools.values())
@@ -436,14 +454,26 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   private stateOf(pool: NetBoxIPPool): PoolEngineState {
-    const id = poolId(pool);
+    const uid = pool.metadata.uid ?? "";
     const specKey = JSON.stringify([pool.spec.netbox.url, pool.spec.prefix, pool.spec.range]);
-    let state = this.pools.get(id);
+    let state = this.kept(pool);
     if (!state || state.specKey !== specKey) {
-      state = { specKey, failures: 0 };
-      this.pools.set(id, state);
+      state = { uid, specKey, failures: 0 };
+      this.pools.set(poolKey(pool.metadata), state);
     }
     return state;
+  }
+
+  /** What is kept of this pool object (not of an earlier pool of its name). */
+  private kept(pool: NetBoxIPPool): PoolEngineState | undefined {
+    const state = this.pools.get(poolKey(pool.metadata));
+    return state?.uid === (pool.metadata.uid ?? "") ? state : undefined;
+  }
+
+  /** The pool is gone: its state and its hold on a connection go with it. */
+  forget(ref: { namespace: string; name: string }): void {
+    this.pools.delete(poolKey(ref));
+    this.connector.forget(ref);
   }
 
   /**
@@ -550,7 +580,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   retryAfterMs(pool: NetBoxIPPool): number | undefined {
-    const state = this.pools.get(poolId(pool));
+    const state = this.kept(pool);
     if (state?.retryAfterMs !== undefined) return state.retryAfterMs;
     return state?.recheckAt !== undefined ? Math.max(1, state.recheckAt - Date.now()) : undefined;
   }
@@ -563,8 +593,12 @@ function backoffOf(failures: number, failure: NetBoxError): number {
   return Math.max(backoff, Math.min(asked, BACKOFF_MAX_MS));
 }
 
-function poolId(pool: { metadata: { uid?: string } }): string {
-  return pool.metadata.uid ?? "";
+/**
+ * The key of a pool of either NetBox kind: `<namespace>/<name>`, a global pool's namespace being empty, so the two
+ * kinds never share one.
+ */
+export function poolKey(pool: { namespace?: string | undefined; name?: string | undefined }): string {
+  return `${pool.namespace ?? ""}/${pool.name ?? ""}`;
 }
 
 function askedOf(c: ExternalClaim, installation: string): Asked {
@@ -576,7 +610,7 @@ function askedOf(c: ExternalClaim, installation: string): Asked {
   return { holder: c.holder, owner, description: recordKey(owner, installation) };
 }
 
-function requestOf(pool: NetBoxIPPool, a: Asked) {
+function requestOf(pool: NetBoxIPPool, a: Asked): AllocationRequest {
   const { spec } = pool;
   const dnsName = dnsNameOf(spec.dnsNameTemplate, a.owner);
   return {
@@ -610,6 +644,13 @@ function answerOf(
       ? `NetBox ${parent.display} has no free address left`
       : "NetBox did not record an address for this claim; will ask again",
   };
+}
+
+/** The answer of a claim NetBox cannot store, saying why; undefined for the others. */
+function refusedAnswer(why: string | undefined): ExternalAnswer | undefined {
+  return why === undefined
+    ? undefined
+    : { ok: false, reason: Reasons.AllocationFailed, message: `NetBox cannot record this claim: ${why}` };
 }
 
 function failedAnswer(pool: NetBoxIPPool, failure: NetBoxError): ExternalAnswer {

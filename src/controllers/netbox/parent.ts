@@ -65,3 +65,20 @@ export async function resolveParent(api: NetBoxClient, spec: NetBoxIPPoolSpec): 
   }
   throw specError("spec names neither a prefix nor a range");
 }
+
+/**
+ * Why the pool may not use `resolved`: it served `recorded` (its status says so) and its spec now names another
+ * prefix or range, so the records it made in `recorded` would be left there, held by nobody. The CRD refuses such a
+ * change; this holds where it was made anyway (the CRD's rules were not installed then). Undefined when it may.
+ */
+export function changedParent(
+  recorded: { kind: string; id: number; display?: string } | undefined,
+  resolved: ResolvedParent,
+): string | undefined {
+  if (!recorded || (recorded.kind === resolved.parent.kind && recorded.id === resolved.parent.id)) return undefined;
+  const before = recorded.display ?? `${recorded.kind} #${recorded.id}`;
+  return (
+    `the pool served NetBox ${before} and its spec now names ${resolved.display}: its records in ${before} would ` +
+    "be left behind, so it serves neither; put its prefix or range back, or create a new pool"
+  );
+}

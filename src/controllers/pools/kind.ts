@@ -107,6 +107,11 @@ export interface ExternalEngine<P extends PoolObject = PoolObject> {
    * and while it is full): how long to wait before the pool runs again, as a full pass. Undefined otherwise.
    */
   retryAfterMs(pool: P): number | undefined;
+  /**
+   * The pool `ref` is gone from the cluster: the engine drops whatever it keeps for it (its view of the engine's
+   * records, its connections when no other pool uses them), so pools created and deleted leave nothing behind.
+   */
+  forget(ref: PoolRef): void;
 }
 
 /** A live claim as ExternalEngine.settle sees it: bound to `address` by a record with `annotations`, or pending. */

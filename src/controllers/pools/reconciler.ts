@@ -181,6 +181,7 @@ export class PoolReconciler {
       // Every kind's per-pool series are labelled by its ref: one forget serves them all.
       ctx.metrics.poolGone(pass.ref);
       this.statusWrittenAt.delete(key);
+      pass.kind.external?.forget(pass.ref);
       return undefined;
     }
     const state = kept ? this.advanceState(pass, apis, kept, changes) : await this.buildState(pass, apis, pool);

@@ -1,0 +1,171 @@
+/**
+ * NetBox pools bounded against hostile input, against the real API server: a claim NetBox cannot store fails alone
+ * (the real NetBox), and a server whose list never ends (a loopback server playing NetBox) fails the pool with a
+ * condition instead of growing the controller's heap.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
+import { freshNamespace } from "../hack/testkit/cluster.js";
+import { startController, withController } from "../hack/testkit/ipam.js";
+import type { NetBoxServer } from "../hack/testkit/netbox.js";
+import { eventually } from "../hack/testkit/wait.js";
+import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
+import {
+  keyIn,
+  netBoxPool,
+  netBoxSuite,
+  netBoxRef,
+  ourRecordsIn,
+  writeToken,
+  type NetBoxClients,
+} from "./netbox-support.js";
+
+describe("NetBox pools: bounded and per claim", function () {
+  this.timeout(300_000);
+  let kc: KubeConfig;
+  let k: NetBoxClients;
+  let nb: NetBoxServer;
+
+  before(async function () {
+    ({ kc, nb, k } = await netBoxSuite(this));
+  });
+
+  const asClaims = (): InClusterClients => k as unknown as InClusterClients;
+
+  async function claims(ns: string, pool: string, names: readonly string[], cluster?: string): Promise<void> {
+    const labels = cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {};
+    await Promise.all(names.map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef(pool), labels))));
+  }
+
+  /** The pool's Ready condition once it is False. */
+  const poolNotReady = (ns: string, name: string) =>
+    eventually(`pool ${ns}/${name} Ready=False`, async () => {
+      const c = (await k.pools.get(ns, name)).status?.conditions?.find((x) => x.type === "Ready");
+      return c?.status === "False" ? c : undefined;
+    });
+
+  it("a claim whose name NetBox cannot store (250 characters) fails alone, saying why; the pool's other claims are served", async () => {
+    const prefix = await nb.admin.freshPrefix(24);
+    const long = `m-${"x".repeat(246)}-0`;
+    await withController(kc, "nb-long", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
+      await claims(ns, "p", ["a", long, "b"]);
+      const refused = await waitNotReady(asClaims(), ns, long, "AllocationFailed");
+      expect(refused.message).to.include("NetBox stores at most 200").and.include("shorten the claim's name");
+      await Promise.all(["a", "b"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      // Later claims of the pool are served too: the long one fails every pass without failing theirs.
+      await claims(ns, "p", ["c"]);
+      await waitBound(asClaims(), ns, "c", 60_000);
+      const records = await ourRecordsIn(nb, prefix.cidr);
+      expect(records.map((r) => r.description).sort()).to.deep.equal(
+        (await Promise.all(["a", "b", "c"].map((name) => keyIn(kc, ns, name)))).sort(),
+      );
+    });
+  });
+
+  it("url, credentialsRef, prefix and range are immutable: the API server refuses a change and says why", async () => {
+    const [prefix, other] = [await nb.admin.freshPrefix(24), await nb.admin.freshPrefix(24)];
+    await withController(kc, "nb-immutable", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
+      const changes: [string, object][] = [
+        ["prefix", { spec: { prefix: { id: other.id } } }],
+        ["the choice of prefix or range", { spec: { prefix: null, range: { start: "10.1.2.3", end: "10.1.2.9" } } }],
+        ["url", { spec: { netbox: { url: `${nb.url}/other` } } }],
+        ["credentialsRef", { spec: { netbox: { credentialsRef: { name: "another-secret" } } } }],
+      ];
+      for (const [field, patch] of changes) {
+        const refused = await k.pools.patch(ns, "p", patch).then(
+          () => "accepted",
+          (err: unknown) => String(err),
+        );
+        expect(refused, field).to.include(`${field} is immutable`).and.include("create a new pool instead");
+      }
+      // What does not say where addresses come from may change.
+      await k.pools.patch(ns, "p", { spec: { gateway: "10.9.9.1", tags: [] } });
+      expect((await k.pools.get(ns, "p")).spec.prefix).to.deep.equal({ id: prefix.id });
+    });
+  });
+
+  it("a pool whose spec names another prefix than the one it served (changed where the CRD's rules were not installed) serves nothing there and says why", async () => {
+    const [served, named] = [await nb.admin.freshPrefix(24), await nb.admin.freshPrefix(24)];
+    const ns = await freshNamespace(kc, "nb-moved");
+    await writeToken(k, ns, nb.token);
+    // What a controller stopped while the pool's prefix was edited finds: a status naming the prefix it served.
+    await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: named.id } }));
+    await k.pools.patchStatus(ns, "p", {
+      status: { netbox: { kind: "prefix", id: served.id, display: `prefix ${served.cidr} (#${served.id})` } },
+    });
+    const ctl = await startController(kc, ns);
+    try {
+      await claims(ns, "p", ["a"]);
+      const ready = await poolNotReady(ns, "p");
+      expect(ready.message)
+        .to.include(`served NetBox prefix ${served.cidr} (#${served.id})`)
+        .and.include(`now names prefix ${named.cidr} (#${named.id})`);
+      const claim = await waitNotReady(asClaims(), ns, "a", "PoolNotReady");
+      expect(claim.message).to.include("would be left behind");
+      expect(await ourRecordsIn(nb, named.cidr)).to.deep.equal([]);
+      expect((await k.pools.get(ns, "p")).status?.netbox?.id).to.equal(served.id);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
+  describe("a server whose list of addresses never ends", () => {
+    let server: Server | undefined;
+    let pages = 0;
+    const GIVE_UP = 500;
+
+    after(() => {
+      server?.closeAllConnections();
+      server?.close();
+    });
+
+    /**
+     * A prefix #7, and pages of 1,000 addresses that say a billion more are left, until {@link GIVE_UP} pages were
+     * served (then every page is the last): far past the controller's limit, so that a controller without one ends its
+     * list and fails the test's assertions instead of running the test process out of memory.
+     */
+    async function endlessNetBox(): Promise<string> {
+      server = createServer((req, res) => {
+        const url = new URL(req.url ?? "/", "http://x");
+        const after = Number(url.searchParams.get("id__gt") ?? "0");
+        const results = url.pathname.startsWith("/api/ipam/prefixes/")
+          ? undefined
+          : Array.from({ length: 1000 }, (_, i) => ({ id: after + i + 1, address: `10.0.0.1/8`, tags: [] }));
+        if (results) pages++;
+        const body = results
+          ? {
+              count: pages >= GIVE_UP ? results.length : 1e9,
+              next: `http://${req.headers.host}${req.url}`,
+              previous: null,
+              results,
+            }
+          : { id: 7, prefix: "10.0.0.0/8", vrf: null, is_pool: false };
+        res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body));
+      });
+      await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    }
+
+    it("fails the pool with a TooLarge condition after a bounded number of pages, and its claims say so", async () => {
+      const url = await endlessNetBox();
+      await withController(kc, "nb-endless", async (ns) => {
+        await writeToken(k, ns, nb.token, { url });
+        await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: 7 } }));
+        await claims(ns, "p", ["a"]);
+        const ready = await poolNotReady(ns, "p");
+        expect(ready.message).to.include("TooLarge").and.include("at most 100000");
+        const claim = await waitNotReady(asClaims(), ns, "a", "PoolNotReady");
+        expect(claim.message).to.include("TooLarge");
+      });
+      // One listing per pass reads at most the limit's 100 pages (a count page per lookup besides).
+      expect(pages, "pages served").to.be.above(100).and.below(GIVE_UP);
+    });
+  });
+});
