@@ -9,18 +9,21 @@ import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import { freshNamespace } from "../hack/testkit/cluster.js";
-import { startController, withController } from "../hack/testkit/ipam.js";
+import { gone, startController, withController } from "../hack/testkit/ipam.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually } from "../hack/testkit/wait.js";
 import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
 import {
   keyIn,
+  hostOf,
   netBoxPool,
   netBoxSuite,
   netBoxRef,
   ourRecordsIn,
+  recordsIn,
   writeToken,
   type NetBoxClients,
+  type NetBoxRecordView,
 } from "./netbox-support.js";
 
 describe("NetBox pools: bounded and per claim", function () {
@@ -114,6 +117,39 @@ describe("NetBox pools: bounded and per claim", function () {
     } finally {
       await ctl.stop();
     }
+  });
+
+  it("a /28 pool whose gateway NetBox does not know fills up without handing the gateway out; the reservation goes with the pool", async () => {
+    const prefix = await nb.admin.freshPrefix(28);
+    const base = hostOf(prefix.cidr).replace(/\.\d+$/, "");
+    const first = Number(hostOf(prefix.cidr).split(".")[3]);
+    const gateway = `${base}.${first + 1}`;
+    const names = Array.from({ length: 14 }, (_, i) => `m-${i}`);
+    await withController(kc, "nb-gateway", async (ns) => {
+      await writeToken(k, ns, nb.token);
+      await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }, { gateway }));
+      await claims(ns, "p", names);
+      // 14 usable addresses, one of them the gateway: 13 claims bound, one waiting for room.
+      const bound = await eventually(
+        "13 claims bound",
+        async () => {
+          const addresses = (await k.addresses.list(ns)).items.map((a) => a.spec.address);
+          return addresses.length === 13 && addresses;
+        },
+        120_000,
+      );
+      expect(bound).to.not.include(gateway);
+      expect(new Set(bound).size).to.equal(13);
+      const records = await recordsIn(nb, prefix.cidr);
+      const reservation = records.find((r) => hostOf(r.address) === gateway) as
+        (NetBoxRecordView & { status: { value: string } }) | undefined;
+      expect(reservation?.status.value).to.equal("reserved");
+      expect(reservation?.description).to.include(`NetBoxIPPool ${ns}/p`).and.include("gateway");
+      await Promise.all(names.map((n) => k.claims.delete(ns, n)));
+      await k.pools.delete(ns, "p");
+      await eventually("the pool gone", async () => await gone(k.pools, ns, "p"), 60_000);
+      expect(await recordsIn(nb, prefix.cidr)).to.deep.equal([]);
+    });
   });
 
   describe("a server whose list of addresses never ends", () => {

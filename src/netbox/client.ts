@@ -261,6 +261,11 @@ export function netBoxClient(endpoint: NetBoxEndpoint, options: NetBoxClientOpti
       return answer.status === 404 ? undefined : addressOf(answer.body);
     },
 
+    async updateAddress(id, fields): Promise<NetBoxAddress> {
+      const answer = await http.send({ method: "PATCH", route: ROUTES.address, params: { id }, body: fields });
+      return addressOf(answer.body);
+    },
+
     async setDescription(id, description): Promise<NetBoxAddress> {
       const answer = await http.send({ method: "PATCH", route: ROUTES.address, params: { id }, body: { description } });
       return addressOf(answer.body);

@@ -106,6 +106,8 @@ export interface NetBoxClient {
   getAddress(id: number): Promise<NetBoxAddress | undefined>;
   /** Sets the record's description (PATCH); NotFound when it is gone. */
   setDescription(id: number, description: string): Promise<NetBoxAddress>;
+  /** Sets the record's status and description; NotFound when it does not exist. */
+  updateAddress(id: number, fields: { status: string; description: string }): Promise<NetBoxAddress>;
   /** Deletes the record; one already gone counts as deleted. */
   deleteAddress(id: number): Promise<void>;
   /** Deletes the records, in as few requests as NetBox takes; records already gone count as deleted. */

@@ -44,8 +44,9 @@ import {
   splitCidr,
   type RecordOwner,
 } from "./identity.js";
-import { changedParent, resolveParent, type ResolvedParent } from "./parent.js";
-import { unstorableReason } from "./storable.js";
+import { changedParent, neverHandedOut, resolveParent, type ResolvedParent } from "./parent.js";
+import { MAX_DESCRIPTION, unstorableReason } from "./storable.js";
+import { canonicalAddress } from "../../ipam/address.js";
 import { missingRecords, unclaimedRecords, type BoundRecord } from "./drift.js";
 import { readGateway } from "./gateway.js";
 import { customFieldsProblem } from "./customfields.js";
@@ -219,7 +220,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
         asked.filter((a) => !owned.has(a.description) && !refused.has(a.holder)),
         (a) => a.description,
       );
-      const exhausted = await this.allocate(api, state, pool, parent.parent, missing);
+      const exhausted = await this.allocate(api, state, pool, parent, missing);
       this.succeeded(state);
       const answers = new Map(
         asked.map((a) => [a.holder, refusedAnswer(refused.get(a.holder)) ?? answerOf(owned, a, parent, exhausted)]),
@@ -501,14 +502,16 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /**
    * Creates records for `missing`, in batches. A batch NetBox cannot fill whole (409: fewer addresses left than
-   * asked) is retried one claim at a time, so the addresses that are left still go to the first claims. Returns
+   * asked) is retried one claim at a time, so the addresses that are left still go to the first claims. A record
+   * NetBox made on an address no claim may get (neverHandedOut: it offers the gateway when it has no record of it) is
+   * kept as a reservation of the pool, so NetBox never offers it again, and its claim is asked for again. Returns
    * whether NetBox ran out.
    */
   private async allocate(
     api: NetBoxClient,
     state: PoolEngineState,
     pool: NetBoxIPPool,
-    parent: NetBoxParent,
+    parent: ResolvedParent,
     missing: readonly Asked[],
   ): Promise<boolean> {
     // The schema bounds only the count of custom fields: the rest is checked here, before NetBox is called.
@@ -518,39 +521,97 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       await this.recording(state, () => api.ensureTag(OWNER_TAG.slug, OWNER_TAG.name));
       state.tagEnsured = true;
     }
-    for (let i = 0; i < missing.length; i += BATCH) {
-      const batch = missing.slice(i, i + BATCH);
-      const done = await this.allocateBatch(api, state, pool, parent, batch);
-      if (!done) {
-        for (const one of batch) if (!(await this.allocateBatch(api, state, pool, parent, [one]))) return true;
+    const forbidden = neverHandedOut(parent, pool.spec.gateway);
+    const queue = [...missing];
+    let reserved = 0;
+    for (let i = 0; i < queue.length; i += BATCH) {
+      const batch = queue.slice(i, i + BATCH);
+      let again = await this.allocateBatch(api, state, pool, parent.parent, batch, forbidden);
+      if (again === undefined) {
+        again = [];
+        for (const one of batch) {
+          const left = await this.allocateBatch(api, state, pool, parent.parent, [one], forbidden);
+          if (left === undefined) return true;
+          again.push(...left);
+        }
       }
+      // Each address is reserved once, and NetBox never offers a reserved one: more would be a NetBox gone wrong.
+      reserved += again.length;
+      if (reserved > forbidden.size)
+        throw new NetBoxError(
+          `NetBox kept offering addresses ${[...forbidden].join(", ")} after they were reserved`,
+          "ServerError",
+        );
+      queue.push(...again);
     }
     return false;
   }
 
-  /** One `available-ips` call; false when NetBox has fewer addresses left than asked. */
+  /**
+   * One `available-ips` call: undefined when NetBox has fewer addresses left than asked, else the claims whose new
+   * record was on a forbidden address (now the pool's reservation) and must be asked for again.
+   */
   private async allocateBatch(
     api: NetBoxClient,
     state: PoolEngineState,
     pool: NetBoxIPPool,
     parent: NetBoxParent,
     batch: readonly Asked[],
-  ): Promise<boolean> {
+    forbidden: ReadonlySet<string>,
+  ): Promise<Asked[] | undefined> {
     const requests = batch.map((a) => requestOf(pool, a));
     let created: NetBoxAddress[];
     try {
       created = await api.allocate(parent, requests);
     } catch (err) {
-      if (isNetBoxError(err, "Exhausted")) return false;
+      if (isNetBoxError(err, "Exhausted")) return undefined;
       // The answer may be lost while NetBox created the records: list them before deciding again.
       delete state.owned;
       throw err;
     }
     const owned = state.owned ?? new Map<string, NetBoxAddress[]>();
-    for (const record of created) owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
     state.owned = owned;
     if (state.parent) state.parent.used += created.length;
-    return true;
+    const again: Asked[] = [];
+    for (const [i, record] of created.entries()) {
+      const asked = batch[i];
+      if (asked && forbidden.has(canonicalAddress(splitCidr(record.address).address) ?? "")) {
+        const description = reservationDescription(pool);
+        await this.recording(state, () => api.updateAddress(record.id, { status: "reserved", description }));
+        again.push(asked);
+      } else owned.set(record.description, [...(owned.get(record.description) ?? []), record]);
+    }
+    return again;
+  }
+
+  /**
+   * The pool is going and no claim holds an address of it any more: the reservations it made (neverHandedOut) are
+   * given back. False when NetBox failed (recorded as the pool's failure: the pass is retried after the backoff).
+   */
+  async releasePool(pool: NetBoxIPPool, ctx: KindContext): Promise<boolean> {
+    // A pool that never served (no parent in its status) reserved nothing.
+    if (!pool.status?.netbox) return true;
+    const state = this.stateOf(pool);
+    const description = reservationDescription(pool);
+    try {
+      const api = await this.connect(pool, ctx);
+      const parent = await this.parentOf(pool, ctx);
+      const records = await this.recording(state, () =>
+        api.listOwned(parent.parent, OWNER_TAG.slug, { descriptions: [description] }),
+      );
+      for (const record of records.filter((r) => r.status === "reserved")) {
+        await this.recording(state, () => api.deleteAddress(record.id));
+        ctx.log.info("Released an address the pool had reserved in NetBox", { description, address: record.address });
+      }
+      return true;
+    } catch (err) {
+      if (!isNetBoxError(err)) throw err;
+      // The prefix or range is gone from NetBox (or the spec no longer names it): nothing of ours can be found there.
+      const gone = err.reason === "NotFound" || err.reason === "BadRequest";
+      const retryAfterMs = gone ? undefined : this.failed(pool, err);
+      ctx.log.warn("NetBox call failed", { reason: err.reason, message: err.message, retryAfterMs });
+      return gone;
+    }
   }
 
   /** Runs one NetBox call; a failure makes the kept records untrusted (the next pass lists them). */
@@ -584,6 +645,17 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     if (state?.retryAfterMs !== undefined) return state.retryAfterMs;
     return state?.recheckAt !== undefined ? Math.max(1, state.recheckAt - Date.now()) : undefined;
   }
+}
+
+/**
+ * The description of an address the pool reserved in NetBox (its gateway, say): it names the pool, so the pool's
+ * deletion finds it, cut to what NetBox stores.
+ */
+export function reservationDescription(pool: NetBoxIPPool): string {
+  const { namespace, name } = pool.metadata;
+  const which = namespace ? `NetBoxIPPool ${namespace}/${name ?? ""}` : `GlobalNetBoxIPPool ${name ?? ""}`;
+  const text = `Reserved by metal3-ipam-ts for ${which}: its gateway, or a network or broadcast address; never handed out`;
+  return [...text].slice(0, MAX_DESCRIPTION).join("");
 }
 
 /** Doubles per consecutive failure from the minimum to the maximum; a Retry-After NetBox sent is honoured. */

@@ -3,7 +3,7 @@
  * allocator's space: an address NetBox hands out outside them is refused) and NetBox's utilisation (the pool's status).
  */
 import type { NetBoxIPPoolSpec } from "../../../api/netbox/types.js";
-import { parseAddress, parseSubnet, type Family } from "../../ipam/address.js";
+import { canonicalAddress, formatAddress, parseAddress, parseSubnet, type Family } from "../../ipam/address.js";
 import { NetBoxError, type NetBoxClient, type NetBoxParent } from "../../netbox/client.js";
 import { splitCidr } from "./identity.js";
 
@@ -81,4 +81,19 @@ export function changedParent(
     `the pool served NetBox ${before} and its spec now names ${resolved.display}: its records in ${before} would ` +
     "be left behind, so it serves neither; put its prefix or range back, or create a new pool"
   );
+}
+
+/**
+ * Addresses of the parent no claim may get, whatever NetBox offers: the pool's gateway, and the network and broadcast
+ * addresses of an IPv4 prefix shorter than /31 (NetBox offers them in a prefix marked as a pool). Canonical text.
+ */
+export function neverHandedOut(parent: ResolvedParent, gateway: string | undefined): Set<string> {
+  const out = new Set<string>();
+  const gw = gateway ? canonicalAddress(gateway) : undefined;
+  if (gw) out.add(gw);
+  if (parent.parent.kind === "prefix" && parent.family === 4 && parent.prefixLength < 31) {
+    out.add(formatAddress({ family: 4, value: parent.first }));
+    out.add(formatAddress({ family: 4, value: parent.last }));
+  }
+  return out;
 }

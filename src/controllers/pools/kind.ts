@@ -112,6 +112,12 @@ export interface ExternalEngine<P extends PoolObject = PoolObject> {
    * records, its connections when no other pool uses them), so pools created and deleted leave nothing behind.
    */
   forget(ref: PoolRef): void;
+  /**
+   * Optional: the pool is being deleted and no record of it is left: the engine gives back what it holds for the pool
+   * itself (NetBox: the addresses it reserved). Resolves false when it could not (the engine's failure, retried after
+   * its backoff: retryAfterMs); the pool keeps its finalizer until it resolves true.
+   */
+  releasePool?(pool: P, ctx: KindContext): Promise<boolean>;
 }
 
 /** A live claim as ExternalEngine.settle sees it: bound to `address` by a record with `annotations`, or pending. */

@@ -391,6 +391,10 @@ export class PoolReconciler {
       pass.ctx.log.info("Pool deletion waits for its IPAddresses", { remaining });
       return;
     }
+    // The engine's own holdings of the pool go before the pool does; when they cannot yet, its backoff brings the
+    // pool back (retryFailingEngine).
+    const released = (await pass.kind.external?.releasePool?.(pool, pass.ctx)) ?? true;
+    if (!released) return;
     await this.store.removeFinalizer(pools, pool, pass.kind.finalizers.pool);
   }
 
