@@ -7,7 +7,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import { freshNamespace } from "../hack/testkit/cluster.js";
 import { gone, startController, withController } from "../hack/testkit/ipam.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
@@ -38,10 +37,9 @@ describe("NetBox pools: bounded and per claim", function () {
 
   const asClaims = (): InClusterClients => k as unknown as InClusterClients;
 
-  async function claims(ns: string, pool: string, names: readonly string[], cluster?: string): Promise<void> {
-    const labels = cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {};
-    await Promise.all(names.map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef(pool), labels))));
-  }
+  /** Claims `names` of pool `pool`, all at once. */
+  const claims = async (ns: string, pool: string, names: readonly string[]): Promise<unknown> =>
+    await Promise.all(names.map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef(pool)))));
 
   /** The pool's Ready condition once it is False. */
   const poolNotReady = (ns: string, name: string) =>

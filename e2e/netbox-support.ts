@@ -59,10 +59,11 @@ export async function writeToken(
   data: Readonly<Record<string, string>> = {},
 ): Promise<void> {
   const name = tokenSecret(namespace);
-  const { url } = await sharedNetBox();
+  // The run's NetBox unless `data` names another server (a loopback stand-in): then no NetBox is started for it.
+  const url = data.url ?? (await sharedNetBox()).url;
   const body = {
     metadata: { name, namespace: CONTROLLER_NAMESPACE, annotations: { [ALLOWED_NAMESPACES_ANNOTATION]: namespace } },
-    stringData: { token, url, ...data },
+    stringData: { token, ...data, url },
   };
   try {
     await k.core.createNamespacedSecret({ namespace: CONTROLLER_NAMESPACE, body });
