@@ -27,6 +27,10 @@ const SELF_MANAGED_CHECK_ACCOUNT = "metal3-ipam-selfmanaged-check";
  */
 const EXPECTED: [string, string][] = [
   ["/events: create patch", "Events on claims and pools, aggregated (repeats patch the count)"],
+  [
+    "/namespaces[kube-system]: get",
+    "its uid is the default installation id in the key of every NetBox record (management clusters sharing a NetBox)",
+  ],
   ["authentication.k8s.io/tokenreviews: create", "whose token a /metrics scrape carries (diagnostics endpoint)"],
   [
     "authorization.k8s.io/subjectaccessreviews: create",
