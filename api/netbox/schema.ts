@@ -38,8 +38,8 @@ function instance(): JSONSchemaProps {
     properties: {
       url: str(
         "Deprecated: the Secret's url key names NetBox. When set it must equal the Secret's url, or no request is " +
-          "made. Immutable (it may be removed).",
-        { pattern: "^https?://", minLength: 8, maxLength: 2048, "x-kubernetes-validations": [immutable("url")] },
+          "made. It may change (set to the Secret's url, or removed): the Secret, which may not, decides.",
+        { pattern: "^https?://", minLength: 8, maxLength: 2048 },
       ),
       credentialsRef: {
         type: "object",
