@@ -1,6 +1,7 @@
 /** The pure IPAM domain: address arithmetic, allocation decisions and validation. See README.md. */
 export * from "./address.js";
 export * from "./naming.js";
+export * from "./endpoint.js";
 export * from "./fielderror.js";
 export * from "./entries.js";
 export * from "./freeset.js";

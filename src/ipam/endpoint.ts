@@ -1,0 +1,78 @@
+/**
+ * Control-plane endpoints from a pool: the names every part agrees on (the mutating webhook that fills
+ * `spec.controlPlaneEndpoint.host`, the controller that binds and releases the claim, the guard that refuses a host
+ * held by someone else, and `kubectl ipam`). Pure: no Kubernetes imports.
+ *
+ * A Cluster (or an infrastructure cluster such as a Metal3Cluster) asks for its endpoint with the annotation
+ * {@link ENDPOINT_POOL_ANNOTATION}, `<Kind>/<name>` of one of our pools. The address is an ordinary Cluster API
+ * `IPAddressClaim` in the object's namespace, named by {@link endpointClaimName} from the Cluster's name, so the
+ * Cluster and its infrastructure cluster share one claim and a repeated admission finds the claim it made.
+ */
+
+/** On a Cluster or an infrastructure cluster: which pool hands out its control-plane endpoint, `<Kind>/<name>`. */
+export const ENDPOINT_POOL_ANNOTATION = "ipam.metal3.io/control-plane-endpoint-pool";
+
+/** On an `IPAddressClaim`: it holds the control-plane endpoint of the Cluster its `cluster.x-k8s.io/cluster-name` label names. */
+export const ENDPOINT_CLAIM_LABEL = "ipam.metal3.io/control-plane-endpoint";
+
+/** The port written when the object gives none: the API server's usual one. */
+export const DEFAULT_ENDPOINT_PORT = 6443;
+
+/** Pool kinds an endpoint may come from, as the annotation spells them. */
+export const ENDPOINT_POOL_KINDS = [
+  "IPPool",
+  "InClusterIPPool",
+  "GlobalInClusterIPPool",
+  "NetBoxIPPool",
+  "GlobalNetBoxIPPool",
+] as const;
+export type EndpointPoolKind = (typeof ENDPOINT_POOL_KINDS)[number];
+
+/** The pool an annotation names. */
+export interface EndpointPoolRef {
+  kind: EndpointPoolKind;
+  name: string;
+}
+
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_NAME = 253;
+
+/**
+ * Reads the annotation's value: `<Kind>/<name>`, the kind one of {@link ENDPOINT_POOL_KINDS} and the name a DNS-1123
+ * subdomain. Returns the reference or a message for the object's author.
+ */
+export function parseEndpointPool(value: string): EndpointPoolRef | { error: string } {
+  const slash = value.indexOf("/");
+  const kinds = ENDPOINT_POOL_KINDS.join(", ");
+  if (slash < 0) return { error: `must be <Kind>/<name> with Kind one of ${kinds}` };
+  const kind = value.slice(0, slash);
+  const name = value.slice(slash + 1);
+  if (!(ENDPOINT_POOL_KINDS as readonly string[]).includes(kind))
+    return { error: `pool kind must be one of ${kinds}, got "${kind.slice(0, 64)}"` };
+  if (name.length === 0 || name.length > MAX_NAME || !DNS1123_SUBDOMAIN.test(name))
+    return { error: `pool name must be a DNS-1123 subdomain, got "${name.slice(0, 64)}"` };
+  return { kind: kind as EndpointPoolKind, name };
+}
+
+const SUFFIX = "-control-plane-endpoint";
+
+/**
+ * The `IPAddressClaim` holding the endpoint of Cluster `clusterName` (in the Cluster's namespace). Deterministic, so
+ * the webhook called twice, the Cluster and its infrastructure cluster, and every replica name the same claim. A
+ * name too long for the suffix is cut and given a short digest of the whole, so two long names never collide.
+ */
+export function endpointClaimName(clusterName: string): string {
+  if (clusterName.length + SUFFIX.length <= MAX_NAME) return clusterName + SUFFIX;
+  const digest = fnv1a(clusterName).toString(16).padStart(8, "0");
+  const keep = MAX_NAME - SUFFIX.length - digest.length - 1;
+  return `${clusterName.slice(0, keep).replace(/[-.]+$/, "")}-${digest}${SUFFIX}`;
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
