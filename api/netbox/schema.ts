@@ -7,7 +7,7 @@
  */
 import { GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL } from "../registry.js";
 import type { CrdDefinition, JSONSchemaProps, PrinterColumn, ValidationRule } from "../v1alpha1/schema.js";
-import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./types.js";
+import { GLOBAL_NETBOX_POOL_KIND, MAX_FALLBACKS, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./types.js";
 
 const str = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSchemaProps => ({
   type: "string",
@@ -81,40 +81,110 @@ function customFields(): JSONSchemaProps {
   };
 }
 
-function spec(): JSONSchemaProps {
-  const id = int("NetBox id.", { minimum: 1 });
-  const vrfId = int("NetBox VRF id, when the CIDR or bounds are not unique across VRFs.", { minimum: 1 });
+const ID = int("NetBox id.", { minimum: 1 });
+const VRF_ID = int("NetBox VRF id, when the CIDR or bounds are not unique across VRFs.", { minimum: 1 });
+const ADDRESS_PREFIX = { minimum: 0, maximum: 128 };
+const GATEWAY = { maxLength: 64 };
+
+/** A prefix by id or CIDR (and VRF); `extra` are the rules beside "id or cidr". */
+function prefixRef(description: string, extra: ValidationRule[] = []): JSONSchemaProps {
   return {
     type: "object",
-    description: "Which NetBox prefix or IP range hands out the addresses, and what each IPAddress carries.",
+    description,
+    properties: { id: ID, cidr: str("CIDR of the prefix, e.g. 10.0.0.0/24.", { maxLength: 64 }), vrfId: VRF_ID },
+    "x-kubernetes-validations": [
+      { rule: "has(self.id) || has(self.cidr)", message: "prefix needs id or cidr" },
+      ...extra,
+    ],
+  };
+}
+
+/** An IP range by id or bounds (and VRF); `extra` are the rules beside "id or bounds". */
+function rangeRef(description: string, extra: ValidationRule[] = []): JSONSchemaProps {
+  return {
+    type: "object",
+    description,
+    properties: {
+      id: ID,
+      start: str("First address of the range.", { maxLength: 64 }),
+      end: str("Last address of the range.", { maxLength: 64 }),
+      vrfId: VRF_ID,
+    },
+    "x-kubernetes-validations": [
+      { rule: "has(self.id) || (has(self.start) && has(self.end))", message: "range needs id or start and end" },
+      ...extra,
+    ],
+  };
+}
+
+/**
+ * Why a fallback may not change or go: the records the pool made there would be left behind, held by nobody.
+ * Appending is what fills a pool up again, so it is allowed.
+ */
+const FALLBACKS_WHY =
+  "fallbacks may only be appended to: an entry's prefix or range may not change, and entries may not be removed or " +
+  "reordered (the pool's records there would be left behind); create a new pool instead";
+
+/**
+ * `fallbacks` keeps its entries' places: for each index the old list has, the new list has an entry there naming the
+ * same prefix or range (gateway and addressPrefix may change). Written out per index (the list is bounded), so it
+ * needs no CEL library beyond the core.
+ */
+function appendOnly(): ValidationRule {
+  const indexes = Array.from({ length: MAX_FALLBACKS }, (_, i) => i).join(", ");
+  const same = (field: string): string =>
+    `has(self[i].${field}) == has(oldSelf[i].${field}) && (!has(self[i].${field}) || self[i].${field} == oldSelf[i].${field})`;
+  return {
+    rule:
+      `size(self) >= size(oldSelf) && [${indexes}].all(i, i >= size(oldSelf) || ` +
+      `(${same("prefix")} && ${same("range")}))`,
+    message: FALLBACKS_WHY,
+  };
+}
+
+function fallbacks(): JSONSchemaProps {
+  return {
+    type: "array",
+    description:
+      "Further NetBox prefixes or ranges, tried in order once the earlier ones are full (at most 8; of the first " +
+      "source's family). Entries may be appended; they may not change, be removed or be reordered.",
+    maxItems: MAX_FALLBACKS,
+    "x-kubernetes-list-type": "atomic",
+    items: {
+      type: "object",
+      description: "Exactly one of prefix and range, with the gateway and prefix length of its IPAddresses.",
+      properties: {
+        prefix: prefixRef("A NetBox prefix: by id, or by CIDR (and VRF)."),
+        range: rangeRef("A NetBox IP range: by id, or by its first and last address (and VRF)."),
+        gateway: str("Gateway written on this source's IPAddresses; default: the one NetBox records, if any.", GATEWAY),
+        addressPrefix: int("Prefix length written on this source's IPAddresses; default: NetBox's.", ADDRESS_PREFIX),
+      },
+      "x-kubernetes-validations": [
+        { rule: "has(self.prefix) != has(self.range)", message: "each fallback has exactly one of prefix and range" },
+      ],
+    },
+    "x-kubernetes-validations": [appendOnly()],
+  };
+}
+
+function spec(): JSONSchemaProps {
+  return {
+    type: "object",
+    description: "Which NetBox prefixes or ranges hand out the addresses, and what each IPAddress carries.",
     properties: {
       netbox: instance(),
-      prefix: {
-        type: "object",
-        description: "A NetBox prefix: by id, or by CIDR (and VRF). Immutable.",
-        properties: { id, cidr: str("CIDR of the prefix, e.g. 10.0.0.0/24.", { maxLength: 64 }), vrfId },
-        "x-kubernetes-validations": [
-          { rule: "has(self.id) || has(self.cidr)", message: "prefix needs id or cidr" },
-          immutable("prefix"),
-        ],
-      },
-      range: {
-        type: "object",
-        description: "A NetBox IP range: by id, or by its first and last address (and VRF). Immutable.",
-        properties: {
-          id,
-          start: str("First address of the range.", { maxLength: 64 }),
-          end: str("Last address of the range.", { maxLength: 64 }),
-          vrfId,
-        },
-        "x-kubernetes-validations": [
-          { rule: "has(self.id) || (has(self.start) && has(self.end))", message: "range needs id or start and end" },
-          immutable("range"),
-        ],
-      },
-      addressPrefix: int("Prefix length written on each IPAddress; default: NetBox's.", { minimum: 0, maximum: 128 }),
+      prefix: prefixRef("A NetBox prefix: by id, or by CIDR (and VRF). Immutable.", [immutable("prefix")]),
+      range: rangeRef("A NetBox IP range: by id, or by its first and last address (and VRF). Immutable.", [
+        immutable("range"),
+      ]),
+      fallbacks: fallbacks(),
+      addressPrefix: int(
+        "Prefix length written on each IPAddress of the first source; default: NetBox's.",
+        ADDRESS_PREFIX,
+      ),
       gateway: str(
-        "Gateway written on each IPAddress; default: the IP address NetBox tags gateway in the pool's subnet, if any.",
+        "Gateway written on each IPAddress of the first source; default: the IP address NetBox tags gateway in " +
+          "its subnet, if any.",
       ),
       tenantId: int("NetBox tenant id set on each record.", { minimum: 1 }),
       tags: { type: "array", description: "Tag slugs set on each record besides ours.", items: { type: "string" } },
@@ -125,6 +195,10 @@ function spec(): JSONSchemaProps {
     "x-kubernetes-validations": [
       { rule: "has(self.prefix) != has(self.range)", message: "exactly one of prefix and range must be set" },
       { rule: "has(self.prefix) == has(oldSelf.prefix)", message: IMMUTABLE_WHY("the choice of prefix or range") },
+      {
+        rule: "has(self.fallbacks) || !has(oldSelf.fallbacks) || size(oldSelf.fallbacks) == 0",
+        message: FALLBACKS_WHY,
+      },
     ],
   };
 }
@@ -136,13 +210,28 @@ function status(): JSONSchemaProps {
     properties: {
       ipAddresses: {
         type: "object",
-        description: "NetBox's utilisation of the prefix or range (everyone's addresses, not only ours).",
+        description: "NetBox's utilisation of the prefixes and ranges, summed (everyone's addresses, not only ours).",
         properties: { total: int("Addresses."), used: int("In use in NetBox."), free: int("total - used.") },
       },
       netbox: {
         type: "object",
-        description: "The prefix or range the pool resolved to.",
+        description: "The first prefix or range the pool resolved to.",
         properties: { kind: str("prefix or ip-range."), id: int("NetBox id."), display: str("How people name it.") },
+      },
+      sources: {
+        type: "array",
+        description: "Every prefix or range of the pool, in the order they are tried, with NetBox's utilisation.",
+        items: {
+          type: "object",
+          properties: {
+            kind: str("prefix or ip-range."),
+            id: int("NetBox id."),
+            display: str("How people name it."),
+            total: int("Addresses."),
+            used: int("In use in NetBox."),
+            free: int("total - used."),
+          },
+        },
       },
       conditions: {
         type: "array",

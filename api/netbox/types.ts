@@ -71,15 +71,42 @@ export interface NetBoxRangeRef {
   vrfId?: number;
 }
 
+/** The most further sources a pool may list in `fallbacks`. */
+export const MAX_FALLBACKS = 8;
+
+/**
+ * A further source of a pool's addresses (`spec.fallbacks`): exactly one of `prefix` and `range`, of the family of
+ * the pool's first source, with its own gateway and prefix length (the pool's `gateway` and `addressPrefix` are the
+ * first source's only).
+ */
+export interface NetBoxSource {
+  prefix?: NetBoxPrefixRef;
+  range?: NetBoxRangeRef;
+  /** Gateway written on the IPAddresses of this source; default: the one NetBox records for its subnet. */
+  gateway?: string;
+  /** Prefix length written on the IPAddresses of this source; default: NetBox's. */
+  addressPrefix?: number;
+}
+
 /** `spec` of both NetBox pool kinds. Exactly one of `prefix` and `range`. */
 export interface NetBoxIPPoolSpec {
   netbox: NetBoxInstance;
   prefix?: NetBoxPrefixRef;
   range?: NetBoxRangeRef;
-  /** Prefix length written on each IPAddress; default: the one NetBox gives the address (its prefix's or range's). */
+  /**
+   * Further prefixes or ranges (at most {@link MAX_FALLBACKS}), tried in order once the earlier ones are full: a
+   * claim gets an address of the first source with room. Entries may be appended (adding space to a filling pool);
+   * an entry's prefix or range may not change, nor may entries be removed or reordered (their records would be left
+   * behind): the CRD refuses that, and a pool changed so anyway serves nothing until it is put back.
+   */
+  fallbacks?: NetBoxSource[];
+  /**
+   * Prefix length written on each IPAddress of the first source; default: the one NetBox gives the address (its
+   * prefix's or range's).
+   */
   addressPrefix?: number;
   /**
-   * Gateway written on each IPAddress. Default: the IP address record NetBox tags `gateway` inside the pool's subnet
+   * Gateway written on each IPAddress of the first source (each fallback has its own). Default: the IP address record NetBox tags `gateway` inside the pool's subnet
    * (the prefix; for a range, the prefix of the range's subnet), read once per generation of the pool.
    */
   gateway?: string;
@@ -99,12 +126,21 @@ export interface NetBoxIPPoolSpec {
   customFields?: Record<string, string | number | boolean>;
 }
 
+/** A prefix or range a pool resolved to in NetBox (id and CIDR or bounds). */
+export interface NetBoxSourceStatus {
+  kind: "prefix" | "ip-range";
+  id: number;
+  display: string;
+}
+
 /** `status`: NetBox's view of the pool, and whether we can reach it. */
 export interface NetBoxIPPoolStatus {
-  /** What NetBox reports of the prefix or range. */
+  /** What NetBox reports of the pool's prefixes and ranges, summed. */
   ipAddresses?: { total: number; used: number; free: number };
-  /** The prefix or range the pool resolved to (id and CIDR or bounds). */
-  netbox?: { kind: "prefix" | "ip-range"; id: number; display: string };
+  /** The first prefix or range the pool resolved to. */
+  netbox?: NetBoxSourceStatus;
+  /** Every prefix or range of the pool, in the order they are tried, with what NetBox reports of each. */
+  sources?: (NetBoxSourceStatus & { total: number; used: number; free: number })[];
   conditions?: {
     type: string;
     status: "True" | "False" | "Unknown";

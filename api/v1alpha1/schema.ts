@@ -31,6 +31,7 @@ export interface JSONSchemaProps {
   minLength?: number;
   maxLength?: number;
   maxProperties?: number;
+  maxItems?: number;
   properties?: Record<string, JSONSchemaProps>;
   additionalProperties?: JSONSchemaProps;
   items?: JSONSchemaProps;

@@ -5,13 +5,16 @@
  * address, and records of other management clusters are never ours.
  *
  * What the engine keeps per pool, and why it is safe:
- * - the prefix or range the pool names, resolved once per spec (ids do not change under a name in NetBox);
- * - the records of ours in it (tag + a description ending in our installation id), listed when unknown: at the first
+ * - the prefixes or ranges the pool names (its sources, sources.ts), resolved once per spec (ids do not change under a
+ *   name in NetBox);
+ * - the records of ours in them (tag + a description ending in our installation id), listed when unknown: at the first
  *   pass, after a call whose answer was lost (a timeout, a 5xx: NetBox may have created the records), and after any
  *   failure. Only the one leader allocates, so between listings the records it made itself are all there are; a
  *   record someone deletes in NetBox is found at the next listing (every full pass, see pools/state.ts).
  * Calls are batched: one `available-ips` POST creates up to {@link BATCH} records. A pass asks for its claims in
  * segments of a batch each (pools/external.ts), so the tag is checked once per pool until a failure or a full pass.
+ * Sources are asked in order (sources.ts fillInOrder); one that ran out is skipped until the next full pass or release.
+ * A claim's record is found by its description in every source (one exact listing per source), wherever it was made.
  */
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { NetBoxIPPool } from "../../../api/netbox/types.js";
@@ -29,7 +32,6 @@ import {
   type AllocationRequest,
   type NetBoxAddress,
   type NetBoxClient,
-  type NetBoxParent,
 } from "../../netbox/client.js";
 import {
   dnsNameOf,
@@ -44,7 +46,8 @@ import {
   splitCidr,
   type RecordOwner,
 } from "./identity.js";
-import { changedParent, neverHandedOut, resolveParent, type ResolvedParent } from "./parent.js";
+import { neverHandedOut, resolveParent, type ResolvedParent } from "./parent.js";
+import { displayOf, fillInOrder, sourceHolding, sourcesProblem, sourceSpecsOf } from "./sources.js";
 import { MAX_DESCRIPTION, unstorableReason } from "./storable.js";
 import { canonicalAddress } from "../../ipam/address.js";
 import { missingRecords, unclaimedRecords, type BoundRecord } from "./drift.js";
@@ -82,10 +85,13 @@ export type InstallationSource = (ctx: KindContext) => Promise<string>;
 interface PoolEngineState {
   /** The pool object this state is of: a pool deleted and made again under its name starts afresh. */
   uid: string;
-  /** The spec the parent was resolved from (re-resolved when it changes). */
+  /** The spec the sources were resolved from (re-resolved when it changes). */
   specKey: string;
-  parent?: ResolvedParent;
-  /** Our records in the parent by description; undefined when they must be listed before they are trusted. */
+  /** The pool's sources in order (sources.ts), resolved. */
+  parents?: ResolvedParent[];
+  /** Sources that ran out since the last full pass or release: skipped when asking. */
+  full: Set<number>;
+  /** Our records in the sources by description; undefined when they must be listed before they are trusted. */
   owned?: Map<string, NetBoxAddress[]>;
   /** The last failure, until a call succeeds (status condition). */
   failure?: NetBoxError;
@@ -104,12 +110,12 @@ interface PoolEngineState {
   opened?: boolean;
   /** When a full pass should list the records again though nothing failed (see {@link RECHECK_AFTER_START_MS}). */
   recheckAt?: number;
-  /** The NetBox object the parent is (URL, kind, id), once resolved: pools that share it share their records. */
-  parentKey?: string;
+  /** The NetBox objects the sources are (Secret, kind, id), once resolved: pools that share one share its records. */
+  parentKeys?: Set<string>;
   /** Descriptions of the pool's live claims at the last full pass (settle); undefined before it. */
   claimed?: Set<string>;
-  /** The gateway read from NetBox (gateway.ts) and the pool generation it was read for. */
-  gateway?: { generation: number; address: string | undefined };
+  /** Each source's gateway (the spec's, or read from NetBox: gateway.ts) and the pool generation they are for. */
+  gateways?: { generation: number; addresses: (string | undefined)[] };
 }
 
 /** The claim a pass asks for, as NetBox will record it. */
@@ -153,45 +159,54 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     return await this.connector.connect(pool, ctx);
   }
 
-  /** The parent of `pool` (resolved in NetBox when not known for its spec). Throws NetBox's errors. */
-  async parentOf(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent> {
+  /**
+   * The sources of `pool` in order (resolved in NetBox when not known for its spec). Throws NetBox's errors, and a
+   * BadRequest when the sources may not be used (sources.ts sourcesProblem).
+   */
+  async sourcesOf(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent[]> {
     const state = this.stateOf(pool);
-    if (state.parent) return state.parent;
+    if (state.parents) return state.parents;
     const api = await this.connect(pool, ctx);
-    const resolved = await this.recording(state, () => resolveParent(api, pool.spec));
-    const changed = changedParent(pool.status?.netbox, resolved);
-    if (changed) throw new NetBoxError(changed, "BadRequest");
-    state.parent = resolved;
-    state.parentKey = JSON.stringify([
-      pool.spec.netbox.credentialsRef.name,
-      pool.spec.netbox.url ?? "",
-      state.parent.parent.kind,
-      state.parent.parent.id,
-    ]);
-    return state.parent;
+    const resolved: ResolvedParent[] = [];
+    for (const source of sourceSpecsOf(pool.spec))
+      resolved.push(await this.recording(state, () => resolveParent(api, source)));
+    const problem = sourcesProblem(pool.status, resolved);
+    if (problem) throw new NetBoxError(problem, "BadRequest");
+    state.parents = resolved;
+    const secret = [pool.spec.netbox.credentialsRef.name, pool.spec.netbox.url ?? ""];
+    state.parentKeys = new Set(resolved.map((p) => JSON.stringify([...secret, p.parent.kind, p.parent.id])));
+    return resolved;
   }
 
   /**
-   * The gateway of the pool's IPAddresses: the spec's, else the one NetBox records for the pool's subnet (gateway.ts),
-   * read once per generation of the pool. Throws NetBox's errors.
+   * The gateway of each source's IPAddresses: the source's own (the spec's `gateway` for the first), else the one
+   * NetBox records for its subnet (gateway.ts), read once per generation of the pool. Throws NetBox's errors.
    */
-  async gatewayOf(pool: NetBoxIPPool, ctx: KindContext): Promise<string | undefined> {
-    if (pool.spec.gateway) return pool.spec.gateway;
+  async gatewaysOf(pool: NetBoxIPPool, ctx: KindContext): Promise<(string | undefined)[]> {
     const state = this.stateOf(pool);
     const generation = pool.metadata.generation ?? 0;
-    if (state.gateway?.generation === generation) return state.gateway.address;
-    const api = await this.connect(pool, ctx);
-    const parent = await this.parentOf(pool, ctx);
-    const address = await this.recording(state, () => readGateway(api, parent));
-    state.gateway = { generation, address };
-    return address;
+    const parents = await this.sourcesOf(pool, ctx);
+    if (state.gateways?.generation === generation && state.gateways.addresses.length === parents.length)
+      return state.gateways.addresses;
+    const specs = sourceSpecsOf(pool.spec);
+    const addresses: (string | undefined)[] = [];
+    for (const [i, parent] of parents.entries()) {
+      const given = specs[i]?.gateway;
+      if (given) addresses.push(given);
+      else {
+        const api = await this.connect(pool, ctx);
+        addresses.push(await this.recording(state, () => readGateway(api, parent)));
+      }
+    }
+    state.gateways = { generation, addresses };
+    return addresses;
   }
 
-  /** What NetBox last said of the pool: its parent (with utilisation) and the failure, if the last call failed. */
-  view(pool: NetBoxIPPool): { parent?: ResolvedParent; failure?: NetBoxError } {
+  /** What NetBox last said of the pool: its sources (with utilisation) and the failure, if the last call failed. */
+  view(pool: NetBoxIPPool): { parents?: ResolvedParent[]; failure?: NetBoxError } {
     const state = this.kept(pool);
     return {
-      ...(state?.parent ? { parent: state.parent } : {}),
+      ...(state?.parents ? { parents: state.parents } : {}),
       ...(state?.failure ? { failure: state.failure } : {}),
     };
   }
@@ -207,8 +222,8 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     for (const a of asked) state.claimed?.add(a.description);
     try {
       const api = await this.connect(pool, ctx);
-      const parent = await this.parentOf(pool, ctx);
-      const owned = await this.ownedOf(api, state, parent.parent, installation);
+      const parents = await this.sourcesOf(pool, ctx);
+      const owned = await this.ownedOf(api, state, parents, installation);
       await this.keepOneEach(api, state, asked, ctx);
       // A claim NetBox could not store would fail the whole list it is sent with: it fails alone, before any call.
       const refused = new Map<string, string>();
@@ -220,10 +235,10 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
         asked.filter((a) => !owned.has(a.description) && !refused.has(a.holder)),
         (a) => a.description,
       );
-      const exhausted = await this.allocate(api, state, pool, parent, missing);
+      const exhausted = await this.allocate(api, state, pool, parents, missing);
       this.succeeded(state);
       const answers = new Map(
-        asked.map((a) => [a.holder, refusedAnswer(refused.get(a.holder)) ?? answerOf(owned, a, parent, exhausted)]),
+        asked.map((a) => [a.holder, refusedAnswer(refused.get(a.holder)) ?? answerOf(owned, a, parents, exhausted)]),
       );
       // Full: records NetBox committed after our last listing (a request of a killed controller) may take the room,
       // and people free addresses in NetBox: list again soon.
@@ -254,11 +269,11 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const state = this.stateOf(pool);
     const installation = await this.installationId(ctx);
     state.claimed = new Set(claims.map((c) => recordKey(c, installation)));
-    if (!state.owned || !state.parent) return;
-    const parent = state.parent.parent;
+    const parents = state.parents;
+    if (!state.owned || !parents) return;
     try {
       const api = await this.connect(pool, ctx);
-      await this.takeOver(api, state, parent, claims, installation, ctx);
+      await this.takeOver(api, state, parents, claims, installation, ctx);
       const asked = claims.map((c) => ({ description: recordKey(c, installation), address: c.address }));
       await this.keepOneEach(api, state, asked, ctx);
     } catch (err) {
@@ -270,12 +285,13 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /**
    * Re-keys to our installation the records bound claims hold without a record of ours at their address (see
-   * settle), looked up by those addresses (exact: `parent=<host>/32` with our tag), a batch at a time.
+   * settle), looked up by those addresses (exact: `parent=<host>/32` with our tag) in the source holding each, a batch
+   * at a time.
    */
   private async takeOver(
     api: NetBoxClient,
     state: PoolEngineState,
-    parent: NetBoxParent,
+    parents: readonly ResolvedParent[],
     claims: readonly ExternalHolding[],
     installation: string,
     ctx: KindContext,
@@ -290,8 +306,12 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     });
     for (let i = 0; i < strays.length; i += BATCH) {
       const batch = strays.slice(i, i + BATCH);
-      const hosts = [...new Set(batch.map((c) => c.address))];
-      const found = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug, { hosts }));
+      const found: NetBoxAddress[] = [];
+      for (const [i, source] of parents.entries()) {
+        const hosts = [...new Set(batch.map((c) => c.address))].filter((h) => sourceHolding(parents, h) === i);
+        if (hosts.length > 0)
+          found.push(...(await this.recording(state, () => api.listOwned(source.parent, OWNER_TAG.slug, { hosts }))));
+      }
       for (const claim of batch) {
         const recordId = recordIdOf(claim.annotations);
         const record = found.find((r) => mayTakeOver(r, { ...claim, recordId }, installation));
@@ -329,7 +349,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       if (!keep || mine.length < 2) continue;
       for (const extra of mine.filter((r) => r !== keep)) {
         await this.recording(state, () => api.deleteAddress(extra.id));
-        if (state.parent) state.parent.used = Math.max(0, state.parent.used - 1);
+        this.freed(state, extra.address);
         ctx.log.warn("Deleted a second NetBox record of a claim", {
           description: claim.description,
           kept: keep.address,
@@ -383,16 +403,19 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   private async releaseNow(pool: NetBoxIPPool, descriptions: readonly string[], ctx: KindContext): Promise<void> {
     const state = this.stateOf(pool);
     const api = await this.connect(pool, ctx);
-    const parent = await this.parentOf(pool, ctx);
-    // Listed from NetBox (not the kept view): the release must see every record of the claims, duplicates included.
-    // Only records of our keys: another management cluster's claim of the same name keeps its record.
+    const parents = await this.sourcesOf(pool, ctx);
+    // Listed from NetBox (not the kept view), in every source: the release must see every record of the claims,
+    // duplicates included, wherever they were made. Only records of our keys: another management cluster's claim of
+    // the same name keeps its record.
     const wanted = new Set(descriptions);
-    const records = (
-      await this.recording(state, () => api.listOwned(parent.parent, OWNER_TAG.slug, { descriptions }))
-    ).filter((r) => wanted.has(r.description));
+    const records = (await this.listAcross(api, state, parents, { descriptions })).filter((r) =>
+      wanted.has(r.description),
+    );
     if (records.length > 0) await this.recording(state, () => api.deleteAddresses(records.map((r) => r.id)));
+    // Room was made (here or, for all we know, by people in NetBox): full sources are asked again.
+    state.full.clear();
     for (const record of records) {
-      if (state.parent) state.parent.used = Math.max(0, state.parent.used - 1);
+      this.freed(state, record.address);
       ctx.log.info("Released the NetBox record of a claim", {
         description: record.description,
         address: record.address,
@@ -415,36 +438,60 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   /**
-   * Records of ours in the pool's prefix or range that no live claim holds, of this pool or of any other pool of this
-   * process naming the same NetBox object (their records share our tag and the parent). Undefined until the pool's
+   * Records of ours in the pool's sources that no live claim holds, of this pool or of any other pool of this
+   * process naming one of those NetBox objects (their records share our tag and the parent). Undefined until the pool's
    * records are listed and its claims known (a full pass).
    */
   unclaimedRecords(pool: NetBoxIPPool): NetBoxAddress[] | undefined {
     const state = this.kept(pool);
-    if (!state?.owned || !state.claimed || state.parentKey === undefined) return undefined;
+    const keys = state?.parentKeys;
+    if (!state?.owned || !state.claimed || !keys) return undefined;
     const claimed = new Set<string>();
     for (const other of this.pools.values())
-      if (other.parentKey === state.parentKey) for (const d of other.claimed ?? []) claimed.add(d);
+      if ([...(other.parentKeys ?? [])].some((k) => keys.has(k))) for (const d of other.claimed ?? []) claimed.add(d);
     return unclaimedRecords(state.owned, claimed);
   }
 
   /**
-   * A full pass's start: resolves the pool's parent afresh (NetBox's utilisation with it) and lists the pool's records
-   * in NetBox, so records deleted or changed there since are seen. Throws NetBox's errors.
+   * A full pass's start: resolves the pool's sources afresh (NetBox's utilisation with them) and lists the pool's
+   * records in NetBox, so records deleted or changed there since are seen; full sources are asked again. Throws
+   * NetBox's errors.
    */
-  async open(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent> {
+  async open(pool: NetBoxIPPool, ctx: KindContext): Promise<ResolvedParent[]> {
     const state = this.stateOf(pool);
-    delete state.parent;
+    delete state.parents;
     delete state.owned;
     delete state.tagEnsured;
+    state.full.clear();
     const installation = await this.installationId(ctx);
-    const parent = await this.parentOf(pool, ctx);
-    await this.ownedOf(await this.connect(pool, ctx), state, parent.parent, installation);
+    const parents = await this.sourcesOf(pool, ctx);
+    await this.ownedOf(await this.connect(pool, ctx), state, parents, installation);
     this.succeeded(state);
     if (!state.opened) state.recheckAt = Date.now() + RECHECK_AFTER_START_MS;
     else if (state.recheckAt !== undefined && state.recheckAt <= Date.now()) delete state.recheckAt;
     state.opened = true;
-    return parent;
+    return parents;
+  }
+
+  /** A record at `address` is gone: NetBox's count of the source holding it drops (until the next resolve). */
+  private freed(state: PoolEngineState, address: string): void {
+    const parents = state.parents ?? [];
+    const source = parents[sourceHolding(parents, address) ?? -1];
+    if (source) source.used = Math.max(0, source.used - 1);
+  }
+
+  /** Our records (our tag, `match`) in every source, each once (sources may overlap). */
+  private async listAcross(
+    api: NetBoxClient,
+    state: PoolEngineState,
+    parents: readonly ResolvedParent[],
+    match: Parameters<NetBoxClient["listOwned"]>[2],
+  ): Promise<NetBoxAddress[]> {
+    const found = new Map<number, NetBoxAddress>();
+    for (const source of parents)
+      for (const r of await this.recording(state, () => api.listOwned(source.parent, OWNER_TAG.slug, match)))
+        found.set(r.id, r);
+    return [...found.values()];
   }
 
   /** The engine answered: no failure to report, no retry to schedule. */
@@ -456,10 +503,10 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   private stateOf(pool: NetBoxIPPool): PoolEngineState {
     const uid = pool.metadata.uid ?? "";
-    const specKey = JSON.stringify([pool.spec.netbox.url, pool.spec.prefix, pool.spec.range]);
+    const specKey = JSON.stringify([pool.spec.netbox.url, sourceSpecsOf(pool.spec).map((s) => [s.prefix, s.range])]);
     let state = this.kept(pool);
     if (!state || state.specKey !== specKey) {
-      state = { uid, specKey, failures: 0 };
+      state = { uid, specKey, failures: 0, full: new Set() };
       this.pools.set(poolKey(pool.metadata), state);
     }
     return state;
@@ -478,19 +525,19 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   /**
-   * Our records in `parent`, listed from NetBox when not known: our tag and a description ending in our installation
-   * id (NetBox's filter is case-insensitive; the key is checked exactly here), so other installations' records are
-   * neither read nor kept.
+   * Our records in the sources, listed from NetBox when not known: our tag and a description ending in our
+   * installation id (NetBox's filter is case-insensitive; the key is checked exactly here), so other installations'
+   * records are neither read nor kept.
    */
   private async ownedOf(
     api: NetBoxClient,
     state: PoolEngineState,
-    parent: NetBoxParent,
+    parents: readonly ResolvedParent[],
     installation: string,
   ): Promise<Map<string, NetBoxAddress[]>> {
     if (state.owned) return state.owned;
     const match = { descriptionEndsWith: keySuffix(installation) };
-    const listed = await this.recording(state, () => api.listOwned(parent, OWNER_TAG.slug, match));
+    const listed = await this.listAcross(api, state, parents, match);
     const records = listed.filter((r) => parseKey(r.description)?.installation === installation);
     const owned = new Map<string, NetBoxAddress[]>();
     for (const record of records.sort((a, b) => a.id - b.id)) {
@@ -501,17 +548,17 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
   }
 
   /**
-   * Creates records for `missing`, in batches. A batch NetBox cannot fill whole (409: fewer addresses left than
-   * asked) is retried one claim at a time, so the addresses that are left still go to the first claims. A record
-   * NetBox made on an address no claim may get (neverHandedOut: it offers the gateway when it has no record of it) is
-   * kept as a reservation of the pool, so NetBox never offers it again, and its claim is asked for again. Returns
-   * whether NetBox ran out.
+   * Creates records for `missing`, in batches, of the first source with room (sources.ts fillInOrder: a batch a
+   * source cannot fill whole is asked again one claim at a time, so the addresses left there go to the first claims,
+   * and the rest go on to the next source). A record NetBox made on an address no claim may get (neverHandedOut, with
+   * the source's gateway: NetBox offers the gateway when it has no record of it) is kept as a reservation of the pool,
+   * so NetBox never offers it again, and its claim is asked for again. Returns whether every source ran out.
    */
   private async allocate(
     api: NetBoxClient,
     state: PoolEngineState,
     pool: NetBoxIPPool,
-    parent: ResolvedParent,
+    parents: readonly ResolvedParent[],
     missing: readonly Asked[],
   ): Promise<boolean> {
     // The schema bounds only the count of custom fields: the rest is checked here, before NetBox is called.
@@ -521,30 +568,29 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
       await this.recording(state, () => api.ensureTag(OWNER_TAG.slug, OWNER_TAG.name));
       state.tagEnsured = true;
     }
-    const forbidden = neverHandedOut(parent, pool.spec.gateway);
-    const queue = [...missing];
-    let reserved = 0;
-    for (let i = 0; i < queue.length; i += BATCH) {
-      const batch = queue.slice(i, i + BATCH);
-      let again = await this.allocateBatch(api, state, pool, parent.parent, batch, forbidden);
-      if (again === undefined) {
-        again = [];
-        for (const one of batch) {
-          const left = await this.allocateBatch(api, state, pool, parent.parent, [one], forbidden);
-          if (left === undefined) return true;
-          again.push(...left);
-        }
-      }
-      // Each address is reserved once, and NetBox never offers a reserved one: more would be a NetBox gone wrong.
-      reserved += again.length;
-      if (reserved > forbidden.size)
-        throw new NetBoxError(
-          `NetBox kept offering addresses ${[...forbidden].join(", ")} after they were reserved`,
-          "ServerError",
-        );
-      queue.push(...again);
-    }
-    return false;
+    // A gateway NetBox records is never offered (it holds the address): the spec's may not be recorded there.
+    const specs = sourceSpecsOf(pool.spec);
+    const forbidden = parents.map((p, i) => neverHandedOut(p, specs[i]?.gateway));
+    const reserved = parents.map(() => 0);
+    return await fillInOrder(
+      missing,
+      parents.length,
+      state.full,
+      async (i, batch) => {
+        const parent = parents[i] as ResolvedParent;
+        const never = forbidden[i] as Set<string>;
+        const again = await this.allocateBatch(api, state, pool, parent, batch, never);
+        // Each address is reserved once, and NetBox never offers a reserved one: more would be a NetBox gone wrong.
+        reserved[i] = (reserved[i] ?? 0) + (again?.length ?? 0);
+        if ((reserved[i] ?? 0) > never.size)
+          throw new NetBoxError(
+            `NetBox kept offering addresses ${[...never].join(", ")} after they were reserved`,
+            "ServerError",
+          );
+        return again;
+      },
+      BATCH,
+    );
   }
 
   /**
@@ -555,14 +601,14 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     api: NetBoxClient,
     state: PoolEngineState,
     pool: NetBoxIPPool,
-    parent: NetBoxParent,
+    parent: ResolvedParent,
     batch: readonly Asked[],
     forbidden: ReadonlySet<string>,
   ): Promise<Asked[] | undefined> {
     const requests = batch.map((a) => requestOf(pool, a));
     let created: NetBoxAddress[];
     try {
-      created = await api.allocate(parent, requests);
+      created = await api.allocate(parent.parent, requests);
     } catch (err) {
       if (isNetBoxError(err, "Exhausted")) return undefined;
       // The answer may be lost while NetBox created the records: list them before deciding again.
@@ -571,7 +617,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     }
     const owned = state.owned ?? new Map<string, NetBoxAddress[]>();
     state.owned = owned;
-    if (state.parent) state.parent.used += created.length;
+    parent.used += created.length;
     const again: Asked[] = [];
     for (const [i, record] of created.entries()) {
       const asked = batch[i];
@@ -595,10 +641,8 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     const description = reservationDescription(pool);
     try {
       const api = await this.connect(pool, ctx);
-      const parent = await this.parentOf(pool, ctx);
-      const records = await this.recording(state, () =>
-        api.listOwned(parent.parent, OWNER_TAG.slug, { descriptions: [description] }),
-      );
+      const parents = await this.sourcesOf(pool, ctx);
+      const records = await this.listAcross(api, state, parents, { descriptions: [description] });
       for (const record of records.filter((r) => r.status === "reserved")) {
         await this.recording(state, () => api.deleteAddress(record.id));
         ctx.log.info("Released an address the pool had reserved in NetBox", { description, address: record.address });
@@ -634,7 +678,7 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
     state.failedAt = Date.now();
     state.failure = failure;
     if (!sameAttempt || state.failures === 0) state.failures++;
-    delete state.parent;
+    delete state.parents;
     delete state.tagEnsured;
     state.retryAfterMs = backoffOf(state.failures, failure);
     return state.retryAfterMs;
@@ -698,7 +742,7 @@ function requestOf(pool: NetBoxIPPool, a: Asked): AllocationRequest {
 function answerOf(
   owned: ReadonlyMap<string, NetBoxAddress[]>,
   a: Asked,
-  parent: ResolvedParent,
+  parents: readonly ResolvedParent[],
   exhausted: boolean,
 ): ExternalAnswer {
   const record = owned.get(a.description)?.[0];
@@ -713,7 +757,7 @@ function answerOf(
     ok: false,
     reason: Reasons.PoolExhausted,
     message: exhausted
-      ? `NetBox ${parent.display} has no free address left`
+      ? `NetBox ${displayOf(parents)} has no free address left`
       : "NetBox did not record an address for this claim; will ask again",
   };
 }

@@ -20,11 +20,12 @@ import type { CompiledEntry } from "../../ipam/entries.js";
 import { setCondition } from "../conditions.js";
 import { poolKindRules } from "../pools/rbac.js";
 import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
-import { isNetBoxError } from "../../netbox/client.js";
+import { isNetBoxError, type NetBoxError } from "../../netbox/client.js";
 import type { NetBoxEngine } from "./engine.js";
 import type { ResolvedParent } from "./parent.js";
 import { URL_NOT_ALLOWED_REASON } from "./trust.js";
 import { claimedCondition, recordsCondition, type PoolCondition } from "./drift.js";
+import { displayOf, sourceSpecsOf, usageOf } from "./sources.js";
 
 function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolKind<NetBoxIPPool> {
   return {
@@ -51,16 +52,21 @@ function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolK
 }
 
 /**
- * The allocator's space: the prefix or range in NetBox, so an address NetBox hands out is refused only when another
- * record of the pool holds it (or it lies outside). Opened on every full pass, which also lists the pool's records in
+ * The allocator's space: the pool's prefixes and ranges in NetBox, one entry each in the order they are tried (each
+ * with its own gateway and prefix length), so an address NetBox hands out is refused only when another record of the
+ * pool holds it (or it lies outside every source). Opened on every full pass, which also lists the pool's records in
  * NetBox again (a record deleted there is noticed). When NetBox cannot be reached the space is empty and says why;
  * the engine's answers then fail the claims with the reason and the pass is retried.
  */
 async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContext): Promise<AddressSpace> {
   try {
-    const parent = await engine.open(pool, ctx);
-    const gateway = await engine.gatewayOf(pool, ctx);
-    return { entries: [entryOf(pool, parent, gateway)], specErrors: [] };
+    const parents = await engine.open(pool, ctx);
+    const gateways = await engine.gatewaysOf(pool, ctx);
+    const specs = sourceSpecsOf(pool.spec);
+    return {
+      entries: parents.map((p, i) => entryOf(i, p, specs[i]?.addressPrefix, gateways[i])),
+      specErrors: [],
+    };
   } catch (err) {
     if (!isNetBoxError(err)) throw err;
     const failure = err;
@@ -70,18 +76,23 @@ async function spaceOf(engine: NetBoxEngine, pool: NetBoxIPPool, ctx: KindContex
   }
 }
 
-/** The allocator's one entry; `gateway` is the spec's, or the one NetBox records (gateway.ts). */
-function entryOf(pool: NetBoxIPPool, parent: ResolvedParent, gateway: string | undefined): CompiledEntry {
+/** The allocator's entry of source `index`; `gateway` is the source's, or the one NetBox records (gateway.ts). */
+function entryOf(
+  index: number,
+  parent: ResolvedParent,
+  addressPrefix: number | undefined,
+  gateway: string | undefined,
+): CompiledEntry {
   const size = parent.last - parent.first + 1n;
   return {
-    index: 0,
+    index,
     family: parent.family,
     first: parent.first,
     last: parent.last,
     size,
     bounded: true,
     indexSpace: size,
-    prefix: pool.spec.addressPrefix ?? parent.prefixLength,
+    prefix: addressPrefix ?? parent.prefixLength,
     ...(gateway ? { gateway } : {}),
   };
 }
@@ -95,33 +106,21 @@ export { RECORDS_CONDITION, RECORD_MISSING_REASON } from "./drift.js";
  * does not know the pool's records or claims.
  */
 function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngine): StatusDecision | undefined {
-  const { parent, failure } = engine.view(pool);
-
+  const { parents, failure } = engine.view(pool);
+  const first = parents?.[0];
   const { records, claimed } = driftOf(pool, input, engine);
-  const ready = failure
-    ? {
-        type: "Ready",
-        status: "False" as const,
-        reason: failure.reason === "NotAllowed" ? URL_NOT_ALLOWED_REASON : Reasons.PoolNotReady,
-        message: `NetBox: ${failure.reason}: ${failure.message}`,
-      }
-    : parent
-      ? {
-          type: "Ready",
-          status: "True" as const,
-          reason: Reasons.PoolReady,
-          message: `Serving NetBox ${parent.display}`,
-        }
-      : undefined;
-  if (parent) input.metrics.poolCapacity(input.ref, parent.size, parent.used, Math.max(0, parent.size - parent.used));
+  const ready = readyOf(failure, parents);
+  const usage = parents && usageOf(parents);
+  if (usage) input.metrics.poolCapacity(input.ref, usage.total, usage.used, usage.free);
   input.metrics.pendingClaims(input.ref, input.records.pending);
   const status: NetBoxIPPoolStatus = { ...(pool.status ?? {}) };
-  if (parent) {
-    status.ipAddresses = { total: parent.size, used: parent.used, free: Math.max(0, parent.size - parent.used) };
-    status.netbox = { kind: parent.parent.kind, id: parent.parent.id, display: parent.display };
+  if (parents && first && usage) {
+    status.ipAddresses = usage;
+    status.netbox = sourceStatus(first);
+    status.sources = parents.map((p) => ({ ...sourceStatus(p), ...usageOf([p]) }));
   }
   if (ready) status.conditions = setCondition(pool.status?.conditions, ready, input.now);
-  for (const drift of parent ? [records, claimed] : [])
+  for (const drift of first ? [records, claimed] : [])
     if (drift) status.conditions = setCondition(status.conditions, drift, input.now);
   if (isEqual(status, pool.status ?? {})) return undefined;
   const conditionsSame = isEqual(status.conditions, pool.status?.conditions);
@@ -131,6 +130,25 @@ function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngi
     ...notReadyOf(conditionsSame, failure && ready, records?.status === "False" ? records : undefined),
   };
 }
+
+/** The Ready condition: NetBox failing (the failure), or serving the sources; undefined when neither is known yet. */
+function readyOf(
+  failure: NetBoxError | undefined,
+  parents: readonly ResolvedParent[] | undefined,
+): PoolCondition | undefined {
+  if (failure)
+    return {
+      type: "Ready",
+      status: "False",
+      reason: failure.reason === "NotAllowed" ? URL_NOT_ALLOWED_REASON : Reasons.PoolNotReady,
+      message: `NetBox: ${failure.reason}: ${failure.message}`,
+    };
+  return parents && parents.length > 0
+    ? { type: "Ready", status: "True", reason: Reasons.PoolReady, message: `Serving NetBox ${displayOf(parents)}` }
+    : undefined;
+}
+
+const sourceStatus = (p: ResolvedParent) => ({ kind: p.parent.kind, id: p.parent.id, display: p.display });
 
 /** The drift conditions the engine can tell now (none while it does not know), with their metric. */
 function driftOf(

@@ -26,7 +26,11 @@ export interface ResolvedParent {
 /** A pool whose spec names no usable parent: a BadRequest, so its claims and its Ready condition say so. */
 const specError = (message: string): NetBoxError => new NetBoxError(message, "BadRequest");
 
-export async function resolveParent(api: NetBoxClient, spec: NetBoxIPPoolSpec): Promise<ResolvedParent> {
+/** The prefix or range `spec` names (the pool's own, or a fallback's), resolved in NetBox. */
+export async function resolveParent(
+  api: NetBoxClient,
+  spec: Pick<NetBoxIPPoolSpec, "prefix" | "range">,
+): Promise<ResolvedParent> {
   if (spec.prefix) {
     const found = await api.findPrefix(spec.prefix);
     const subnet = parseSubnet(found.cidr);
