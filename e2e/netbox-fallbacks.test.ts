@@ -23,24 +23,22 @@ import {
 } from "./netbox-support.js";
 
 describe("NetBox pools with fallbacks (a real NetBox)", function () {
+  /** The shared plane, the run's NetBox and the clients, once `before` has run. */
+  let suite: { kc: KubeConfig; nb: NetBoxServer; k: NetBoxClients };
   this.timeout(300_000);
-  let kc: KubeConfig;
-  let k: NetBoxClients;
-  let nb: NetBoxServer;
-
   before(async function () {
-    ({ kc, nb, k } = await netBoxSuite(this));
+    suite = await netBoxSuite(this);
   });
 
-  const asClaims = (): InClusterClients => k as unknown as InClusterClients;
+  const asClaims = (): InClusterClients => suite.k as unknown as InClusterClients;
 
   async function claims(ns: string, pool: string, names: readonly string[]): Promise<void> {
-    await Promise.all(names.map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef(pool)))));
+    await Promise.all(names.map((name) => suite.k.claims.create(ns, addressClaim(ns, name, netBoxRef(pool)))));
   }
 
   /** The descriptions of our records in `cidr` that are claims' (not the pool's reservations), sorted. */
   async function claimRecordsIn(cidr: string): Promise<string[]> {
-    const records = await ourRecordsIn(nb, cidr);
+    const records = await ourRecordsIn(suite.nb, cidr);
     return records
       .map((r) => r.description)
       .filter((d) => d.startsWith("IPAddressClaim "))
@@ -48,6 +46,7 @@ describe("NetBox pools with fallbacks (a real NetBox)", function () {
   }
 
   it("fills the first prefix, then the fallback (its own gateway, never handed out); releases records in both; all full: PoolExhausted", async () => {
+    const { kc, nb, k } = suite;
     const first = await nb.admin.freshPrefix(30); // two usable addresses
     const second = await nb.admin.freshPrefix(29); // six usable, one of them the fallback's gateway
     const gateway = hostOf(second.cidr).replace(/\.0$/, ".1");
@@ -109,6 +108,7 @@ describe("NetBox pools with fallbacks (a real NetBox)", function () {
   });
 
   it("a full pool gets room from an appended fallback; removing or reordering fallbacks is refused by the API server", async () => {
+    const { kc, nb, k } = suite;
     const [first, second, third] = [
       await nb.admin.freshPrefix(30),
       await nb.admin.freshPrefix(30),

@@ -96,3 +96,41 @@ describe("NetBoxEngine.release", () => {
     expect(nb.records.size).to.equal(10);
   });
 });
+
+describe("NetBoxEngine with fallbacks", () => {
+  it("releases each claim's record in whichever source holds it: one listing per source, one bulk delete", async () => {
+    const nb = fakeNetBox(0);
+    const subnet = (id: number): string => (id === 7 ? "10.0.0" : "10.0.1");
+    for (let i = 0; i < 6; i++)
+      nb.records.set(i + 1, {
+        id: i + 1,
+        address: `${subnet(i < 3 ? 7 : 8)}.${i + 1}/24`,
+        description: recordKey({ namespace: "ns", name: `c-${i}` }, INSTALLATION),
+        dnsName: "",
+        tags: [OWNER_TAG.slug],
+        status: "active",
+      });
+    const lists: number[] = [];
+    const client: NetBoxClient = {
+      ...nb.client,
+      findPrefix: (q) => Promise.resolve({ id: q.id ?? 0, cidr: `${subnet(q.id ?? 0)}.0/24`, size: 254, used: 3 }),
+      listOwned(parent, _tag, match) {
+        lists.push(parent.id);
+        const wanted = new Set(match?.descriptions ?? []);
+        const inside = (r: NetBoxAddress): boolean => r.address.startsWith(`${subnet(parent.id)}.`);
+        return Promise.resolve([...nb.records.values()].filter((r) => inside(r) && wanted.has(r.description)));
+      },
+    };
+    const engine = new NetBoxEngine(
+      { connect: () => Promise.resolve(client), tokenRejected: () => undefined, forget: () => undefined },
+      installation,
+    );
+    const withFallback: NetBoxIPPool = { ...pool, spec: { ...pool.spec, fallbacks: [{ prefix: { id: 8 } }] } };
+    await Promise.all(
+      [0, 1, 4, 5].map((i) => engine.release(withFallback, { namespace: "ns", name: `c-${i}`, cluster: "" }, ctx)),
+    );
+    expect([...nb.records.keys()].sort()).to.deep.equal([3, 4]);
+    expect(lists).to.deep.equal([7, 8]);
+    expect(nb.calls.filter((c) => c === "delete")).to.have.length(1);
+  });
+});
