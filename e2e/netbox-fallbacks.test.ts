@@ -8,6 +8,7 @@ import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress } from "../api/capi/types.js";
 import { gone, withController } from "../hack/testkit/ipam.js";
+import { RECORDS_CONDITION } from "../src/controllers/netbox/drift.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually } from "../hack/testkit/wait.js";
 import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
@@ -97,6 +98,17 @@ describe("NetBox pools with fallbacks (a real NetBox)", function () {
       );
       const h = await waitBound(asClaims(), ns, "h", 60_000);
       expect([one.spec.address, two.spec.address]).to.include(h.spec.address);
+      // Drift covers the fallback: a record deleted there under a live claim is reported on the pool.
+      const [kept] = inSecond.filter((r) => !released.includes(r.spec.claimRef.name)) as [CapiIPAddress];
+      const keptKey = await keyOf(kept);
+      const record = (await ourRecordsIn(nb, second.cidr)).find((r) => r.description === keptKey);
+      await nb.admin.deleteRecord("ipam/ip-addresses", record?.id ?? 0);
+      await k.pools.patch(ns, "p", { metadata: { annotations: { touch: "1" } } });
+      const drift = await eventually("RecordsInNetBox=False", async () => {
+        const c = (await k.pools.get(ns, "p")).status?.conditions?.find((x) => x.type === RECORDS_CONDITION);
+        return c?.status === "False" ? c : undefined;
+      });
+      expect(drift.message).to.include(`${ns}/${kept.spec.claimRef.name} ${kept.spec.address}`);
       const left = names.filter((n) => !released.includes(n));
       await Promise.all([...left, "h"].map((n) => k.claims.delete(ns, n)));
       await eventually("every claim gone", async () =>
