@@ -39,6 +39,16 @@ describe("preflight-move: NetBox pools", () => {
     const same = netBoxPoolFindings([use("GlobalNetBoxIPPool")], "ns1", new Map([["p", spec(7)]]));
     expect(same[0]?.severity).to.equal("warning");
   });
+
+  it("a target pool without the source's fallbacks is a blocker; one that appended more is not", () => {
+    const fallbacks = [{ prefix: { id: 9 } }];
+    const source: NetBoxPoolUse = { ...use("GlobalNetBoxIPPool"), spec: { ...spec(7), fallbacks } };
+    const without = netBoxPoolFindings([source], "ns1", new Map([["p", spec(7)]]));
+    expect(without[0]?.severity).to.equal("blocker");
+    expect(without[0]?.problem).to.include("prefix #7, then prefix #9 of");
+    const more = { ...spec(7), fallbacks: [...fallbacks, { range: { id: 3 } }] };
+    expect(netBoxPoolFindings([source], "ns1", new Map([["p", more]]))[0]?.severity).to.equal("warning");
+  });
 });
 
 describe("preflight-move: NetBox pools whose Secret names the NetBox", () => {

@@ -60,24 +60,33 @@ const CONTROLLER_NAMESPACE = "metal3-ipam-system";
 const urlOf = (spec: NetBoxIPPoolSpec): string | undefined =>
   spec.netbox.url?.replace(/\/+$/, "").replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, "$1");
 
+/** A pool's prefixes and ranges in order (its own, then its fallbacks), as comparable text. */
+const placesOf = (spec: NetBoxIPPoolSpec): string[] =>
+  [spec, ...(spec.fallbacks ?? [])].map((p) => JSON.stringify([p.prefix ?? null, p.range ?? null]));
+
 /**
- * Whether two specs point at the same place in NetBox: the same prefix or range, of the same NetBox (both pools' urls
- * when both still carry one, else the token Secret, which names the NetBox).
+ * Whether the target's spec points at the same places in NetBox as the source's: the same NetBox (both pools' urls
+ * when both still carry one, else the token Secret, which names the NetBox), the same prefix or range, and the
+ * source's fallbacks in the same places (the target may have appended more): every moved record is in one of them.
  */
-function samePlace(a: NetBoxIPPoolSpec, b: NetBoxIPPoolSpec): boolean {
-  const [ua, ub] = [urlOf(a), urlOf(b)];
+function samePlace(target: NetBoxIPPoolSpec, source: NetBoxIPPoolSpec): boolean {
+  const [ua, ub] = [urlOf(target), urlOf(source)];
   const sameNetBox =
-    ua !== undefined && ub !== undefined ? ua === ub : a.netbox.credentialsRef.name === b.netbox.credentialsRef.name;
-  return (
-    sameNetBox &&
-    JSON.stringify([a.prefix ?? null, a.range ?? null]) === JSON.stringify([b.prefix ?? null, b.range ?? null])
-  );
+    ua !== undefined && ub !== undefined
+      ? ua === ub
+      : target.netbox.credentialsRef.name === source.netbox.credentialsRef.name;
+  const [there, here] = [placesOf(target), placesOf(source)];
+  return sameNetBox && here.every((place, i) => there[i] === place);
 }
 
 function describePlace(spec: NetBoxIPPoolSpec): string {
-  const where = spec.prefix
-    ? `prefix ${spec.prefix.cidr ?? `#${String(spec.prefix.id)}`}`
-    : `range ${spec.range?.start ?? `#${String(spec.range?.id)}`}`;
+  const where = [spec, ...(spec.fallbacks ?? [])]
+    .map((p) =>
+      p.prefix
+        ? `prefix ${p.prefix.cidr ?? `#${String(p.prefix.id)}`}`
+        : `range ${p.range?.start ?? `#${String(p.range?.id)}`}`,
+    )
+    .join(", then ");
   return `${where} of ${urlOf(spec) ?? `the NetBox of Secret ${spec.netbox.credentialsRef.name}`}`;
 }
 
@@ -106,7 +115,7 @@ function one(use: NetBoxPoolUse, namespace: string, target: TargetNetBoxPools): 
       ...base,
       severity: "blocker",
       problem: `exists on the target, which clusterctl keeps, but it points at ${describePlace(targetSpec)}, and the ${use.moving.length} moved address(es) are records of ${describePlace(use.spec)}: the target would not find them (RecordsInNetBox=False) and would not give them back`,
-      fix: `make the target's pool name the same NetBox and ${use.spec.prefix ? "prefix" : "range"} as the source's, or delete it there so that clusterctl copies the source's`,
+      fix: `make the target's pool name the same NetBox and ${use.spec.prefix ? "prefix" : "range"} (and fallbacks) as the source's, or delete it there so that clusterctl copies the source's`,
     };
   const copied =
     target === undefined
