@@ -439,8 +439,8 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 
   /**
    * Records of ours in the pool's sources that no live claim holds, of this pool or of any other pool of this
-   * process naming one of those NetBox objects (their records share our tag and the parent). Undefined until the pool's
-   * records are listed and its claims known (a full pass).
+   * process naming one of those NetBox objects (their records there look alike). Undefined until the pool's records
+   * are listed and its claims known (a full pass).
    */
   unclaimedRecords(pool: NetBoxIPPool): NetBoxAddress[] | undefined {
     const state = this.kept(pool);
