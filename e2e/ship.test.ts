@@ -43,7 +43,10 @@ const EXPECTED: [string, string][] = [
   ],
   ...poolKindRows("ipam.cluster.x-k8s.io", "globalinclusterippools", "cluster-wide in-cluster pools"),
   ...poolKindRows("ipam.cluster.x-k8s.io", "inclusterippools", "in-cluster pools"),
-  ["ipam.cluster.x-k8s.io/ipaddressclaims: get list patch watch", "Cluster API claims served, finalizer added"],
+  [
+    "ipam.cluster.x-k8s.io/ipaddressclaims: create delete get list patch watch",
+    "Cluster API claims served, finalizer added; control-plane endpoint claims made by the webhook, deleted when their Cluster never comes",
+  ],
   [
     "ipam.cluster.x-k8s.io/ipaddressclaims/finalizers: update",
     "blockOwnerDeletion on owner references to claims (OwnerReferencesPermissionEnforcement)",

@@ -146,6 +146,27 @@ describe("flags", () => {
     expect(parseFlags([], { NETBOX_ALLOW_HTTP: "yes" }).netBoxAllowHttp).to.equal(false);
   });
 
+  it("serves Metal3Cluster endpoints by default, more infrastructure kinds when listed; refuses a name that is no plural.group", () => {
+    expect(parseFlags([], {})).to.deep.include({
+      endpointKinds: ["metal3clusters.infrastructure.cluster.x-k8s.io"],
+      endpointClaimGraceMs: 600_000,
+    });
+    const kinds = "metal3clusters.infrastructure.cluster.x-k8s.io, vsphereclusters.infrastructure.cluster.x-k8s.io";
+    expect(parseFlags(["--endpoint-kinds", kinds, "--endpoint-claim-grace", "5s"], {})).to.deep.include({
+      endpointKinds: [
+        "metal3clusters.infrastructure.cluster.x-k8s.io",
+        "vsphereclusters.infrastructure.cluster.x-k8s.io",
+      ],
+      endpointClaimGraceMs: 5_000,
+    });
+    expect(parseFlags([], { ENDPOINT_KINDS: "foos.example.com", ENDPOINT_CLAIM_GRACE: "1m" })).to.deep.include({
+      endpointKinds: ["foos.example.com"],
+      endpointClaimGraceMs: 60_000,
+    });
+    for (const bad of ["Metal3Cluster", "metal3clusters", "", "a.b,,Foo.x"])
+      expect(() => parseFlags(["--endpoint-kinds", bad], {}), bad).to.throw("--endpoint-kinds must list plural.group");
+  });
+
   it("parses durations", () => {
     expect([
       parseDuration("d", "15s"),

@@ -40,6 +40,10 @@ export interface Flags {
   netBoxInstallationId?: string;
   /** Plain-HTTP NetBox URLs are permitted (src/controllers/netbox/trust.ts); otherwise only https. */
   netBoxAllowHttp: boolean;
+  /** Infrastructure cluster resources (`plural.group`) whose endpoint may come from a pool (src/webhooks/endpoint.ts). */
+  endpointKinds: string[];
+  /** How long an endpoint claim waits for its Cluster before it is deleted (src/controllers/capi/endpoint.ts). */
+  endpointClaimGraceMs: number;
   /** What the operator should change in the flags given (deprecated ones), for the log. */
   warnings: string[];
 }
@@ -85,7 +89,14 @@ export const USAGE = `Usage: npm start -- [flags]
                                      0-9 . _ -; env NETBOX_INSTALLATION_ID; default: from the kube-system Namespace's
                                      uid). Give a rebuilt management cluster its predecessor's id to keep its records
   --netbox-allow-http                permit http:// NetBox URLs in token Secrets (tokens then travel unencrypted;
-                                     for a NetBox on loopback or in tests) (env NETBOX_ALLOW_HTTP=true)`;
+                                     for a NetBox on loopback or in tests) (env NETBOX_ALLOW_HTTP=true)
+  --endpoint-kinds LIST              infrastructure cluster resources, plural.group, comma-separated, whose
+                                     spec.controlPlaneEndpoint the endpoint webhook fills from a pool (Clusters always);
+                                     each needs a rule in the mutating webhook configuration too (env ENDPOINT_KINDS,
+                                     default metal3clusters.infrastructure.cluster.x-k8s.io)
+  --endpoint-claim-grace D           how long a control-plane endpoint claim waits for its Cluster (a create refused
+                                     after the webhook made it) before it is deleted (env ENDPOINT_CLAIM_GRACE,
+                                     default 10m)`;
 
 const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
   v === undefined ? env === "true" : v === true || v === "true";
@@ -135,6 +146,8 @@ const OPTIONS = {
   "incluster-provider-namespace": { type: "string" },
   "netbox-installation-id": { type: "string" },
   "netbox-allow-http": { type: "boolean" },
+  "endpoint-kinds": { type: "string" },
+  "endpoint-claim-grace": { type: "string" },
   help: { type: "boolean" },
 } as const;
 
@@ -252,6 +265,22 @@ function installationFlag(id: string | undefined): Pick<Flags, "netBoxInstallati
   return { netBoxInstallationId: id };
 }
 
+const RESOURCE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
+
+/** `plural.group` names, comma-separated; at least one. */
+function endpointKinds(text: string): string[] {
+  const kinds = text
+    .split(",")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
+  const bad = kinds.find((k) => k.length > 253 || !RESOURCE_NAME.test(k));
+  if (bad !== undefined || kinds.length === 0)
+    throw new Error(
+      `--endpoint-kinds must list plural.group names such as metal3clusters.infrastructure.cluster.x-k8s.io, got "${text.slice(0, 64)}"`,
+    );
+  return [...new Set(kinds)];
+}
+
 /** Parses argv and env. Throws an Error with a one-line message on bad input (the caller prints USAGE). */
 export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
   const { values } = parseArgs({ args: argv, options: OPTIONS, strict: true });
@@ -277,5 +306,12 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
       values["incluster-provider-namespace"] ?? env.INCLUSTER_PROVIDER_NAMESPACE ?? "capi-ipam-in-cluster-system",
     ...installationFlag(values["netbox-installation-id"] ?? env.NETBOX_INSTALLATION_ID),
     netBoxAllowHttp: bool(values["netbox-allow-http"], env.NETBOX_ALLOW_HTTP),
+    endpointKinds: endpointKinds(
+      values["endpoint-kinds"] ?? env.ENDPOINT_KINDS ?? "metal3clusters.infrastructure.cluster.x-k8s.io",
+    ),
+    endpointClaimGraceMs: parseDuration(
+      "endpoint-claim-grace",
+      values["endpoint-claim-grace"] ?? env.ENDPOINT_CLAIM_GRACE ?? "10m",
+    ),
   };
 }

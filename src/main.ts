@@ -57,6 +57,7 @@ async function startWebhooks(
     kubeConfig: kc,
     logger: logger.child({ component: "webhook" }),
     metrics,
+    endpointKinds: flags.endpointKinds,
   });
 }
 
@@ -145,6 +146,7 @@ async function main(): Promise<void> {
     inClusterProviderNamespace: flags.inClusterProviderNamespace,
     ...(flags.netBoxInstallationId ? { netBoxInstallationId: flags.netBoxInstallationId } : {}),
     netBoxAllowHttp: flags.netBoxAllowHttp,
+    endpointClaimGraceMs: flags.endpointClaimGraceMs,
   });
   const webhook = await startWebhooks(flags, kc, logger, metrics);
   const releaser = startMemoryReleaser(flags, logger, metrics);

@@ -6,6 +6,7 @@
  * wildcard.
  */
 import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
+import { ENDPOINT_CLAIM_RULES } from "./controllers/capi/endpoint.js";
 import { CLUSTER_RULES } from "./controllers/clusters.js";
 import { EVENT_RULES } from "./controllers/events.js";
 import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
@@ -18,6 +19,7 @@ import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
 import { ACCESS_REVIEW_RULES } from "./runtime/reviews.js";
 import { caBundleRules, crdBundleRules, SELF_MANAGED_NAMES, sharedSecretRules } from "./certs/rbac.js";
 import { CONVERSION_CRDS } from "./conversioncrds.js";
+import { ENDPOINT_RULES } from "./webhooks/endpoint.js";
 import { LOOKUP_RULES } from "./webhooks/lookup.js";
 
 export interface PolicyRule {
@@ -34,11 +36,13 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...CLUSTER_RULES,
   ...EVENT_RULES,
   ...BRIDGE_RULES,
+  ...ENDPOINT_CLAIM_RULES,
   ...INCLUSTER_RULES,
   ...INCLUSTER_PROVIDER_RULES,
   ...NETBOX_RULES,
   ...INSTALLATION_RULES,
   ...LOOKUP_RULES,
+  ...ENDPOINT_RULES,
   ...ACCESS_REVIEW_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */

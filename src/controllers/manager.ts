@@ -20,6 +20,7 @@ import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
 import { IPAddressClaimApi } from "./capi/api.js";
 import { CapiBridge } from "./capi/bridge.js";
+import { DEFAULT_ENDPOINT_CLAIM_GRACE_MS, EndpointClaims } from "./capi/endpoint.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
 import { ProviderGate } from "./pools/gate.js";
@@ -74,6 +75,8 @@ export interface ManagerOptions {
   providerPollMs?: number;
   /** `--netbox-installation-id`: the id in NetBox record keys; default from the kube-system Namespace's uid. */
   netBoxInstallationId?: string;
+  /** `--endpoint-claim-grace`: how long an endpoint claim waits for its Cluster (capi/endpoint.ts). Default 10 min. */
+  endpointClaimGraceMs?: number;
 }
 
 export class Manager {
@@ -82,6 +85,7 @@ export class Manager {
   private bridge?: CapiBridge;
   private discovery?: PoolKindDiscovery;
   private gate?: ProviderGate;
+  private endpoints?: EndpointClaims;
   private readonly kinds: PoolKinds;
   /** The kinds another provider may serve too: one declaration per provider (pools/providers.ts). */
   private readonly shared: SharedKinds<PoolKind>[];
@@ -154,6 +158,15 @@ export class Manager {
       enqueuePool: add,
       kinds: this.kinds,
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
+      onStarted: (claims) => {
+        this.endpoints = new EndpointClaims({
+          store,
+          claims,
+          logger: log.child({ component: "endpoint-claims" }),
+          graceMs: this.options.endpointClaimGraceMs ?? DEFAULT_ENDPOINT_CLAIM_GRACE_MS,
+        });
+        this.endpoints.start();
+      },
     });
     await this.bridge.start();
     const gate = new ProviderGate(this.shared, {
@@ -227,6 +240,6 @@ export class Manager {
     this.bridge?.stop();
     this.discovery?.stop();
     this.gate?.stop();
-    await this.queue?.shutdown();
+    await Promise.all([this.queue?.shutdown(), this.endpoints?.stop()]);
   }
 }

@@ -19,10 +19,19 @@ export interface GroupVersionKind {
   kind: string;
 }
 
+/** Group, version and plural of the resource under review. */
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
 /** The request part of an AdmissionReview (fields we do not use are omitted). */
 export interface AdmissionRequest {
   uid: string;
   kind: GroupVersionKind;
+  /** The resource addressed (`plural` in `resource`): what a webhook serving several kinds tells them apart by. */
+  resource?: GroupVersionResource;
   subResource?: string;
   name?: string;
   namespace?: string;
@@ -93,6 +102,15 @@ function isGvk(value: unknown): value is GroupVersionKind {
   );
 }
 
+function isGvr(value: unknown): value is GroupVersionResource {
+  return (
+    isRecord(value) &&
+    typeof value.group === "string" &&
+    typeof value.version === "string" &&
+    typeof value.resource === "string"
+  );
+}
+
 /**
  * Reads an AdmissionReview v1 request from a parsed JSON body. Never throws.
  * @returns the request, or a message saying what is wrong with the envelope.
@@ -124,6 +142,8 @@ export function parseAdmissionReview(
     object: req.object ?? undefined,
     oldObject: req.oldObject ?? undefined,
   };
+  if (isGvr(req.resource))
+    request.resource = { group: req.resource.group, version: req.resource.version, resource: req.resource.resource };
   if (typeof req.subResource === "string") request.subResource = req.subResource;
   if (typeof req.name === "string") request.name = req.name;
   if (typeof req.namespace === "string") request.namespace = req.namespace;

@@ -27,6 +27,8 @@ export const WEBHOOK_PATHS = {
   /** The in-cluster provider's own paths, so its configurations' paths keep working here (incluster.ts). */
   validateInClusterIPPool: "/validate-ipam-cluster-x-k8s-io-v1alpha2-inclusterippool",
   validateGlobalInClusterIPPool: "/validate-ipam-cluster-x-k8s-io-v1alpha2-globalinclusterippool",
+  /** Control-plane endpoints of Clusters and infrastructure clusters (endpoint.ts; built by server.ts). */
+  mutateControlPlaneEndpoint: "/mutate-ipam-metal3-io-control-plane-endpoint",
 } as const;
 
 interface Decoded<T> {

@@ -40,14 +40,16 @@ describe("config/webhook and config/certmanager", () => {
   const manifests = docs("config/webhook/manifests.yaml");
   const webhooks = manifests.flatMap((d) => (d.webhooks ?? []).map((w) => ({ kind: d.kind, ...w })));
 
+  const endpoint = webhooks.filter((w) => w.clientConfig.service.path === WEBHOOK_PATHS.mutateControlPlaneEndpoint);
   const metal3 = webhooks.filter((w) => w.rules.some((r) => r.apiGroups.includes("ipam.metal3.io")));
-  const inCluster = webhooks.filter((w) => !metal3.includes(w));
+  const inCluster = webhooks.filter((w) => !metal3.includes(w) && !endpoint.includes(w));
 
-  it("has one webhook per served path, mutating only for the IPPool defaulter", () => {
+  it("has one webhook per served path, mutating only for the IPPool defaulter and the control-plane endpoint", () => {
     const byPath = new Map(webhooks.map((w) => [w.clientConfig.service.path, w.kind]));
     expect(byPath).to.deep.equal(
       new Map<string, string>([
         [WEBHOOK_PATHS.mutateIPPool, "MutatingWebhookConfiguration"],
+        [WEBHOOK_PATHS.mutateControlPlaneEndpoint, "MutatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateIPPool, "ValidatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateIPClaim, "ValidatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateIPAddress, "ValidatingWebhookConfiguration"],
@@ -99,9 +101,30 @@ describe("config/webhook and config/certmanager", () => {
     }
   });
 
-  it("fails closed, has no side effects, speaks AdmissionReview v1 and matches equivalent versions", () => {
+  it("routes CREATE of Clusters (v1beta2, v1beta1) and Metal3Clusters (v1beta1, v1beta2) to the endpoint webhook", () => {
+    expect(endpoint.map((w) => w.name)).to.deep.equal(["control-plane-endpoint.ipam.metal3.io"]);
+    expect(endpoint[0]?.rules).to.deep.equal([
+      {
+        apiGroups: ["cluster.x-k8s.io"],
+        apiVersions: ["v1beta2", "v1beta1"],
+        operations: ["CREATE"],
+        resources: ["clusters"],
+        scope: "Namespaced",
+      },
+      {
+        apiGroups: ["infrastructure.cluster.x-k8s.io"],
+        apiVersions: ["v1beta1", "v1beta2"],
+        operations: ["CREATE"],
+        resources: ["metal3clusters"],
+        scope: "Namespaced",
+      },
+    ]);
+  });
+
+  it("fails closed, speaks AdmissionReview v1 and matches equivalent versions; only the endpoint webhook writes, not on dry runs", () => {
     for (const w of webhooks) {
-      expect(w, w.name).to.include({ failurePolicy: "Fail", sideEffects: "None", matchPolicy: "Equivalent" });
+      const sideEffects = endpoint.includes(w) ? "NoneOnDryRun" : "None";
+      expect(w, w.name).to.include({ failurePolicy: "Fail", sideEffects, matchPolicy: "Equivalent" });
       expect(w.admissionReviewVersions, w.name).to.deep.equal(["v1"]);
       expect(w.timeoutSeconds, w.name).to.be.within(1, 30);
     }

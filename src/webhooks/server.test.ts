@@ -59,6 +59,13 @@ describe("webhook server over HTTPS", function () {
       certDir: dir,
       certReloadMs: 100,
       lookup: staticLookup([]),
+      // The endpoint webhook reads nothing for the reviews sent here (kinds it does not serve).
+      endpointAccess: {
+        clusterAnnotations: () => Promise.resolve(undefined),
+        claim: () => Promise.resolve(undefined),
+        createClaim: (claim) => Promise.resolve(claim),
+        address: () => Promise.resolve(undefined),
+      },
       logger: silentLogger(),
       maxBodyBytes: 64 * 1024,
     });

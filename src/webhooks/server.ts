@@ -13,7 +13,10 @@ import type { Logger } from "../runtime/logger.js";
 import type { WebhookMetrics } from "../runtime/metrics.js";
 import { CertDirSource } from "../certs/certdir.js";
 import type { CertificateSource } from "../certs/certdir.js";
-import { ROUTES } from "./handlers.js";
+import { DEFAULT_ENDPOINT_KINDS, endpointRoute, kubeEndpointAccess } from "./endpoint.js";
+import type { EndpointAccess } from "./endpoint.js";
+import { ROUTES, WEBHOOK_PATHS } from "./handlers.js";
+import type { Route } from "./route.js";
 import { admissionListener } from "./http.js";
 import { REVIEWS } from "./conversion.js";
 import { kubeLookup } from "./lookup.js";
@@ -56,6 +59,10 @@ export interface WebhookServerOptions {
   metrics?: WebhookMetrics;
   /** Bounds of the validation worker (offload.ts); every one has a default. */
   validation?: WorkerValidatorOptions;
+  /** Infrastructure cluster resources (`plural.group`) whose endpoint may come from a pool; default Metal3Cluster. */
+  endpointKinds?: readonly string[];
+  /** Replaces the endpoint webhook's reads and writes through `kubeConfig` (tests). Without either it is not served. */
+  endpointAccess?: EndpointAccess;
 }
 
 /** A running webhook server. */
@@ -133,8 +140,15 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const tlsOptions = (pair: CertificatePair) =>
     ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION }) as const;
   const validator = new WorkerValidator(logger, options.validation);
+  const routes = new Map<string, Route>(ROUTES);
+  const endpointAccess = options.endpointAccess ?? (kubeConfig ? kubeEndpointAccess(kubeConfig) : undefined);
+  if (endpointAccess)
+    routes.set(
+      WEBHOOK_PATHS.mutateControlPlaneEndpoint,
+      endpointRoute({ access: endpointAccess, kinds: options.endpointKinds ?? DEFAULT_ENDPOINT_KINDS }),
+    );
   const listener = admissionListener({
-    routes: ROUTES,
+    routes,
     reviews: REVIEWS,
     context: { lookup, logger, validator },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),

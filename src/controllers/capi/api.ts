@@ -16,6 +16,7 @@ import type { ExternalClaim, ExternalHolding, PoolKind, PoolRecord } from "../po
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
+import { endpointAllocationPause } from "./endpoint.js";
 import { planCapiClaim } from "./plan.js";
 import {
   capiAddressToPool,
@@ -122,7 +123,10 @@ export class IPAddressClaimApi implements ClaimApi {
           kind,
           pool,
           claimAddresses: capi.addresses.byIndex(BY_CLAIM, keyOf(claim)),
-          pause: pauseState(claim.metadata, capiClaimClusterName(claim, kind, pool), this.store.lookupCluster),
+          pause: endpointAllocationPause(
+            claim,
+            pauseState(claim.metadata, capiClaimClusterName(claim, kind, pool), this.store.lookupCluster),
+          ),
           allocator: ctx.allocator,
           ...(pass.allocationBlocked ? { allocationBlocked: pass.allocationBlocked } : {}),
           movedAway: this.store.movedAway.has(claim.metadata.uid ?? ""),
@@ -172,7 +176,7 @@ export class IPAddressClaimApi implements ClaimApi {
     if (!pass.pool || !this.needsAllocation(claim) || this.store.movedAway.has(claim.metadata.uid ?? ""))
       return undefined;
     const clusterName = capiClaimClusterName(claim, pass.kind, pass.pool);
-    const pause = pauseState(claim.metadata, clusterName, this.store.lookupCluster);
+    const pause = endpointAllocationPause(claim, pauseState(claim.metadata, clusterName, this.store.lookupCluster));
     if (pause.paused || pause.clusterMissing) return undefined;
     const namespace = claim.metadata.namespace ?? "";
     return { holder: capiHolderName(pass.kind, namespace, claim.metadata.name ?? ""), claim, cluster: clusterName };

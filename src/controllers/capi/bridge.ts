@@ -14,6 +14,7 @@ import {
   type ClusterApiVersion,
 } from "../../../api/registry.js";
 import { servedVersion } from "../../kube/discovery.js";
+import type { Informer } from "../../kube/informer.js";
 import type { Logger } from "../../runtime/logger.js";
 import { BY_CLAIM, BY_CLUSTER, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "../pools/indexes.js";
 import type { PoolKinds } from "../pools/registry.js";
@@ -62,6 +63,8 @@ export interface BridgeOptions {
   kinds: PoolKinds;
   /** How often discovery is retried while Cluster API's IPAM is not served. Default 30 s. */
   discoveryRetryMs?: number;
+  /** Told once the claims' informer has synced (the endpoint claims' loop starts on it). */
+  onStarted?: (claims: Informer<IPAddressClaim>) => void;
 }
 
 /**
@@ -119,6 +122,7 @@ export class CapiBridge {
     this.version = version;
     await Promise.all([claims.start(), addresses.start()]);
     this.options.logger.info("IPAddressClaim bridge started", { version });
+    if (!this.stopped) this.options.onStarted?.(claims);
   }
 
   stop(): void {
