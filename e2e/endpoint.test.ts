@@ -1,0 +1,424 @@
+/**
+ * Control-plane endpoints from a pool, through a real API server: two controller replicas on one Lease, the API
+ * server calling the follower's endpoint webhook (so the webhook's answer comes from a replica that allocates nothing),
+ * and a fixture validating webhook in this process playing CAPM3's rule (a Metal3Cluster needs
+ * `spec.controlPlaneEndpoint.host` at create) and "a later webhook refuses the create" (a label asks it to).
+ *
+ * Isolation: the webhook configurations select only this suite's namespace (a label) and are deleted in after().
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+} from "@kubernetes/client-node";
+import type { IPAddressClaim } from "../api/capi/types.js";
+import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
+import { ENDPOINT_CLAIM_LABEL, ENDPOINT_POOL_ANNOTATION, endpointClaimName } from "../src/ipam/endpoint.js";
+import { describeError, statusCodeOf } from "../src/kube/errors.js";
+import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
+import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
+import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
+import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
+import { installCrds } from "../hack/testkit/crds.js";
+import { scopedWebhookConfigurations } from "../hack/testkit/hostile.js";
+import { capiClients, clients, pool, type CapiClients, type Clients } from "../hack/testkit/ipam.js";
+import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
+import { claimPort } from "../hack/testkit/ports.js";
+import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
+import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
+
+const SCOPE_LABEL = "e2e.ipam.metal3.io/endpoint";
+/** On an object: the fixture validating webhook refuses its create (a later webhook refusing after ours). */
+const REFUSE_LABEL = "e2e.ipam.metal3.io/refuse";
+const GRACE = "8s";
+const POOL_NAME = "vips";
+/** The pool's range: 10.77.0.10 to 10.77.0.250. */
+const inPool = (host: unknown): boolean =>
+  typeof host === "string" && /^10\.77\.0\.(\d+)$/.test(host) && Number(host.split(".")[3]) >= 10;
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+interface Endpointed extends KubeObject {
+  spec?: { controlPlaneEndpoint?: { host?: string; port?: number }; paused?: boolean };
+}
+
+const resource = (group: string, version: string, plural: string, kind: string) => ({
+  group,
+  version,
+  plural,
+  kind,
+  namespaced: true,
+});
+
+interface Replica {
+  proc: ControllerProcess;
+  metricsPort: number;
+  webhookPort: number;
+}
+
+/**
+ * The fixture validating webhook: CAPM3's create rule for Metal3Clusters (host required, as its
+ * internal/webhooks/v1beta2/metal3cluster_webhook.go has it), and a refusal of any object labelled REFUSE_LABEL.
+ */
+function fixtureWebhook(certPem: string, keyPem: string): Promise<Server> {
+  const server = createServer({ cert: certPem, key: keyPem }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const review = JSON.parse(Buffer.concat(chunks).toString()) as {
+        request: { uid: string; kind: { kind: string }; name?: string; object: Endpointed };
+      };
+      const { uid, kind, object } = review.request;
+      let message: string | undefined;
+      if (object.metadata.labels?.[REFUSE_LABEL] !== undefined) message = "refused by the fixture's later webhook";
+      else if (kind.kind === "Metal3Cluster" && !object.spec?.controlPlaneEndpoint?.host)
+        message = `Metal3Cluster.infrastructure.cluster.x-k8s.io "${object.metadata.name ?? ""}" is invalid: spec.controlPlaneEndpoint: Invalid value: "": is required`;
+      const response = message
+        ? { uid, allowed: false, status: { status: "Failure", code: 422, reason: "Invalid", message } }
+        : { uid, allowed: true };
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response }));
+    });
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+describe("control-plane endpoints from a pool (two replicas, webhooks through the API server)", function () {
+  this.timeout(300_000);
+  let admin: KubeConfig;
+  let c: Clients;
+  let capi: CapiClients;
+  let ns: string;
+  let dir: string;
+  let fixture: Server | undefined;
+  const replicas: Replica[] = [];
+  const configName = `endpoint-${process.pid}`;
+  let clustersV1beta2: ResourceClient<Endpointed>;
+  let clustersV1beta1: ResourceClient<Endpointed>;
+  let metal3Clusters: ResourceClient<Endpointed>;
+
+  async function isLeader(r: Replica): Promise<boolean> {
+    try {
+      return metricSample(await scrapeMetrics(r.metricsPort), "metal3_ipam_leader") === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async function startReplica(name: string, kubeconfig: string, certDir: string): Promise<Replica> {
+    const [metricsPort, webhookPort] = [await claimPort(), await claimPort()];
+    const proc = startControllerProcess({
+      name: `replica ${name}`,
+      kubeconfigPath: kubeconfig,
+      namespace: ns,
+      logDir: dir,
+      logName: `${name}.log`,
+      diagnosticsAddress: `127.0.0.1:${metricsPort}`,
+      insecureDiagnostics: true,
+      flags: [
+        "--leader-elect",
+        `--leader-election-namespace=${CONTROLLER_NAMESPACE}`,
+        `--leader-election-id=endpoint-${ns}`,
+        `--webhook-port=${webhookPort}`,
+        `--webhook-cert-dir=${certDir}`,
+        `--endpoint-claim-grace=${GRACE}`,
+      ],
+    });
+    const replica = { proc, metricsPort, webhookPort };
+    replicas.push(replica);
+    await proc.guard(
+      eventually(
+        `${name} to serve /metrics`,
+        async () => (await scrapeMetrics(metricsPort)).includes("metal3_ipam_leader"),
+        60_000,
+        250,
+      ),
+    );
+    return replica;
+  }
+
+  /** A Cluster or Metal3Cluster asking for its endpoint from the pool (unless `annotated` is false). */
+  function object(
+    apiVersion: string,
+    kind: string,
+    name: string,
+    extra: { annotated?: boolean; labels?: Record<string, string>; spec?: Endpointed["spec"] } = {},
+  ): Endpointed {
+    return {
+      apiVersion,
+      kind,
+      metadata: {
+        name,
+        namespace: ns,
+        ...(extra.annotated === false ? {} : { annotations: { [ENDPOINT_POOL_ANNOTATION]: `IPPool/${POOL_NAME}` } }),
+        ...(extra.labels ? { labels: extra.labels } : {}),
+      },
+      spec: extra.spec ?? {},
+    };
+  }
+  const clusterV1beta2 = (name: string, extra?: Parameters<typeof object>[3]) =>
+    object("cluster.x-k8s.io/v1beta2", "Cluster", name, extra);
+
+  /** Creates `obj`, retrying the webhook's "not bound yet" (503) as a client does; the stored object. */
+  async function createRetrying(client: ResourceClient<Endpointed>, obj: Endpointed): Promise<Endpointed> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await client.create(ns, obj);
+      } catch (err) {
+        if (statusCodeOf(err) !== 503 || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  /** The bound address of the endpoint claim of Cluster `cluster`, or undefined. */
+  async function claimAddress(cluster: string): Promise<string | undefined> {
+    const claim = await capi.claims.get(ns, endpointClaimName(cluster)).catch(() => undefined);
+    const ref = claim?.status?.addressRef?.name;
+    return ref ? (await capi.addresses.get(ns, ref)).spec.address : undefined;
+  }
+
+  const claimOf = (cluster: string): Promise<IPAddressClaim | undefined> =>
+    capi.claims.get(ns, endpointClaimName(cluster)).catch((err: unknown) => {
+      if (statusCodeOf(err) === 404) return undefined;
+      throw err;
+    });
+
+  const ownedByCluster = async (cluster: string): Promise<boolean> => {
+    const live = await clustersV1beta2.get(ns, cluster);
+    return ((await claimOf(cluster))?.metadata.ownerReferences ?? []).some((o) => o.uid === live.metadata.uid);
+  };
+
+  before(async function () {
+    if (usingExistingCluster()) this.skip();
+    admin = (await sharedCluster()).kubeConfig;
+    c = clients(admin);
+    capi = capiClients(admin);
+    clustersV1beta2 = new ResourceClient(admin, resource("cluster.x-k8s.io", "v1beta2", "clusters", "Cluster"));
+    clustersV1beta1 = new ResourceClient(admin, resource("cluster.x-k8s.io", "v1beta1", "clusters", "Cluster"));
+    metal3Clusters = new ResourceClient(
+      admin,
+      resource("infrastructure.cluster.x-k8s.io", "v1beta1", "metal3clusters", "Metal3Cluster"),
+    );
+    await installCrds(admin, [join(repoRoot, "e2e", "fixtures", "metal3cluster")]);
+    dir = mkdtempSync(join(tmpdir(), "endpoint-e2e-"));
+    ns = await freshNamespace(admin, "endpoint");
+    await admin
+      .makeApiClient(CoreV1Api)
+      .patchNamespace({ name: ns, body: { metadata: { labels: { [SCOPE_LABEL]: ns } } } }, mergePatch);
+    await c.pools.create(ns, pool(ns, POOL_NAME, { pools: [{ start: "10.77.0.10", end: "10.77.0.250" }], prefix: 24 }));
+
+    const pki = loopbackPki();
+    const certDir = writeCertDir(pki.serving, mkdtempSync(join(dir, "certs-")));
+    const kubeconfig = await serviceAccountKubeconfigFile(admin, dir);
+    const a = await startReplica("a", kubeconfig, certDir);
+    const leaderA = await eventually("replica a to lead", () => isLeader(a), 60_000, 250);
+    expect(leaderA).to.equal(true);
+    const b = await startReplica("b", kubeconfig, certDir);
+    expect(await isLeader(b)).to.equal(false);
+
+    // Ours, pointed at the follower: its answers rest on the leader's allocations.
+    const ours = scopedWebhookConfigurations(
+      configName,
+      `https://127.0.0.1:${b.webhookPort}`,
+      pki.ca.certPem,
+      SCOPE_LABEL,
+      ns,
+      (w) => (w.rules ?? []).some((r) => r.resources?.includes("clusters")),
+    );
+    const admission = admin.makeApiClient(AdmissionregistrationV1Api);
+    await admission.createMutatingWebhookConfiguration({ body: ours.mutating });
+    fixture = await fixtureWebhook(pki.serving.certPem, pki.serving.keyPem);
+    const fixturePort = (fixture.address() as AddressInfo).port;
+    await admission.createValidatingWebhookConfiguration({
+      body: {
+        metadata: { name: `${configName}-fixture` },
+        webhooks: [
+          {
+            name: "fixture.metal3cluster.e2e.ipam.metal3.io",
+            admissionReviewVersions: ["v1"],
+            clientConfig: {
+              url: `https://127.0.0.1:${fixturePort}/validate`,
+              caBundle: Buffer.from(pki.ca.certPem).toString("base64"),
+            },
+            failurePolicy: "Fail",
+            sideEffects: "None",
+            namespaceSelector: { matchLabels: { [SCOPE_LABEL]: ns } },
+            rules: [
+              {
+                apiGroups: ["cluster.x-k8s.io", "infrastructure.cluster.x-k8s.io"],
+                apiVersions: ["*"],
+                operations: ["CREATE"],
+                resources: ["clusters", "metal3clusters"],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    // Configurations reach the API server's admission lazily: wait until both webhooks answer for this namespace.
+    await eventually(
+      "both webhooks to serve the namespace",
+      async () => {
+        const probe = await createRetrying(clustersV1beta2, clusterV1beta2(`probe-${Date.now()}`)).catch(
+          () => undefined,
+        );
+        return inPool(probe?.spec?.controlPlaneEndpoint?.host);
+      },
+      60_000,
+      500,
+    );
+    await eventually(
+      "the fixture webhook to refuse",
+      async () => {
+        const refused = await metal3Clusters
+          .create(ns, object("infrastructure.cluster.x-k8s.io/v1beta1", "Metal3Cluster", "probe", { annotated: false }))
+          .then(
+            () => false,
+            (err: unknown) => describeError(err).includes("is required"),
+          );
+        return refused;
+      },
+      60_000,
+      500,
+    );
+  });
+
+  after(async () => {
+    const admission = admin?.makeApiClient(AdmissionregistrationV1Api);
+    await admission?.deleteMutatingWebhookConfiguration({ name: `${configName}-mutating` }).catch(() => undefined);
+    await admission?.deleteValidatingWebhookConfiguration({ name: `${configName}-fixture` }).catch(() => undefined);
+    for (const r of replicas.splice(0)) await r.proc.kill();
+    fixture?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("admits a Metal3Cluster created without a host, with the pool's address and port 6443", async () => {
+    const created = await createRetrying(
+      metal3Clusters,
+      object("infrastructure.cluster.x-k8s.io/v1beta1", "Metal3Cluster", "m3"),
+    );
+    const endpoint = created.spec?.controlPlaneEndpoint;
+    expect(inPool(endpoint?.host), JSON.stringify(endpoint)).to.equal(true);
+    expect(endpoint?.port).to.equal(6443);
+    expect(await claimAddress("m3")).to.equal(endpoint?.host);
+    const claim = await claimOf("m3");
+    expect(claim?.metadata.labels).to.include({ [CLUSTER_NAME_LABEL]: "m3", [ENDPOINT_CLAIM_LABEL]: "" });
+  });
+
+  it("fills a Cluster v1beta2 and a Cluster v1beta1; the Metal3Cluster of a Cluster shares its claim", async () => {
+    const v2 = await createRetrying(clustersV1beta2, clusterV1beta2("c2"));
+    const v1 = await createRetrying(clustersV1beta1, object("cluster.x-k8s.io/v1beta1", "Cluster", "c1"));
+    const [h2, h1] = [v2.spec?.controlPlaneEndpoint?.host, v1.spec?.controlPlaneEndpoint?.host];
+    expect(inPool(h2) && inPool(h1), `${h2} ${h1}`).to.equal(true);
+    expect(h1).to.not.equal(h2);
+    const infra = await createRetrying(
+      metal3Clusters,
+      object("infrastructure.cluster.x-k8s.io/v1beta1", "Metal3Cluster", "c2-m3", {
+        annotated: false,
+        labels: { [CLUSTER_NAME_LABEL]: "c2" },
+      }),
+    );
+    expect(infra.spec?.controlPlaneEndpoint?.host).to.equal(h2);
+    await eventually("c2's claim to be owned by c2", () => ownedByCluster("c2"), 30_000, 200);
+  });
+
+  it("leaves an explicit host untouched and makes no claim", async () => {
+    const created = await clustersV1beta2.create(
+      ns,
+      clusterV1beta2("explicit", { spec: { controlPlaneEndpoint: { host: "192.0.2.10", port: 443 } } }),
+    );
+    expect(created.spec?.controlPlaneEndpoint).to.deep.equal({ host: "192.0.2.10", port: 443 });
+    expect(await claimOf("explicit")).to.equal(undefined);
+  });
+
+  it("allocates nothing on a dry run", async () => {
+    const before = (await capi.addresses.list(ns)).items.length;
+    const api = admin.makeApiClient(CustomObjectsApi);
+    await api.createNamespacedCustomObject({
+      group: "cluster.x-k8s.io",
+      version: "v1beta2",
+      namespace: ns,
+      plural: "clusters",
+      body: clusterV1beta2("dry", { spec: { paused: false } }),
+      dryRun: "All",
+    });
+    await sleep(1_000);
+    expect(await claimOf("dry")).to.equal(undefined);
+    expect((await capi.addresses.list(ns)).items.length).to.equal(before);
+  });
+
+  it("gives 50 Clusters created at once 50 distinct endpoints, each its claim's address", async () => {
+    const names = Array.from({ length: 50 }, (_, i) => `many-${i}`);
+    const created = await Promise.all(names.map((n) => createRetrying(clustersV1beta2, clusterV1beta2(n))));
+    const hosts = created.map((x) => x.spec?.controlPlaneEndpoint?.host);
+    expect(hosts.every(inPool), hosts.join(" ")).to.equal(true);
+    expect(new Set(hosts).size).to.equal(50);
+    const bound = await Promise.all(names.map(claimAddress));
+    expect(bound).to.deep.equal(hosts);
+  });
+
+  it("deletes, after the grace, the claim of a create a later webhook refused, and frees its address", async () => {
+    const err = await clustersV1beta2.create(ns, clusterV1beta2("refused", { labels: { [REFUSE_LABEL]: "" } })).then(
+      () => undefined,
+      (e: unknown) => describeError(e),
+    );
+    expect(err).to.contain("refused by the fixture's later webhook");
+    const claim = await claimOf("refused");
+    expect(claim, "the claim our webhook made").to.not.equal(undefined);
+    const held = await claimAddress("refused");
+    expect(inPool(held)).to.equal(true);
+    await eventually(
+      "the leaked claim to be deleted",
+      async () => (await claimOf("refused")) === undefined,
+      60_000,
+      500,
+    );
+    await eventually(
+      "its address to be freed",
+      async () => !(await capi.addresses.list(ns)).items.some((a) => a.spec.address === held),
+      30_000,
+      200,
+    );
+  });
+
+  it("releases the address when the Cluster is deleted", async () => {
+    const created = await createRetrying(clustersV1beta2, clusterV1beta2("gone"));
+    const host = created.spec?.controlPlaneEndpoint?.host;
+    await eventually("the claim to be owned by its Cluster", () => ownedByCluster("gone"), 30_000, 200);
+    await clustersV1beta2.delete(ns, "gone");
+    await eventually("the claim to be deleted", async () => (await claimOf("gone")) === undefined, 60_000, 200);
+    await eventually(
+      "its address to be freed",
+      async () => !(await capi.addresses.list(ns)).items.some((a) => a.spec.address === host),
+      30_000,
+      200,
+    );
+  });
+
+  it("keeps the address while the Cluster is paused, even when the claim is deleted; releases it on unpause", async () => {
+    const created = await createRetrying(clustersV1beta2, clusterV1beta2("paused"));
+    const host = created.spec?.controlPlaneEndpoint?.host;
+    await eventually("the claim to be owned by its Cluster", () => ownedByCluster("paused"), 30_000, 200);
+    await clustersV1beta2.patch(ns, "paused", { spec: { paused: true } });
+    await sleep(1_000);
+    await capi.claims.delete(ns, endpointClaimName("paused"));
+    await consistently(
+      "the claim and its address to stay",
+      async () =>
+        (await claimOf("paused")) !== undefined &&
+        (await capi.addresses.list(ns)).items.some((a) => a.spec.address === host),
+      4_000,
+      250,
+    );
+    await clustersV1beta2.patch(ns, "paused", { spec: { paused: false } });
+    await eventually("the claim to go once unpaused", async () => (await claimOf("paused")) === undefined, 30_000, 200);
+  });
+});
