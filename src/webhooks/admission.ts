@@ -93,22 +93,12 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function isGvk(value: unknown): value is GroupVersionKind {
-  return (
-    isRecord(value) &&
-    typeof value.group === "string" &&
-    typeof value.version === "string" &&
-    typeof value.kind === "string"
-  );
-}
-
-function isGvr(value: unknown): value is GroupVersionResource {
-  return (
-    isRecord(value) &&
-    typeof value.group === "string" &&
-    typeof value.version === "string" &&
-    typeof value.resource === "string"
-  );
+/** An object whose `group`, `version` and `last` fields are strings (a GroupVersionKind or GroupVersionResource). */
+function isGroupVersion<K extends "kind" | "resource">(
+  value: unknown,
+  last: K,
+): value is { group: string; version: string } & Record<K, string> {
+  return isRecord(value) && [value.group, value.version, value[last]].every((v) => typeof v === "string");
 }
 
 /**
@@ -128,7 +118,7 @@ export function parseAdmissionReview(
   const req = body.request;
   if (!isRecord(req)) return { ok: false, message: "request is missing" };
   if (typeof req.uid !== "string" || req.uid === "") return { ok: false, message: "request.uid is missing" };
-  if (!isGvk(req.kind)) return { ok: false, message: "request.kind is missing or malformed" };
+  if (!isGroupVersion(req.kind, "kind")) return { ok: false, message: "request.kind is missing or malformed" };
   if (typeof req.operation !== "string" || !OPERATIONS.includes(req.operation)) {
     return {
       ok: false,
@@ -142,7 +132,7 @@ export function parseAdmissionReview(
     object: req.object ?? undefined,
     oldObject: req.oldObject ?? undefined,
   };
-  if (isGvr(req.resource))
+  if (isGroupVersion(req.resource, "resource"))
     request.resource = { group: req.resource.group, version: req.resource.version, resource: req.resource.resource };
   if (typeof req.subResource === "string") request.subResource = req.subResource;
   if (typeof req.name === "string") request.name = req.name;
