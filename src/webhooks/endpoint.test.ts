@@ -172,6 +172,27 @@ describe("control-plane endpoint webhook", () => {
     expect(access.claims.has("slow-control-plane-endpoint")).to.equal(true);
   });
 
+  it("refuses, for a retry, while the claim of an earlier Cluster of that name is being released", async () => {
+    const access = memoryAccess("10.9.0.11");
+    access.claims.set("old-control-plane-endpoint", {
+      metadata: {
+        name: "old-control-plane-endpoint",
+        namespace: NS,
+        labels: { [ENDPOINT_CLAIM_LABEL]: "" },
+        deletionTimestamp: "2026-01-01T00:00:00Z",
+      },
+      spec: { poolRef: { kind: "InClusterIPPool", name: "vips" } },
+      status: { addressRef: { name: "addr-10.9.0.3" } },
+    });
+    const res = await answer(
+      access,
+      request(object("Cluster", "old", { annotations: { [ENDPOINT_POOL_ANNOTATION]: POOL } })),
+    );
+    expect(res.allowed).to.equal(false);
+    expect(res.status?.code).to.equal(503);
+    expect(res.status?.message).to.contain("being released");
+  });
+
   it("refuses a bad annotation with the parse error, and a claim of that name that is not this endpoint's", async () => {
     const access = memoryAccess("10.9.0.10");
     const bad = await answer(

@@ -17,7 +17,8 @@
  *   claim whose Cluster never comes is deleted by the controller after its grace (src/controllers/capi/endpoint.ts).
  * - Dry run: nothing is created; an already bound claim's address is used, otherwise the object passes unchanged
  *   with a warning.
- * - A bad annotation is refused with the parse error (422).
+ * - A bad annotation is refused with the parse error (422); a claim of that name that is not this endpoint's with
+ *   409; a claim being deleted (an earlier Cluster of that name) with 503, retry once it is gone.
  */
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, resourceType } from "../../api/registry.js";
 import { CLUSTER_GROUP, IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
@@ -244,6 +245,16 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
       const claim = await access.claim(req.namespace ?? "", claimName);
       const mismatch = claim && claimMismatch(claim, asked.pool);
       if (mismatch) return deny(req.uid, failure(409, "Conflict", mismatch));
+      // A claim of an earlier Cluster of that name, on its way out: its address is about to be freed, not reusable.
+      if (claim?.metadata.deletionTimestamp)
+        return deny(
+          req.uid,
+          failure(
+            503,
+            "ServiceUnavailable",
+            `IPAddressClaim ${claimName} of an earlier Cluster of that name is being released: retry the create once it is gone`,
+          ),
+        );
       const pool = `${asked.pool.kind}/${asked.pool.name}`;
       if (req.dryRun) {
         const host = claim ? await boundAddress(claim) : undefined;
