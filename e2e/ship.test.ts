@@ -101,6 +101,12 @@ const SELF_MANAGED_NAMESPACE_EXPECTED: [string, string][] = [
   ["/secrets[metal3-ipam-webhook-self-managed]: get update", "every replica reads the CA from it and stores renewals"],
 ];
 
+/** What config/components/load-balancers adds, for `--serve-load-balancers` only. */
+const LOAD_BALANCER_EXPECTED: [string, string][] = [
+  ["/services: list patch watch", "Services of our loadBalancerClass watched; the kube-vip address annotation written"],
+  ["ipam.cluster.x-k8s.io/ipaddressclaims: create delete", "the claim of a Service's address, deleted on release"],
+];
+
 const ruleRow = (r: PolicyRule): string =>
   `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? `[${r.resourceNames.join(",")}]` : ""}: ${r.verbs.join(" ")}`;
 
@@ -138,6 +144,11 @@ describe("shipping: RBAC", function () {
     expectTable(rbac.SELF_MANAGED_CLUSTER_ROLE_RULES, SELF_MANAGED_EXPECTED);
     expectTable(rbac.SELF_MANAGED_NAMESPACE_ROLE_RULES, SELF_MANAGED_NAMESPACE_EXPECTED);
     for (const r of rbac.SELF_MANAGED_CLUSTER_ROLE_RULES) expect(r.resourceNames ?? [], ruleRow(r)).to.not.be.empty;
+  });
+
+  it("grants Services only in the load-balancers component, never in the default install", () => {
+    expectTable(rbac.LOAD_BALANCER_CLUSTER_ROLE_RULES, LOAD_BALANCER_EXPECTED);
+    for (const r of rbac.CLUSTER_ROLE_RULES) expect(r.resources, ruleRow(r)).to.not.include("services");
   });
 
   describe("against the API server's authorizer", function () {

@@ -1,7 +1,11 @@
-/** Renders the generated RBAC files of config/rbac and config/selfmanaged from the rules declared in src (src/rbac.ts). */
+/**
+ * Renders the generated RBAC files of config/rbac, config/selfmanaged and config/components/load-balancers from the
+ * rules declared in src (src/rbac.ts).
+ */
 import { dump } from "js-yaml";
 import {
   CLUSTER_ROLE_RULES,
+  LOAD_BALANCER_CLUSTER_ROLE_RULES,
   NAMESPACE_ROLE_RULES,
   normalizeRules,
   SELF_MANAGED_CLUSTER_ROLE_RULES,
@@ -43,5 +47,9 @@ export function renderRbac(): Map<string, string> {
       HEADER + yaml(role("Role", "leader-election-role", NAMESPACE_ROLE_RULES, "system")),
     ],
     ["config/selfmanaged/role.yaml", HEADER + selfManaged.map(yaml).join("---\n")],
+    [
+      "config/components/load-balancers/role.yaml",
+      HEADER + yaml(role("ClusterRole", "load-balancer-role", LOAD_BALANCER_CLUSTER_ROLE_RULES)),
+    ],
   ]);
 }

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseDuration, parseFlags } from "./flags.js";
+import { parseDuration, parseFlags, USAGE } from "./flags.js";
 
 describe("flags", () => {
   it("defaults: all namespaces, no leader election, secure /metrics on :8443, probes on :8081, no webhooks", () => {
@@ -129,6 +129,13 @@ describe("flags", () => {
     });
     const env = { SERVE_INCLUSTER_POOLS: "true", INCLUSTER_PROVIDER_NAMESPACE: "e" };
     expect(parseFlags([], env)).to.deep.include({ serveInClusterPools: true, inClusterProviderNamespace: "e" });
+  });
+
+  it("serves LoadBalancer Services only when asked, by flag or environment", () => {
+    expect(parseFlags([], {})).to.deep.include({ serveLoadBalancers: false });
+    expect(parseFlags(["--serve-load-balancers"], {})).to.deep.include({ serveLoadBalancers: true });
+    expect(parseFlags([], { SERVE_LOAD_BALANCERS: "true" })).to.deep.include({ serveLoadBalancers: true });
+    expect(USAGE).to.include("--serve-load-balancers");
   });
 
   it("takes a NetBox installation id by flag or environment; none by default; refuses one that cannot be a key", () => {

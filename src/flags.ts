@@ -44,6 +44,8 @@ export interface Flags {
   endpointKinds: string[];
   /** How long an endpoint claim waits for its Cluster before it is deleted (src/controllers/capi/endpoint.ts). */
   endpointClaimGraceMs: number;
+  /** Give Services of type LoadBalancer and our class addresses (src/controllers/loadbalancer/). */
+  serveLoadBalancers: boolean;
   /** What the operator should change in the flags given (deprecated ones), for the log. */
   warnings: string[];
 }
@@ -96,7 +98,10 @@ export const USAGE = `Usage: npm start -- [flags]
                                      default metal3clusters.infrastructure.cluster.x-k8s.io)
   --endpoint-claim-grace D           how long a control-plane endpoint claim waits for its Cluster (a create refused
                                      after the webhook made it) before it is deleted (env ENDPOINT_CLAIM_GRACE,
-                                     default 10m)`;
+                                     default 10m)
+  --serve-load-balancers             give Services of type LoadBalancer with loadBalancerClass ipam.metal3.io/pool an
+                                     address from the pool their annotation names, written to kube-vip.io/loadbalancerIPs;
+                                     needs config/components/load-balancers (env SERVE_LOAD_BALANCERS=true)`;
 
 const bool = (v: string | boolean | undefined, env: string | undefined): boolean =>
   v === undefined ? env === "true" : v === true || v === "true";
@@ -148,6 +153,7 @@ const OPTIONS = {
   "netbox-allow-http": { type: "boolean" },
   "endpoint-kinds": { type: "string" },
   "endpoint-claim-grace": { type: "string" },
+  "serve-load-balancers": { type: "boolean" },
   help: { type: "boolean" },
 } as const;
 
@@ -313,5 +319,6 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
       "endpoint-claim-grace",
       values["endpoint-claim-grace"] ?? env.ENDPOINT_CLAIM_GRACE ?? "10m",
     ),
+    serveLoadBalancers: bool(values["serve-load-balancers"], env.SERVE_LOAD_BALANCERS),
   };
 }

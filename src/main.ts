@@ -143,6 +143,7 @@ async function main(): Promise<void> {
     metrics,
     controllerNamespace: flags.leaderElectionNamespace,
     serveInClusterPools: flags.serveInClusterPools,
+    serveLoadBalancers: flags.serveLoadBalancers,
     inClusterProviderNamespace: flags.inClusterProviderNamespace,
     ...(flags.netBoxInstallationId ? { netBoxInstallationId: flags.netBoxInstallationId } : {}),
     netBoxAllowHttp: flags.netBoxAllowHttp,

@@ -13,6 +13,7 @@ import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
 import { INCLUSTER_PROVIDER_RULES } from "./controllers/incluster/provider.js";
 import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
 import { INSTALLATION_RULES } from "./controllers/netbox/installation.js";
+import { LOAD_BALANCER_RULES } from "./controllers/loadbalancer/controller.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
 import { STORE_RULES } from "./controllers/store.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
@@ -47,6 +48,12 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
 ];
 /** Rules granted only in the controller's own namespace. */
 export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES, ...NETBOX_SECRET_RULES];
+
+/**
+ * Cluster-wide rules only `--serve-load-balancers` needs (config/components/load-balancers): a controller without the
+ * flag never reads Services, so the default install does not grant them.
+ */
+export const LOAD_BALANCER_CLUSTER_ROLE_RULES: readonly PolicyRule[] = LOAD_BALANCER_RULES;
 
 /** Cluster-scoped rules only the self-managed certificate mode needs (config/selfmanaged), by the names it installs. */
 export const SELF_MANAGED_CLUSTER_ROLE_RULES: readonly PolicyRule[] = [

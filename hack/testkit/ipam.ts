@@ -18,7 +18,7 @@ import {
 } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Cluster } from "../../src/controllers/clusters.js";
-import { Manager } from "../../src/controllers/manager.js";
+import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { createLogger, silentLogger } from "../../src/runtime/logger.js";
@@ -70,6 +70,7 @@ export async function startController(
   namespace: string,
   poolConcurrency = 4,
   netBoxAllowHttp = true,
+  extra: Partial<ManagerOptions> = {},
 ): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
   if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve() };
   const kc = process.env.E2E_CONTROLLER_AS_ADMIN === "true" ? adminKc : await serviceAccountKubeConfig(adminKc);
@@ -82,6 +83,7 @@ export async function startController(
     watchTimeoutSeconds: 60,
     serveInClusterPools: true,
     netBoxAllowHttp,
+    ...extra,
   });
   await manager.start();
   return { manager, stop: () => manager.stop() };

@@ -21,23 +21,40 @@ const FILES = [
   "leader_election_role_binding.yaml",
 ];
 
+/** An object of config/ as config/default renders it (namespace and name prefix applied). */
+function rendered(obj: Record<string, unknown> & KubernetesObject): KubernetesObject {
+  const meta = obj.metadata ?? {};
+  meta.name = PREFIX + (meta.name ?? "");
+  if (meta.namespace === "system") meta.namespace = CONTROLLER_NAMESPACE;
+  const roleRef = obj.roleRef as { name: string } | undefined;
+  if (roleRef) roleRef.name = PREFIX + roleRef.name;
+  for (const s of (obj.subjects as { name: string; namespace?: string }[] | undefined) ?? []) {
+    s.name = PREFIX + s.name;
+    s.namespace = CONTROLLER_NAMESPACE;
+  }
+  return obj;
+}
+
+const readObject = (...path: string[]): Record<string, unknown> & KubernetesObject =>
+  load(readFileSync(join(repoRoot, "config", ...path), "utf8")) as Record<string, unknown> & KubernetesObject;
+
 /** config/rbac's objects as config/default renders them (namespace and name prefix applied). */
 export function renderedRbac(): KubernetesObject[] {
-  const fix = (obj: Record<string, unknown> & KubernetesObject): KubernetesObject => {
-    const meta = obj.metadata ?? {};
-    meta.name = PREFIX + (meta.name ?? "");
-    if (meta.namespace === "system") meta.namespace = CONTROLLER_NAMESPACE;
-    const roleRef = obj.roleRef as { name: string } | undefined;
-    if (roleRef) roleRef.name = PREFIX + roleRef.name;
-    for (const s of (obj.subjects as { name: string; namespace?: string }[] | undefined) ?? []) {
-      s.name = PREFIX + s.name;
-      s.namespace = CONTROLLER_NAMESPACE;
-    }
-    return obj;
+  return FILES.map((f) => rendered(readObject("rbac", f)));
+}
+
+/**
+ * Grants the controller's ServiceAccount config/components/load-balancers' ClusterRole, as that component does.
+ * Resolves to the undoing (the binding deleted), so suites after the caller run with config/rbac alone.
+ */
+export async function bindLoadBalancerRole(admin: KubeConfig): Promise<() => Promise<void>> {
+  const dir = ["components", "load-balancers"];
+  const binding = rendered(readObject(...dir, "role_binding.yaml"));
+  await serviceAccountKubeConfig(admin);
+  await applyAll(admin, [rendered(readObject(...dir, "role.yaml")), binding]);
+  return async () => {
+    await KubernetesObjectApi.makeApiClient(admin).delete(binding);
   };
-  return FILES.map((f) =>
-    fix(load(readFileSync(join(repoRoot, "config", "rbac", f), "utf8")) as Record<string, unknown> & KubernetesObject),
-  );
 }
 
 async function applyAll(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {

@@ -34,6 +34,7 @@ import { NetBoxEngine } from "./netbox/engine.js";
 import { installationSource } from "./netbox/installation.js";
 import { netBoxClient } from "../netbox/client.js";
 import { netBoxPoolKinds } from "./netbox/kind.js";
+import { LoadBalancerController } from "./loadbalancer/controller.js";
 
 /**
  * Every pool kind a manager serves. Metal3's IPPool is always served (its CRD ships with us); the others are optional
@@ -77,6 +78,8 @@ export interface ManagerOptions {
   netBoxInstallationId?: string;
   /** `--endpoint-claim-grace`: how long an endpoint claim waits for its Cluster (capi/endpoint.ts). Default 10 min. */
   endpointClaimGraceMs?: number;
+  /** `--serve-load-balancers`: addresses for Services of type LoadBalancer and our class. Default false. */
+  serveLoadBalancers?: boolean;
 }
 
 export class Manager {
@@ -86,6 +89,7 @@ export class Manager {
   private discovery?: PoolKindDiscovery;
   private gate?: ProviderGate;
   private endpoints?: EndpointClaims;
+  private loadBalancers?: LoadBalancerController;
   private readonly kinds: PoolKinds;
   /** The kinds another provider may serve too: one declaration per provider (pools/providers.ts). */
   private readonly shared: SharedKinds<PoolKind>[];
@@ -153,12 +157,17 @@ export class Manager {
       }),
     );
     await store.start();
+    const loadBalancers = this.options.serveLoadBalancers
+      ? new LoadBalancerController(store, { logger: log.child({ component: "loadbalancer" }), events, metrics })
+      : undefined;
+    this.loadBalancers = loadBalancers;
     this.bridge = new CapiBridge(store, {
+      onInformers: (capi) => loadBalancers?.attach(capi),
       logger: log,
       enqueuePool: add,
       kinds: this.kinds,
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
-      onStarted: (claims) => {
+      onSynced: (claims) => {
         this.endpoints = new EndpointClaims({
           store,
           claims,
@@ -191,6 +200,7 @@ export class Manager {
     });
     gate.attach(this.discovery);
     await this.discovery.start();
+    await loadBalancers?.start();
     queue.start();
     log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
   }
@@ -232,6 +242,7 @@ export class Manager {
   /** Resolves when no pool is queued or being reconciled (tests, shutdown). */
   async idle(): Promise<void> {
     await this.queue?.onIdle();
+    await this.loadBalancers?.idle();
   }
 
   /** Stops watching and waits for in-flight reconciles to finish. */
@@ -240,6 +251,6 @@ export class Manager {
     this.bridge?.stop();
     this.discovery?.stop();
     this.gate?.stop();
-    await Promise.all([this.queue?.shutdown(), this.endpoints?.stop()]);
+    await Promise.all([this.queue?.shutdown(), this.endpoints?.stop(), this.loadBalancers?.stop()]);
   }
 }

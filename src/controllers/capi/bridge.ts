@@ -18,7 +18,7 @@ import type { Informer } from "../../kube/informer.js";
 import type { Logger } from "../../runtime/logger.js";
 import { BY_CLAIM, BY_CLUSTER, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "../pools/indexes.js";
 import type { PoolKinds } from "../pools/registry.js";
-import type { Store } from "../store.js";
+import type { CapiInformers, Store } from "../store.js";
 import { capiAddressToClaim, capiAddressToPool, capiClaimToCluster, capiClaimToPool } from "./translate.js";
 
 /** RBAC of the Cluster API side: claims (and their status) and the IPAddresses made for them. */
@@ -63,8 +63,10 @@ export interface BridgeOptions {
   kinds: PoolKinds;
   /** How often discovery is retried while Cluster API's IPAM is not served. Default 30 s. */
   discoveryRetryMs?: number;
+  /** Told once the informers exist, before they start (so a handler added then sees every object). */
+  onInformers?: (capi: CapiInformers) => void;
   /** Told once the claims' informer has synced (the endpoint claims' loop starts on it). */
-  onStarted?: (claims: Informer<IPAddressClaim>) => void;
+  onSynced?: (claims: Informer<IPAddressClaim>) => void;
 }
 
 /**
@@ -119,10 +121,11 @@ export class CapiBridge {
     claims.on(store.recordMovedAway);
     addresses.on((_kind, a) => capiAddressToPool(kinds, a).forEach(enqueue));
     store.capi = { claims, addresses, version };
+    this.options.onInformers?.(store.capi);
     this.version = version;
     await Promise.all([claims.start(), addresses.start()]);
     this.options.logger.info("IPAddressClaim bridge started", { version });
-    if (!this.stopped) this.options.onStarted?.(claims);
+    if (!this.stopped) this.options.onSynced?.(claims);
   }
 
   stop(): void {
