@@ -13,6 +13,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { load, loadAll } from "js-yaml";
 import { parseFlags } from "../src/flags.js";
 import { SELF_MANAGED_NAMES } from "../src/certs/rbac.js";
+import { LOAD_BALANCER_CLUSTER_ROLE_RULES, normalizeRules } from "../src/rbac.js";
 import { repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { installCrds } from "../hack/testkit/crds.js";
 import { installCommand, installCommands, runInstallCommand } from "../hack/testkit/install.js";
@@ -48,6 +49,8 @@ interface DeploymentSpec {
 const DEFAULT = "config/default";
 const SELF_MANAGED = "config/selfmanaged";
 const NETWORK_POLICY = "config/network-policy";
+/** config/default with config/components/load-balancers, the overlay README gives. */
+const LOAD_BALANCERS = "e2e/fixtures/load-balancers";
 
 const kubectlAvailable = (): boolean => spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;
 
@@ -82,7 +85,7 @@ describe("README's install commands", function () {
 
   before(async function () {
     if (!kubectlAvailable()) this.skip();
-    for (const dir of [DEFAULT, SELF_MANAGED, NETWORK_POLICY]) built.set(dir, await build(dir));
+    for (const dir of [DEFAULT, SELF_MANAGED, NETWORK_POLICY, LOAD_BALANCERS]) built.set(dir, await build(dir));
   });
 
   it("are one `kubectl apply -k` per install: cert-manager, self-managed, the network policy", () => {
@@ -179,6 +182,27 @@ describe("README's install commands", function () {
         },
       ]);
     }
+  });
+
+  it("config/components/load-balancers: the flag and one ClusterRole for it, bound to the controller, nothing else", () => {
+    const objs = built.get(LOAD_BALANCERS)!;
+    const base = built.get(DEFAULT)!;
+    const added = [
+      "ClusterRole//metal3-ipam-load-balancer-role",
+      "ClusterRoleBinding//metal3-ipam-load-balancer-rolebinding",
+    ];
+    expect(objs.map(key).sort()).to.deep.equal([...base.map(key), ...added].sort());
+    const { deployment, spec, container } = deploymentOf(objs);
+    expect(container.args).to.deep.equal([...(deploymentOf(base).container.args ?? []), "--serve-load-balancers"]);
+    expect(one(objs, "ClusterRole", "metal3-ipam-load-balancer-role").rules).to.deep.equal(
+      normalizeRules(LOAD_BALANCER_CLUSTER_ROLE_RULES),
+    );
+    const binding = one(objs, "ClusterRoleBinding", "metal3-ipam-load-balancer-rolebinding");
+    expect(binding.roleRef).to.include({ kind: "ClusterRole", name: "metal3-ipam-load-balancer-role" });
+    expect(binding.subjects).to.deep.equal([
+      { kind: "ServiceAccount", name: spec.template.spec.serviceAccountName, namespace: deployment.metadata.namespace },
+    ]);
+    expect(rulesOf(base, "ClusterRole").flatMap((r) => r.resources)).to.not.include("services");
   });
 
   it("config/network-policy: the controller's pods in its namespace, the ports they name", () => {

@@ -44,14 +44,15 @@ export function renderedRbac(): KubernetesObject[] {
 }
 
 /**
- * Grants the controller's ServiceAccount config/components/load-balancers' ClusterRole, as that component does.
- * Resolves to the undoing (the binding deleted), so suites after the caller run with config/rbac alone.
+ * Grants the controller's ServiceAccount config/components/load-balancers' ClusterRole through that component's own
+ * binding (it carries final names). Resolves to the undoing (the binding deleted), so suites after the caller run
+ * with config/rbac alone.
  */
 export async function bindLoadBalancerRole(admin: KubeConfig): Promise<() => Promise<void>> {
   const dir = ["components", "load-balancers"];
-  const binding = rendered(readObject(...dir, "role_binding.yaml"));
+  const binding = readObject(...dir, "role_binding.yaml");
   await serviceAccountKubeConfig(admin);
-  await applyAll(admin, [rendered(readObject(...dir, "role.yaml")), binding]);
+  await applyAll(admin, [readObject(...dir, "role.yaml"), binding]);
   return async () => {
     await KubernetesObjectApi.makeApiClient(admin).delete(binding);
   };
