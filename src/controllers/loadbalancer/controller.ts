@@ -202,11 +202,13 @@ function serviceView(s: Service): ServiceView {
 }
 
 function claimView(c: IPAddressClaim, addresses: Informer<CapiIPAddress>): ClaimView {
+  // Ours when our label names the Service whose claim name this is.
+  const service = c.metadata.labels?.[LOAD_BALANCER_CLAIM_LABEL];
   const ref = c.status?.addressRef?.name;
   const record = ref ? addresses.get(c.metadata.namespace ?? "", ref) : undefined;
   const address = record?.spec.claimRef.name === c.metadata.name ? record?.spec.address : undefined;
   return {
-    ours: c.metadata.labels?.[LOAD_BALANCER_CLAIM_LABEL] !== undefined,
+    ours: service !== undefined && loadBalancerClaimName(service) === c.metadata.name,
     ownerUid: c.metadata.ownerReferences?.find((o) => o.kind === "Service" && o.apiVersion === "v1")?.uid,
     poolRef: { apiGroup: c.spec.poolRef.apiGroup ?? "", kind: c.spec.poolRef.kind, name: c.spec.poolRef.name },
     deleting: c.metadata.deletionTimestamp !== undefined,

@@ -63,7 +63,10 @@ export interface ServiceView {
 
 /** What decisions read of the claim named {@link loadBalancerClaimName} in the Service's namespace. */
 export interface ClaimView {
-  /** Carries {@link LOAD_BALANCER_CLAIM_LABEL}: we made it. A claim without it is someone else's, never touched. */
+  /**
+   * Carries {@link LOAD_BALANCER_CLAIM_LABEL} naming the Service this claim name is of: we made it. Any other claim of
+   * that name is someone else's, never touched.
+   */
   ours: boolean;
   /** uid of the Service its owner reference names (a previous Service of the same name may have left it). */
   ownerUid?: string;
