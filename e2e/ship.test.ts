@@ -27,6 +27,7 @@ const SELF_MANAGED_CHECK_ACCOUNT = "metal3-ipam-selfmanaged-check";
  */
 const EXPECTED: [string, string][] = [
   ["/events: create patch", "Events on claims and pools, aggregated (repeats patch the count)"],
+  ["/namespaces: get", "the control-plane endpoint guard reads a namespace's endpoint pools rule (its annotation)"],
   [
     "/namespaces[kube-system]: get",
     "its uid is the default installation id in the key of every NetBox record (management clusters sharing a NetBox)",

@@ -22,6 +22,7 @@ import { caBundleRules, crdBundleRules, SELF_MANAGED_NAMES, sharedSecretRules } 
 import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { ENDPOINT_RULES } from "./webhooks/endpoint.js";
 import { LOOKUP_RULES } from "./webhooks/lookup.js";
+import { ENDPOINT_GUARD_RULES } from "./webhooks/endpointreads.js";
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -44,6 +45,7 @@ export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
   ...INSTALLATION_RULES,
   ...LOOKUP_RULES,
   ...ENDPOINT_RULES,
+  ...ENDPOINT_GUARD_RULES,
   ...ACCESS_REVIEW_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */

@@ -55,6 +55,12 @@ export interface InformerOptions {
   watchdogMs?: number;
   /** Cap of the retry backoff after failures. Default 10 s. */
   maxBackoffMs?: number;
+  /**
+   * What the cache keeps of each object it receives: by default all of it but `metadata.managedFields`. A projection
+   * (a cache that needs a few fields of many objects) must keep `metadata.name`, `namespace` and `resourceVersion`;
+   * handlers and reads see only what it kept.
+   */
+  keep?: (received: KubeObject) => KubeObject;
   logger: InformerLogger;
 }
 
@@ -367,7 +373,8 @@ export class Informer<T extends KubeObject> {
   private put(key: string, received: T, old: T | undefined): void {
     // Equal strings of the received object are swapped for the pool's copies in place: invisible to a caller that
     // still holds it, since a string has no identity to tell them apart.
-    const obj = this.strings.internAll(withoutManagedFields(received));
+    const kept = this.options.keep ? (this.options.keep(received) as T) : withoutManagedFields(received);
+    const obj = this.strings.internAll(kept);
     this.tombstones.delete(key);
     if (old) this.unindex(key, old);
     this.store.set(key, obj);

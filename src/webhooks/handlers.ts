@@ -13,6 +13,7 @@ import type { FieldError } from "../ipam/fielderror.js";
 import { defaultIPPool, ipClaimWarnings, validateIPAddress, validateIPClaim } from "../ipam/validation.js";
 import { allow, deny, failure, invalid, isRecord, pointerSegment } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
+import { ENDPOINT_GUARD_ROUTES } from "./endpointguard.js";
 import { validateGlobalInClusterIPPoolRoute, validateInClusterIPPoolRoute } from "./incluster.js";
 import { ipPoolLimitErrors } from "./limits.js";
 import { inlineValidator } from "./offload.js";
@@ -231,4 +232,5 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   [WEBHOOK_PATHS.validateIPAddress, validateIPAddressRoute],
   [WEBHOOK_PATHS.validateInClusterIPPool, validateInClusterIPPoolRoute],
   [WEBHOOK_PATHS.validateGlobalInClusterIPPool, validateGlobalInClusterIPPoolRoute],
+  ...ENDPOINT_GUARD_ROUTES,
 ]);

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadAll } from "js-yaml";
+import { ENDPOINT_GUARD_PATHS } from "./endpointguard.js";
 import { WEBHOOK_PATHS } from "./handlers.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -42,7 +43,8 @@ describe("config/webhook and config/certmanager", () => {
 
   const endpoint = webhooks.filter((w) => w.clientConfig.service.path === WEBHOOK_PATHS.mutateControlPlaneEndpoint);
   const metal3 = webhooks.filter((w) => w.rules.some((r) => r.apiGroups.includes("ipam.metal3.io")));
-  const inCluster = webhooks.filter((w) => !metal3.includes(w) && !endpoint.includes(w));
+  const inCluster = webhooks.filter((w) => w.rules.some((r) => r.apiGroups.includes("ipam.cluster.x-k8s.io")));
+  const guard = webhooks.filter((w) => !metal3.includes(w) && !inCluster.includes(w) && !endpoint.includes(w));
 
   it("has one webhook per served path, mutating only for the IPPool defaulter and the control-plane endpoint", () => {
     const byPath = new Map(webhooks.map((w) => [w.clientConfig.service.path, w.kind]));
@@ -55,6 +57,8 @@ describe("config/webhook and config/certmanager", () => {
         [WEBHOOK_PATHS.validateIPAddress, "ValidatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateInClusterIPPool, "ValidatingWebhookConfiguration"],
         [WEBHOOK_PATHS.validateGlobalInClusterIPPool, "ValidatingWebhookConfiguration"],
+        [ENDPOINT_GUARD_PATHS.validateClusterEndpoint, "ValidatingWebhookConfiguration"],
+        [ENDPOINT_GUARD_PATHS.validateMetal3ClusterEndpoint, "ValidatingWebhookConfiguration"],
       ]),
     );
   });
@@ -118,6 +122,33 @@ describe("config/webhook and config/certmanager", () => {
         resources: ["metal3clusters"],
         scope: "Namespaced",
       },
+    ]);
+  });
+
+  it("routes CREATE and UPDATE of Clusters and Metal3Clusters, every served version, to the endpoint guard", () => {
+    expect(guard.map((w) => [w.clientConfig.service.path, w.rules])).to.deep.equal([
+      [
+        ENDPOINT_GUARD_PATHS.validateClusterEndpoint,
+        [
+          {
+            apiGroups: ["cluster.x-k8s.io"],
+            apiVersions: ["v1beta2", "v1beta1"],
+            operations: ["CREATE", "UPDATE"],
+            resources: ["clusters"],
+          },
+        ],
+      ],
+      [
+        ENDPOINT_GUARD_PATHS.validateMetal3ClusterEndpoint,
+        [
+          {
+            apiGroups: ["infrastructure.cluster.x-k8s.io"],
+            apiVersions: ["v1beta1", "v1beta2"],
+            operations: ["CREATE", "UPDATE"],
+            resources: ["metal3clusters"],
+          },
+        ],
+      ],
     ]);
   });
 

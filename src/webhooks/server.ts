@@ -19,6 +19,7 @@ import { ROUTES, WEBHOOK_PATHS } from "./handlers.js";
 import type { Route } from "./route.js";
 import { admissionListener } from "./http.js";
 import { REVIEWS } from "./conversion.js";
+import { kubeEndpointReads, type EndpointReads } from "./endpointreads.js";
 import { kubeLookup } from "./lookup.js";
 import { WorkerValidator } from "./offload.js";
 import type { WorkerValidatorOptions } from "./offload.js";
@@ -51,6 +52,8 @@ export interface WebhookServerOptions {
   /** Replaces the lookups through `kubeConfig` (tests). One of the two (or `selfManaged`) is required. */
   lookup?: ClusterLookup;
   logger: Logger;
+  /** Replaces the endpoint guard's reads through `kubeConfig` (tests). */
+  endpoints?: EndpointReads;
   /** Largest accepted request body; default 3 MiB. Larger ones get 413. */
   maxBodyBytes?: number;
   /** How often `certDir` is checked for a new certificate; default 10 s. */
@@ -140,6 +143,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const tlsOptions = (pair: CertificatePair) =>
     ({ cert: pair.certPem, key: pair.keyPem, minVersion: TLS_MIN_VERSION }) as const;
   const validator = new WorkerValidator(logger, options.validation);
+  const ownReads = !options.endpoints && kubeConfig ? kubeEndpointReads(kubeConfig, logger) : undefined;
+  const endpoints = options.endpoints ?? ownReads;
   const routes = new Map<string, Route>(ROUTES);
   const endpointAccess = options.endpointAccess ?? (kubeConfig ? kubeEndpointAccess(kubeConfig) : undefined);
   if (endpointAccess)
@@ -150,7 +155,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const listener = admissionListener({
     routes,
     reviews: REVIEWS,
-    context: { lookup, logger, validator },
+    context: { lookup, logger, validator, ...(endpoints ? { endpoints } : {}) },
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.metrics ? { onRequest: options.metrics.webhookRequest.bind(options.metrics) } : {}),
   });
@@ -182,6 +187,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     stop: () => {
       stopped ??= Promise.all([
         validator.stop(),
+        Promise.resolve(ownReads?.stop()),
         new Promise<void>((resolve) => {
           source.stop();
           server.close(() => resolve());
