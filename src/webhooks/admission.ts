@@ -169,6 +169,11 @@ export function deny(uid: string, status: Status, warnings: readonly string[] = 
   return withWarnings({ uid, allowed: false, status }, warnings);
 }
 
+/** A refusal the caller may retry (500): a read failed or the answer could not come in time. */
+export function retryLater(uid: string, why: string): AdmissionResponse {
+  return deny(uid, failure(500, "InternalError", `${why}; retry later`));
+}
+
 /** A plain failure Status, e.g. `failure(400, "BadRequest", "…")`. */
 export function failure(code: number, reason: string, message: string): Status {
   return { apiVersion: "v1", kind: "Status", status: "Failure", code, reason, message };

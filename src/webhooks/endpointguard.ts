@@ -17,7 +17,7 @@ import {
   type OwnClaim,
 } from "../ipam/endpoint-guard.js";
 import type { FieldError } from "../ipam/fielderror.js";
-import { allow, deny, failure, invalid, isRecord } from "./admission.js";
+import { allow, deny, failure, invalid, isRecord, retryLater } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse } from "./admission.js";
 import type { Route } from "./route.js";
 
@@ -97,14 +97,7 @@ function guardRoute(kind: string, group: string): Route {
         errors = await decide(req, object, ctx);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        return deny(
-          req.uid,
-          failure(
-            500,
-            "InternalError",
-            `cannot check ${kind} "${object.name}"'s control-plane endpoint: ${why}; retry later`,
-          ),
-        );
+        return retryLater(req.uid, `cannot check ${kind} "${object.name}"'s control-plane endpoint: ${why}`);
       }
       return errors.length > 0 ? deny(req.uid, invalid(group, kind, object.name, errors)) : allow(req.uid);
     },

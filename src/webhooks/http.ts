@@ -14,7 +14,7 @@
  *   from the body's first bytes, where the API server writes `request.uid`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { deny, failure, parseAdmissionReview, review } from "./admission.js";
+import { deny, failure, parseAdmissionReview, retryLater, review } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, Status } from "./admission.js";
 import type { HandlerContext, Route } from "./route.js";
 import { conversionFailure } from "./conversion.js";
@@ -129,9 +129,7 @@ function tooSlow(ms: number): Status {
 }
 
 /** The refusal of a review that cannot be answered in time: the API server retries nothing, the caller may. */
-function busy(uid: string, why: string): AdmissionResponse {
-  return deny(uid, failure(500, "InternalError", `${why}; retry later`));
-}
+const busy = retryLater;
 
 /** How an answered review ended, for metrics: a 5xx denial is the handler failing, not a policy decision. */
 function resultOf(response: AdmissionResponse): WebhookResult {
