@@ -52,4 +52,16 @@ describe("cli/args", () => {
     );
     expect(usageError(["pools", "--bogus"])).to.match(/Unknown option '--bogus'/);
   });
+
+  it("parses reserve and release with their flags, and refuses them where they make no sense", () => {
+    expect(
+      parseInvocation(["reserve", "vip", "--pool", "inclusterippool/vips", "--owner", "svc/ingress", "-n", "a"]),
+    ).to.include({ command: "reserve", pool: "inclusterippool/vips", owner: "svc/ingress", namespace: "a" });
+    expect(parseInvocation(["release", "vip"])).to.include({ command: "release" });
+    expect(usageError(["reserve", "vip"])).to.equal("reserve needs --pool POOL");
+    expect(usageError(["reserve", "--pool", "p"])).to.equal("reserve needs exactly one argument");
+    expect(usageError(["reserve", "vip", "--pool", "secret/x"])).to.equal('unknown pool kind in --pool "secret/x"');
+    expect(usageError(["who", "x", "--pool", "p"])).to.equal("--pool, --owner and --address only apply to reserve");
+    expect(usageError(["release", "vip", "-A"])).to.equal("release works on one namespace: use -n instead of -A");
+  });
 });

@@ -5,7 +5,7 @@ import type { Format } from "./output.js";
 import { parsePoolArgument } from "./poolkind.js";
 
 /** The subcommands. */
-export const COMMANDS = ["pools", "who", "free", "preflight-move"] as const;
+export const COMMANDS = ["pools", "who", "free", "preflight-move", "reserve", "release"] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** Parsed invocation. */
@@ -18,12 +18,16 @@ export interface Invocation {
   /** preflight-move: the target management cluster, to check the global pools (in-cluster and NetBox) it has. */
   toKubeconfig?: string;
   toContext?: string;
+  /** reserve: the pool (POOL as `free` takes it), the owner (`KIND/NAME`), the address asked for. */
+  pool?: string;
+  owner?: string;
+  address?: string;
   allNamespaces: boolean;
   output: Format;
   watch: boolean;
 }
 
-export const USAGE = `kubectl ipam: read-only views of Metal3 IP pools (ipam.metal3.io), the in-cluster provider's
+export const USAGE = `kubectl ipam: views of Metal3 IP pools (ipam.metal3.io), the in-cluster provider's
 InClusterIPPools and GlobalInClusterIPPools (ipam.cluster.x-k8s.io), NetBoxIPPools and GlobalNetBoxIPPools
 (netbox.ipam.cluster.x-k8s.io), and Cluster API IP claims
 
@@ -33,10 +37,15 @@ Usage:
   kubectl ipam free POOL                   free ranges and the address the next claim would get
   kubectl ipam preflight-move [-n NS]      what clusterctl move would leave behind (exit 1 if anything)
       [--to-kubeconfig FILE] [--to-kubeconfig-context NAME]   the target, to check its global pools
+  kubectl ipam reserve NAME --pool POOL    hold an address outside machines (a VIP, a DNS server): creates
+      [--owner KIND/NAME] [--address A]    IPAddressClaim NAME, waits until it is bound, prints the address
+  kubectl ipam release NAME                deletes a reservation reserve made (IPAddressClaim NAME)
 
 POOL is NAME for a Metal3 IPPool, inclusterippool/NAME for an InClusterIPPool, globalinclusterippool/NAME for a
 GlobalInClusterIPPool (cluster-scoped: -n does not apply), netboxippool/NAME or globalnetboxippool/NAME for a NetBox
-pool. pools shows global pools in every namespace. NetBox pools' counts are NetBox's, as the controller wrote them to
+pool. pools shows global pools in every namespace. A reservation with --owner is released when its owner (an object
+of the namespace, or a cluster-scoped one) is deleted; without, it is held until released. --address is honoured
+by IPPool pools only. reserve and release are the only subcommands that write. NetBox pools' counts are NetBox's, as the controller wrote them to
 the pool's status: kubectl ipam reads only the Kubernetes API, never NetBox, and never sees the NetBox token.
 
 Flags:
@@ -55,7 +64,15 @@ function usage(message: string): CliError {
   return new CliError(`${message}\n\nRun "kubectl ipam --help" for usage.`, ExitCode.usage);
 }
 
-const ARITY: Record<Command, number> = { pools: 0, who: 1, free: 1, "preflight-move": 0 };
+const ARITY: Record<Command, number> = { pools: 0, who: 1, free: 1, "preflight-move": 0, reserve: 1, release: 1 };
+
+/** The flags only `reserve` takes, and the one it needs. */
+function checkReserveFlags(inv: Invocation): void {
+  if ((inv.pool || inv.owner || inv.address) && inv.command !== "reserve")
+    throw usage("--pool, --owner and --address only apply to reserve");
+  if (inv.command === "reserve" && !inv.pool) throw usage("reserve needs --pool POOL");
+  if (inv.pool !== undefined && !parsePoolArgument(inv.pool)) throw usage(`unknown pool kind in --pool "${inv.pool}"`);
+}
 
 function checkCombination(inv: Invocation): void {
   if (inv.command === "help") return;
@@ -68,13 +85,19 @@ function checkCombination(inv: Invocation): void {
       `unknown pool kind in "${inv.args[0] ?? ""}": use NAME (an IPPool), inclusterippool/NAME, globalinclusterippool/NAME, netboxippool/NAME or globalnetboxippool/NAME`,
     );
   if (inv.watch && inv.command !== "pools") throw usage("--watch only applies to pools");
+  checkReserveFlags(inv);
   if (inv.watch && inv.output !== "text") throw usage("--watch draws text; it cannot be combined with -o");
-  if (inv.allNamespaces && (inv.command === "free" || inv.command === "preflight-move")) {
+  if (inv.allNamespaces && ["free", "preflight-move", "reserve", "release"].includes(inv.command)) {
     throw usage(`${inv.command} works on one namespace: use -n instead of -A`);
   }
   if (inv.allNamespaces && inv.namespace) throw usage("-A and -n exclude each other");
   if ((inv.toKubeconfig || inv.toContext) && inv.command !== "preflight-move")
     throw usage("--to-kubeconfig and --to-kubeconfig-context only apply to preflight-move");
+}
+
+function reserveFlags(values: { pool?: string; owner?: string; address?: string }): Partial<Invocation> {
+  const { pool, owner, address } = values;
+  return { ...(pool ? { pool } : {}), ...(owner ? { owner } : {}), ...(address ? { address } : {}) };
 }
 
 /** Parses argv (without node and script). @throws CliError (usage) on bad input. */
@@ -94,6 +117,9 @@ export function parseInvocation(argv: readonly string[]): Invocation {
         "all-namespaces": { type: "boolean", short: "A", default: false },
         output: { type: "string", short: "o", default: "text" },
         watch: { type: "boolean", short: "w", default: false },
+        pool: { type: "string" },
+        owner: { type: "string" },
+        address: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
     });
@@ -116,6 +142,7 @@ export function parseInvocation(argv: readonly string[]): Invocation {
     ...(values.namespace ? { namespace: values.namespace } : {}),
     ...(values["to-kubeconfig"] ? { toKubeconfig: values["to-kubeconfig"] } : {}),
     ...(values["to-kubeconfig-context"] ? { toContext: values["to-kubeconfig-context"] } : {}),
+    ...reserveFlags(values),
     allNamespaces: values["all-namespaces"] ?? false,
     output,
     watch: values.watch ?? false,

@@ -12,6 +12,7 @@ import { preflight, preflightDocument, preflightFails, renderPreflight } from ".
 import { ifServed, OPTIONAL_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
 import { readGlobalPoolUse, readTargetGlobalPools } from "./read-global.js";
 import { readNetBoxPoolUse, readTargetNetBoxPools } from "./read-netbox.js";
+import { release, reserve } from "./commands-reserve.js";
 import { watchPools } from "./watch.js";
 import {
   isAddressQuery,
@@ -192,6 +193,10 @@ async function dispatch(inv: Invocation, io: Io): Promise<number> {
         return await free(inv, namespace, io);
       case "preflight-move":
         return await preflightMove(inv, namespace, io, connection);
+      case "reserve":
+        return await reserve(inv, namespace, io);
+      case "release":
+        return await release(inv, namespace, io);
       default:
         return ExitCode.ok;
     }

@@ -55,7 +55,7 @@ export function statusOf(err: unknown): number | undefined {
 
 /** The request that failed, in RBAC terms. */
 export interface Attempt {
-  verb: "get" | "list" | "watch";
+  verb: "get" | "list" | "watch" | "create" | "delete";
   /** `plural.group` (or just `plural` for the core group), as RBAC and kubectl name it. */
   resource: string;
   /** Undefined for all namespaces or cluster-scoped resources. */

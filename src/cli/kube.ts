@@ -1,6 +1,6 @@
 /**
- * The CLI's only door to the API server: read-only calls through kubernetes-fluent-client (the stack the user asked
- * for; reads avoid its write-path limits). The fluent client loads the kubeconfig itself on every request from
+ * The CLI's only door to the API server, through kubernetes-fluent-client (the stack the user asked for): reads, and
+ * the two plain writes of `reserve` and `release` (a create and a delete, none of its server-side apply). The fluent client loads the kubeconfig itself on every request from
  * `KUBECONFIG` (see kubeconfig.ts for how --kubeconfig and --context reach it).
  */
 import { GenericKind, K8s, WatchEvent, kind as kinds } from "kubernetes-fluent-client";
@@ -85,6 +85,31 @@ export async function get<T extends Obj>(k: ResourceKind, namespace: string, nam
   } catch (err) {
     if (statusOf(err) === 404) return undefined;
     throw explainReadError(err, attempt("get", k, k.namespaced ? namespace : undefined, name), server);
+  }
+}
+
+/** Creates `obj` (namespaced by its metadata); a 409 is an error saying it exists. */
+export async function create<T extends Obj>(k: ResourceKind, obj: T): Promise<T> {
+  const namespace = obj.metadata.namespace ?? "";
+  try {
+    // The fluent client takes the namespace from the object's metadata.
+    return (await client(k).Create(obj as unknown as GenericKind)) as unknown as T;
+  } catch (err) {
+    if (statusOf(err) === 409)
+      throw new CliError(`${k.kind} "${obj.metadata.name ?? ""}" already exists in namespace "${namespace}"`);
+    throw explainReadError(err, attempt("create", k, namespace), server);
+  }
+}
+
+/** Deletes one object; false when it did not exist. */
+export async function remove(k: ResourceKind, namespace: string, name: string): Promise<boolean> {
+  try {
+    const c = client(k);
+    await (k.namespaced ? c.InNamespace(namespace) : c).Delete(name);
+    return true;
+  } catch (err) {
+    if (statusOf(err) === 404) return false;
+    throw explainReadError(err, attempt("delete", k, namespace, name), server);
   }
 }
 

@@ -20,6 +20,7 @@ import {
   type Inventory,
 } from "./inventory.js";
 import { table } from "./output.js";
+import { claimRole, type ClaimRole } from "./reserve.js";
 import { idOf, poolKindOfRef, poolTitle, type PoolKindName } from "./poolkind.js";
 
 /** CAPM3's annotation on a Metal3Machine naming its BareMetalHost (`namespace/name`). */
@@ -51,6 +52,8 @@ export interface Target {
   holding?: Holding;
   /** Cluster named by the claim's label or spec (used when the chain does not reach one). */
   clusterByName?: string;
+  /** What the claim is for, by its labels: a `kubectl ipam reserve` reservation or a control-plane endpoint. */
+  role?: ClaimRole;
 }
 
 /** A target with its owners resolved. */
@@ -95,8 +98,10 @@ function claimTarget(inv: Inventory, kind: ClaimKind, namespace: string, name: s
   if (!c) return { ...base, ...kindOfHolding, pool: holding?.pool ?? "" };
   const cluster = c.spec.clusterName || c.metadata.labels?.[CLUSTER_NAME_LABEL];
   const poolKind = poolKindOfRef(c.spec.poolRef);
+  const role = claimRole(c.metadata.labels);
   return {
     ...base,
+    ...(role ? { role } : {}),
     pool: c.spec.poolRef.name,
     ...(poolKind ? { poolKind } : {}),
     claimState: ipAddressClaimState(c),
@@ -207,6 +212,11 @@ function chainText(e: WhoEntry): string {
   return links.join(" → ");
 }
 
+const ROLE_TEXT: Record<ClaimRole, string> = {
+  reservation: "reservation (kubectl ipam reserve; kubectl ipam release frees it)",
+  "control-plane-endpoint": "control-plane endpoint",
+};
+
 function entryRows(e: WhoEntry): string[][] {
   const rows: string[][] = [];
   // A global pool's holders may be in any namespace: the claim line says which (the pool line cannot).
@@ -223,6 +233,7 @@ function entryRows(e: WhoEntry): string[][] {
   ]);
   rows.push(["IPAddress", e.holding ? `${e.holding.object} (${e.holding.api})` : "-"]);
   rows.push(["claim", claimLine]);
+  if (e.role) rows.push(["role", ROLE_TEXT[e.role]]);
   rows.push(["owners", chainText(e)]);
   const host = e.owners.find((o) => o.host)?.host;
   const node = e.owners.find((o) => o.node)?.node;
@@ -258,6 +269,7 @@ export function whoDocument(report: WhoReport): object {
       ...poolKindKey(e.poolKind),
       ipAddress: e.holding ? { name: e.holding.object, apiGroup: e.holding.api } : null,
       claim: { kind: e.claimKind, name: e.claimName, state: e.claimState ?? "missing" },
+      ...(e.role ? { role: e.role } : {}),
       owners: e.owners.map((o) => ({
         apiVersion: o.apiVersion,
         kind: o.kind,
