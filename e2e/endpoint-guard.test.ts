@@ -7,6 +7,7 @@
  */
 import { expect } from "chai";
 import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { AdmissionregistrationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
@@ -22,12 +23,13 @@ import type { IPAddress } from "../api/v1alpha1/types.js";
 import { ENDPOINT_CLAIM_LABEL, ENDPOINT_POOL_ANNOTATION, endpointClaimName } from "../src/ipam/endpoint.js";
 import { ENDPOINT_POOLS_NAMESPACE_ANNOTATION } from "../src/ipam/endpoint-guard.js";
 import { describeError } from "../src/kube/errors.js";
-import { ResourceClient } from "../src/kube/resource.js";
+import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import type { Cluster } from "../src/controllers/clusters.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
 import { startWebhookServer, type WebhookServer } from "../src/webhooks/server.js";
-import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
+import { freshNamespace, repoRoot, sharedCluster } from "../hack/testkit/cluster.js";
+import { installCrds } from "../hack/testkit/crds.js";
 import { scopedWebhookConfigurations } from "../hack/testkit/hostile.js";
 import { cluster } from "../hack/testkit/ipam.js";
 import { eventually } from "../hack/testkit/wait.js";
@@ -38,6 +40,14 @@ const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 /** The guard's entries: those on Cluster API's and CAPM3's kinds. */
 const isGuardEntry = (w: { rules?: Array<{ resources?: string[] }> }): boolean =>
   (w.rules ?? []).some((r) => r.resources?.some((x) => x === "clusters" || x === "metal3clusters"));
+/** CAPM3's kind as the fixture CRD serves it (e2e/fixtures/metal3cluster). */
+const METAL3CLUSTER = {
+  group: "infrastructure.cluster.x-k8s.io",
+  version: "v1beta1",
+  kind: "Metal3Cluster",
+  plural: "metal3clusters",
+  namespaced: true,
+};
 const VIPS = { apiGroup: "ipam.cluster.x-k8s.io", kind: "InClusterIPPool", name: "vips" };
 
 /** The message of a refused write; fails the test when the write succeeds. */
@@ -70,6 +80,7 @@ describe("control-plane endpoint guard (real API server)", function () {
   let claims: ResourceClient<IPAddressClaim>;
   let capiAddresses: ResourceClient<CapiIPAddress>;
   let metal3Addresses: ResourceClient<IPAddress>;
+  let metal3Clusters: ResourceClient<KubeObject>;
   let ns: string;
 
   /** A namespace in the guard's scope. */
@@ -108,6 +119,8 @@ describe("control-plane endpoint guard (real API server)", function () {
 
   before(async () => {
     kc = (await sharedCluster()).kubeConfig;
+    await installCrds(kc, [join(repoRoot, "e2e", "fixtures", "metal3cluster")]);
+    metal3Clusters = new ResourceClient<KubeObject>(kc, METAL3CLUSTER);
     clusters = new ResourceClient<Cluster>(kc, resourceType(CLUSTER));
     claims = new ResourceClient<IPAddressClaim>(kc, resourceType(CAPI_IPADDRESSCLAIM));
     capiAddresses = new ResourceClient<CapiIPAddress>(kc, resourceType(CAPI_IPADDRESS));
@@ -177,6 +190,20 @@ describe("control-plane endpoint guard (real API server)", function () {
       spec: { controlPlaneEndpoint?: { host?: string } };
     };
     expect(stored.spec.controlPlaneEndpoint?.host).to.equal("10.77.0.10");
+  });
+
+  it("guards Metal3Clusters too: its Cluster's endpoint (by label) is admitted, another's refused", async () => {
+    const m3c = (name: string, clusterName: string, host: string) =>
+      ({
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+        kind: "Metal3Cluster",
+        metadata: { name, namespace: ns, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
+        spec: { controlPlaneEndpoint: { host, port: 6443 } },
+      }) as KubeObject;
+    await metal3Clusters.create(ns, m3c("first-infra", "first", "10.77.0.10"));
+    const message = await refusal(metal3Clusters.create(ns, m3c("other-infra", "other", "10.77.0.10")));
+    expect(message).to.contain(`Metal3Cluster.infrastructure.cluster.x-k8s.io "other-infra" is invalid`);
+    expect(message).to.contain(`IPAddressClaim ${ns}/${endpointClaimName("first")}`);
   });
 
   it("refuses moving a pool endpoint's host, saying how; other updates pass", async () => {
