@@ -202,6 +202,29 @@ describe("Informer (fake API server)", function () {
     expect(written.metadata, "the caller's object is left as it was").to.have.property("managedFields");
   });
 
+  it("keeps only what its projection takes, from lists and watch events alike, and indexes that", async () => {
+    const big = (name: string, rv: number): KubeObject =>
+      ({ ...thing(name, rv), spec: { address: `10.0.0.${rv}`, bulk: "x".repeat(1000) } }) as KubeObject;
+    api.listing = { items: [big("a", 10)], resourceVersion: 10 };
+    const keep = (o: KubeObject): KubeObject => {
+      const { name, namespace, resourceVersion } = o.metadata;
+      const spec = (o as KubeObject & { spec: { address: string } }).spec;
+      return { metadata: { name, namespace, resourceVersion }, address: spec.address } as KubeObject;
+    };
+    const inf = makeInformer({ keep });
+    inf.addIndex("address", (o) => [(o as KubeObject & { address: string }).address]);
+    await inf.start();
+    await until("a watch", () => api.watches.length === 1);
+    api.send("ADDED", big("b", 11));
+    await until("b cached", () => inf.get("ns", "b") !== undefined);
+    expect(inf.get("ns", "a")).to.deep.equal({
+      metadata: { name: "a", namespace: "ns", resourceVersion: "10" },
+      address: "10.0.0.10",
+    });
+    expect(inf.byIndex("address", "10.0.0.11").map((o) => o.metadata.name)).to.deep.equal(["b"]);
+    expect(inf.get("ns", "b")).to.not.have.property("spec");
+  });
+
   it("aborts a silent watch through its watchdog and resumes it without relisting", async () => {
     api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
     const inf = makeInformer({ watchdogMs: 300 });
