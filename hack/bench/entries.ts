@@ -9,8 +9,9 @@
 import type { InClusterIPPoolSpec } from "../../api/incluster/types.js";
 import type { IPPoolSpec, Pool } from "../../api/v1alpha1/types.js";
 import { formatAddress } from "../../src/ipam/address.js";
-import { PoolAllocator } from "../../src/ipam/allocator.js";
-import { inClusterSpace } from "../../src/ipam/incluster.js";
+import { compileSteps, PoolAllocator, type CompiledSpace } from "../../src/ipam/allocator.js";
+import { inClusterSpaceSteps } from "../../src/ipam/incluster.js";
+import type { Steps } from "../../src/ipam/steps.js";
 import { median } from "./stats.js";
 
 /** Entry counts measured. */
@@ -37,6 +38,11 @@ export interface EntriesResult {
   repeats: number;
   /** Building the allocator (compile, validate) and holding the full entries' addresses; median, ms. */
   buildMs: number;
+  /**
+   * The longest step of that build as the controller runs it (the compilation's steps, src/ipam/steps.ts, then the
+   * allocator opened on it): the longest its event loop is held; median, ms. Absent in older results.
+   */
+  longestStepMs?: number;
   microsPerDecision: number;
   workPerDecision: number;
 }
@@ -48,10 +54,10 @@ const v4 = (value: bigint): string => formatAddress({ family: 4, value });
  * An in-cluster pool of `n` ranges: the first `n` odd addresses of 10.0.0.0/8 excluded leave `n` - 1 single addresses,
  * then the rest of the /8; the single addresses are held.
  */
-function inClusterPool(n: number): { allocator: PoolAllocator; held: string[] } {
+function inClusterPool(n: number, steps: StepTimer): { allocator: PoolAllocator; held: string[] } {
   const excludedAddresses = Array.from({ length: n }, (_, i) => v4(BASE + BigInt(2 * i + 1)));
   const spec: InClusterIPPoolSpec = { addresses: ["10.0.0.0/8"], excludedAddresses, prefix: 8 };
-  const allocator = PoolAllocator.fromSpace(inClusterSpace(spec));
+  const allocator = steps.open(steps.run(compileSteps(steps.run(inClusterSpaceSteps(spec)))));
   const held = Array.from({ length: n - 1 }, (_, i) => v4(BASE + BigInt(2 * i + 2)));
   return { allocator, held };
 }
@@ -61,7 +67,7 @@ function inClusterPool(n: number): { allocator: PoolAllocator; held: string[] } 
  * {@link MAX_PREALLOCATIONS} of them, spread over the entries, with their first address preallocated. Every address of
  * the first `n` - 1 entries is held or preallocated.
  */
-function metal3Pool(n: number): { allocator: PoolAllocator; held: string[] } {
+function metal3Pool(n: number, steps: StepTimer): { allocator: PoolAllocator; held: string[] } {
   const pools: Pool[] = Array.from({ length: n }, (_, i) => ({
     start: v4(BASE + BigInt(4 * i)),
     end: v4(BASE + BigInt(4 * i + (i === n - 1 ? DECISIONS + 3 : 3))),
@@ -70,7 +76,7 @@ function metal3Pool(n: number): { allocator: PoolAllocator; held: string[] } {
   const preAllocations: Record<string, string> = {};
   for (let i = 0; i < n; i += every) preAllocations[`pre-${i}`] = pools[i]!.start!;
   const spec: IPPoolSpec = { namePrefix: "bench", pools, preAllocations };
-  const allocator = new PoolAllocator(spec);
+  const allocator = steps.open(steps.run(compileSteps(spec)));
   const held: string[] = [];
   for (let i = 0; i < n - 1; i++) {
     for (let k = i % every === 0 ? 1 : 0; k < 4; k++) held.push(v4(BASE + BigInt(4 * i + k)));
@@ -78,15 +84,38 @@ function metal3Pool(n: number): { allocator: PoolAllocator; held: string[] } {
   return { allocator, held };
 }
 
+/** Runs a build's steps one after the other, as the controller does, noting the longest. */
+class StepTimer {
+  longestNs = 0;
+
+  run<T>(steps: Steps<T>): T {
+    for (;;) {
+      const t0 = process.hrtime.bigint();
+      const next = steps.next();
+      this.longestNs = Math.max(this.longestNs, Number(process.hrtime.bigint() - t0));
+      if (next.done) return next.value;
+    }
+  }
+
+  open(compiled: CompiledSpace): PoolAllocator {
+    const t0 = process.hrtime.bigint();
+    const allocator = new PoolAllocator(compiled);
+    this.longestNs = Math.max(this.longestNs, Number(process.hrtime.bigint() - t0));
+    return allocator;
+  }
+}
+
 interface Sample {
   buildNs: number;
+  longestStepNs: number;
   decideNs: number;
   work: number;
 }
 
 function runOnce(label: EntriesCase, n: number): Sample {
   const t0 = process.hrtime.bigint();
-  const { allocator, held } = label.startsWith("InCluster") ? inClusterPool(n) : metal3Pool(n);
+  const steps = new StepTimer();
+  const { allocator, held } = label.startsWith("InCluster") ? inClusterPool(n, steps) : metal3Pool(n, steps);
   held.forEach((address, i) => allocator.reserve(address, { kind: "claim", claimName: `held-${i}` }));
   const t1 = process.hrtime.bigint();
   const w0 = allocator.work;
@@ -97,7 +126,12 @@ function runOnce(label: EntriesCase, n: number): Sample {
     allocator.reserve(result.address, { kind: "claim", claimName });
   }
   const t2 = process.hrtime.bigint();
-  return { buildNs: Number(t1 - t0), decideNs: Number(t2 - t1), work: allocator.work - w0 };
+  return {
+    buildNs: Number(t1 - t0),
+    longestStepNs: steps.longestNs,
+    decideNs: Number(t2 - t1),
+    work: allocator.work - w0,
+  };
 }
 
 /** Measures one case at `n` entries: a warm-up run, then `repeats` measured runs; medians. */
@@ -112,6 +146,7 @@ export function measureEntries(label: EntriesCase, n: number, repeats: number): 
     decisions: DECISIONS,
     repeats,
     buildMs: pick((s) => s.buildNs) / 1e6,
+    longestStepMs: pick((s) => s.longestStepNs) / 1e6,
     microsPerDecision: pick((s) => s.decideNs) / DECISIONS / 1000,
     workPerDecision: pick((s) => s.work) / DECISIONS,
   };

@@ -196,7 +196,15 @@ function entriesSection(results: readonly EntriesResult[] | undefined): Section 
   if (!results || !first) return undefined;
   return {
     title: `3b. Allocator against the number of entries (${first.decisions} decisions past the full entries, allocate + reserve; median of ${first.repeats} runs after a warm-up)`,
-    header: ["pool", "entries", "full entries before", "µs/decision", "work/decision", "build + hold"],
+    header: [
+      "pool",
+      "entries",
+      "full entries before",
+      "µs/decision",
+      "work/decision",
+      "build + hold",
+      "longest build step",
+    ],
     cells: results.map((r) => [
       r.label,
       String(r.entries),
@@ -204,6 +212,7 @@ function entriesSection(results: readonly EntriesResult[] | undefined): Section 
       fmt(r.microsPerDecision),
       fmt(r.workPerDecision),
       fmtMs(r.buildMs),
+      r.longestStepMs === undefined ? "-" : fmtMs(r.longestStepMs),
     ]),
   };
 }

@@ -16,19 +16,21 @@
  * be compiled once (`PoolAllocator.compile`) and allocators opened on it as often as needed (`new PoolAllocator(c)`).
  *
  * Cost: a decision, `reserve` and `release` are O(log n + log r) for n entries and r runs of addresses in use,
- * whatever the entries (overlapping, thousands of ranges): see allocator-order.ts. Compiling is O(n log n).
+ * whatever the entries (overlapping, thousands of ranges): see allocator-order.ts. Compiling is O(n log n), and can
+ * be run in steps that let the caller's thread breathe ({@link compileSteps}).
  */
 import type { IPPoolSpec } from "../../api/v1alpha1/types.js";
 import { addressKey, canonicalAddress, formatAddress, parseAddress, sameAddress } from "./address.js";
 import type { Addr, Family } from "./address.js";
 import { EntryLayout, FreePieces } from "./allocator-order.js";
-import { compileEntries, entryUnion } from "./entries.js";
-import type { CompiledEntry } from "./entries.js";
+import { addressListErrors, compileEntry, entryDefaults, entryUnion } from "./entries.js";
+import type { CompiledEntry, CompiledPool } from "./entries.js";
 import { formatFieldError } from "./fielderror.js";
 import { FreeSet } from "./freeset.js";
 import { randomBelow } from "./random.js";
+import { runSteps, STEP_ITEMS, type Steps } from "./steps.js";
 import type { Rng } from "./random.js";
-import { validateIPPoolSpec } from "./validation.js";
+import { validateCompiledSpec } from "./validation.js";
 
 export { toInt64Capped, INT64_MAX, INT64_MAX_NUMBER } from "./int64.js";
 
@@ -86,9 +88,21 @@ export interface AddressSpace {
   readonly specErrors: readonly string[];
 }
 
+/** What a {@link CompiledSpace} is made of; see {@link compileSteps}. */
+interface CompiledParts {
+  entries: readonly CompiledEntry[];
+  specErrors: readonly string[];
+  random: boolean;
+  preallocations: ReadonlyMap<string, Addr | undefined>;
+  preallocatedKeys: ReadonlyMap<string, readonly string[]>;
+  layout: EntryLayout;
+  union: Record<Family, ReadonlyArray<readonly [bigint, bigint]>>;
+}
+
 /**
  * What every allocator of one unchanged pool shares: its entries, problems, strategy, parsed preallocations and scan
- * order (allocator-order.ts). Immutable; made by {@link PoolAllocator.compile}, which validates the spec once.
+ * order (allocator-order.ts). Immutable; made by {@link PoolAllocator.compile} or {@link compileSteps}, which validate
+ * the spec once.
  */
 export class CompiledSpace {
   /** Spaces compiled since the process started (each validated its spec once); for tests. */
@@ -105,35 +119,79 @@ export class CompiledSpace {
   readonly union: Record<Family, ReadonlyArray<readonly [bigint, bigint]>>;
   readonly total: bigint;
 
-  constructor(source: IPPoolSpec | AddressSpace) {
+  /** From its parts, made by {@link compileSteps}. */
+  constructor(parts: CompiledParts) {
     CompiledSpace.compilations++;
-    const spec = "entries" in source ? undefined : source;
-    if (spec) {
-      this.entries = compileEntries(spec).entries;
-      this.specErrors = validateIPPoolSpec(spec).map(formatFieldError);
-    } else {
-      const space = source as AddressSpace;
-      this.entries = [...space.entries];
-      this.specErrors = [...space.specErrors];
-    }
-    this.random = spec?.allocationStrategy === "random";
-    this.layout = new EntryLayout(this.entries);
-    this.union = entryUnion(this.entries);
+    this.entries = parts.entries;
+    this.specErrors = parts.specErrors;
+    this.random = parts.random;
+    this.preallocations = parts.preallocations;
+    this.preallocatedKeys = parts.preallocatedKeys;
+    this.layout = parts.layout;
+    this.union = parts.union;
     let total = 0n;
     for (const family of [4, 6] as const) for (const [lo, hi] of this.union[family]) total += hi - lo + 1n;
     this.total = total;
-    const preallocations = new Map<string, Addr | undefined>();
-    const keys = new Map<string, string[]>();
-    for (const [claimName, text] of Object.entries(spec?.preAllocations ?? {})) {
-      const addr = parseAddress(text);
-      preallocations.set(claimName, addr);
-      if (!addr) continue;
-      const key = addressKey(addr);
-      keys.set(key, [...(keys.get(key) ?? []), claimName]);
-    }
-    this.preallocations = preallocations;
-    this.preallocatedKeys = keys;
   }
+}
+
+/**
+ * The compilation of `source` as steps, for callers whose thread must not be held by a pool of a hundred thousand
+ * entries (the controller's event loop renews the leader's Lease): each `yield` is a point where the caller may let
+ * other work run before asking for the next step, and the generator returns the compiled space. A step is at most
+ * `slice` items of a per-item loop (entries, preallocations), or one stage that has none (validation, the scan order,
+ * the union, each O(n log n)). Driven to its end without pausing (`runSteps`) it is {@link PoolAllocator.compile}.
+ */
+export function* compileSteps(source: IPPoolSpec | AddressSpace, slice = STEP_ITEMS): Steps<CompiledSpace> {
+  const spec = "entries" in source ? undefined : source;
+  let entries: CompiledEntry[];
+  let specErrors: readonly string[];
+  if (spec) {
+    // compileEntries(spec), a slice of entries at a time.
+    const compiled: CompiledPool = { entries: [], errors: [] };
+    const defaults = entryDefaults(spec);
+    const pools = spec.pools ?? [];
+    for (let i = 0; i < pools.length; i++) {
+      const r = compileEntry(pools[i] ?? {}, i, defaults);
+      if (r.entry) compiled.entries.push(r.entry);
+      for (const e of r.errors) compiled.errors.push(e);
+      if ((i + 1) % slice === 0) yield;
+    }
+    for (const e of addressListErrors(spec.gateway, spec.dnsServers, "spec")) compiled.errors.push(e);
+    yield;
+    entries = compiled.entries;
+    specErrors = validateCompiledSpec(spec, compiled).map(formatFieldError);
+  } else {
+    const space = source as AddressSpace;
+    entries = [...space.entries];
+    specErrors = [...space.specErrors];
+  }
+  yield;
+  const layout = new EntryLayout(entries);
+  yield;
+  const union = entryUnion(entries);
+  const preallocations = new Map<string, Addr | undefined>();
+  const keys = new Map<string, string[]>();
+  let n = 0;
+  for (const [claimName, text] of Object.entries(spec?.preAllocations ?? {})) {
+    if (++n % slice === 0) yield;
+    const addr = parseAddress(text);
+    preallocations.set(claimName, addr);
+    if (!addr) continue;
+    const key = addressKey(addr);
+    const names = keys.get(key);
+    if (names) names.push(claimName);
+    else keys.set(key, [claimName]);
+  }
+  return new CompiledSpace({
+    entries,
+    specErrors,
+    random: spec?.allocationStrategy === "random",
+    preallocations,
+    preallocatedKeys: keys,
+    layout,
+    union,
+  });
 }
 
 /** Options of {@link PoolAllocator}. */
@@ -201,7 +259,7 @@ export class PoolAllocator {
    * compiled once ({@link PoolAllocator.compile}): then nothing is parsed or validated again.
    */
   constructor(source: IPPoolSpec | AddressSpace | CompiledSpace, options: PoolAllocatorOptions = {}) {
-    this.compiled = source instanceof CompiledSpace ? source : new CompiledSpace(source);
+    this.compiled = source instanceof CompiledSpace ? source : runSteps(compileSteps(source));
     this.specErrors = this.compiled.specErrors;
     this.entries = this.compiled.entries;
     this.rng = options.rng ?? Math.random;
@@ -214,7 +272,7 @@ export class PoolAllocator {
    * caller keeps while the pool's spec is unchanged.
    */
   static compile(source: IPPoolSpec | AddressSpace): CompiledSpace {
-    return new CompiledSpace(source);
+    return runSteps(compileSteps(source));
   }
 
   /**

@@ -256,12 +256,18 @@ export interface CompiledPool {
   errors: FieldError[];
 }
 
-/** Compiles every entry of `spec.pools` with the pool-wide defaults. Never throws. */
-export function compileEntries(spec: Pick<IPPoolSpec, "pools" | "prefix" | "gateway" | "dnsServers">): CompiledPool {
+/** The pool-level values entries inherit (spec §1.1). */
+export function entryDefaults(spec: Pick<IPPoolSpec, "prefix" | "gateway" | "dnsServers">): PoolDefaults {
   const defaults: PoolDefaults = {};
   if (isSet(spec.prefix)) defaults.prefix = spec.prefix;
   if (isSet(spec.gateway)) defaults.gateway = spec.gateway;
   if (isSet(spec.dnsServers)) defaults.dnsServers = spec.dnsServers;
+  return defaults;
+}
+
+/** Compiles every entry of `spec.pools` with the pool-wide defaults. Never throws. */
+export function compileEntries(spec: Pick<IPPoolSpec, "pools" | "prefix" | "gateway" | "dnsServers">): CompiledPool {
+  const defaults = entryDefaults(spec);
   const entries: CompiledEntry[] = [];
   const errors: FieldError[] = [];
   (spec.pools ?? []).forEach((pool, i) => {

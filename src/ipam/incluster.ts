@@ -17,6 +17,7 @@ import { INT64_MAX, toInt64Capped } from "./int64.js";
 import { inClusterAllocatable, inClusterPrefix } from "./incluster-set.js";
 import { validateInClusterPool } from "./incluster-validation.js";
 import { rangesContain, rangesSize } from "./ipset.js";
+import { runSteps, STEP_ITEMS, type Steps } from "./steps.js";
 
 /** An in-cluster pool as an allocator's address space. */
 export interface InClusterSpace extends AddressSpace {
@@ -38,20 +39,35 @@ export interface InClusterSpace extends AddressSpace {
 
 /** The allocatable set of `spec` (see incluster-set.ts) as ascending, disjoint entries, with the spec's problems. */
 export function inClusterSpace(spec: InClusterIPPoolSpec): InClusterSpace {
+  return runSteps(inClusterSpaceSteps(spec));
+}
+
+/**
+ * {@link inClusterSpace} in steps (steps.ts): the allocatable set, its entries `slice` at a time, then the validation;
+ * for the controller, whose event loop must not be held by a pool of a hundred thousand addresses.
+ */
+export function* inClusterSpaceSteps(spec: InClusterIPPoolSpec, slice = STEP_ITEMS): Steps<InClusterSpace> {
   const ranges = inClusterAllocatable(spec);
   const prefix = inClusterPrefix(spec.prefix) ?? 0;
   const gateway = typeof spec.gateway === "string" && spec.gateway !== "" ? spec.gateway : undefined;
-  const entries = ranges.map((r, index): CompiledEntry => ({
-    index,
-    family: r.family,
-    first: r.first,
-    last: r.last,
-    size: r.last - r.first + 1n,
-    bounded: true,
-    indexSpace: r.last - r.first + 1n,
-    prefix,
-    ...(gateway !== undefined ? { gateway } : {}),
-  }));
+  const entries: CompiledEntry[] = [];
+  for (let index = 0; index < ranges.length; index++) {
+    if (index % slice === 0) yield;
+    const r = ranges[index]!;
+    const size = r.last - r.first + 1n;
+    entries.push({
+      index,
+      family: r.family,
+      first: r.first,
+      last: r.last,
+      size,
+      bounded: true,
+      indexSpace: size,
+      prefix,
+      ...(gateway !== undefined ? { gateway } : {}),
+    });
+  }
+  yield;
   const specErrors = validateInClusterPool({ metadata: {}, spec }).map(formatFieldError);
   return { entries, specErrors, size: rangesSize(ranges) };
 }

@@ -7,7 +7,7 @@ import cloneDeep from "lodash/cloneDeep.js";
 import { IP_ADDRESS_ANNOTATION } from "../../api/v1alpha1/types.js";
 import type { IPAddress, IPClaim, IPPool, IPPoolSpec, ObjectRef, Pool } from "../../api/v1alpha1/types.js";
 import { addressKey, formatAddress, parseAddress } from "./address.js";
-import { addressListErrors, compileEntries, compileEntry } from "./entries.js";
+import { addressListErrors, compileEntries, compileEntry, type CompiledPool } from "./entries.js";
 import type { CompiledEntry, CompileResult } from "./entries.js";
 import { AddressIndex, OverlapCounter } from "./entryindex.js";
 import type { Addr, Family } from "./address.js";
@@ -76,11 +76,15 @@ function preallocationErrors(spec: IPPoolSpec, entries: readonly CompiledEntry[]
  * with entries of known size. Mixed families and preallocations no entry yields are warnings ({@link ipPoolWarnings}).
  */
 export function validateIPPoolSpec(spec: IPPoolSpec): FieldError[] {
+  return validateCompiledSpec(spec, compileEntries(spec));
+}
+
+/** {@link validateIPPoolSpec} of a spec whose entries were compiled already (`compileEntries(spec)`). */
+export function validateCompiledSpec(spec: IPPoolSpec, compiled: CompiledPool): FieldError[] {
   const errors: FieldError[] = [];
   if (!spec.namePrefix) {
     errors.push({ field: "spec.namePrefix", type: "Required", detail: "a non-empty prefix for IPAddress names" });
   }
-  const compiled = compileEntries(spec);
   // concat, not push(...): a list of that many arguments overflows the stack.
   return errors.concat(
     compiled.errors,

@@ -12,8 +12,8 @@ import {
   type InClusterIPPoolStatus,
 } from "../../../api/incluster/types.js";
 import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL, type ResourceDescriptor } from "../../../api/registry.js";
-import { PoolAllocator } from "../../ipam/allocator.js";
-import { inClusterSpace, inClusterUsage } from "../../ipam/incluster.js";
+import { compileSteps, PoolAllocator } from "../../ipam/allocator.js";
+import { inClusterSpaceSteps, inClusterUsage } from "../../ipam/incluster.js";
 import { poolKindRules } from "../pools/rbac.js";
 import type { PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
 import { SpecCache } from "../pools/speccache.js";
@@ -22,9 +22,9 @@ import { SpecCache } from "../pools/speccache.js";
  * Each in-cluster pool's allocatable set, problems and scan order, computed once per generation
  * (pools/speccache.ts), for its allocators and its status. Pools of both kinds have uids of their own.
  */
-export const inClusterSpecs = new SpecCache((pool: InClusterIPPool) => {
-  const space = inClusterSpace(pool.spec);
-  return { space, compiled: PoolAllocator.compile(space) };
+export const inClusterSpecs = new SpecCache(function* (pool: InClusterIPPool) {
+  const space = yield* inClusterSpaceSteps(pool.spec);
+  return { space, compiled: yield* compileSteps(space) };
 });
 
 function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool> {
@@ -42,7 +42,7 @@ function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool
       if (!unpaused || finalizers.includes(PROTECT_POOL_FINALIZER)) return undefined;
       return { finalizers: [...finalizers, PROTECT_POOL_FINALIZER] };
     },
-    openAllocator: (pool) => Promise.resolve(new PoolAllocator(inClusterSpecs.get(pool).compiled)),
+    openAllocator: async (pool) => new PoolAllocator((await inClusterSpecs.load(pool)).compiled),
     recordName: (_pool, claimName) => claimName,
     describeNameCollision: (_pool, name, _address, otherPool) =>
       `IPAddress ${name} already exists and belongs to pool ${otherPool}; it is not this claim's`,

@@ -18,7 +18,7 @@ import {
   type OwnerReference,
 } from "../../../api/v1alpha1/types.js";
 import type { CapiIPAddress } from "../../../api/capi/types.js";
-import { PoolAllocator } from "../../ipam/allocator.js";
+import { compileSteps, PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import type { Cluster } from "../clusters.js";
 import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
@@ -27,7 +27,7 @@ import { SpecCache } from "../pools/speccache.js";
 import { desiredPoolStatus, indexesPatch, sameStatus } from "./status.js";
 
 /** Each IPPool's spec compiled and validated once per generation (pools/speccache.ts). */
-export const metal3Specs = new SpecCache((pool: IPPool) => PoolAllocator.compile(pool.spec));
+export const metal3Specs = new SpecCache((pool: IPPool) => compileSteps(pool.spec));
 
 /** The spec error of an IPPool stored without a spec. */
 const NO_SPEC = "spec is missing: the pool has no namePrefix and no address ranges";
@@ -61,12 +61,10 @@ export const METAL3_POOL_KIND: PoolKind<IPPool> = {
 
   // A pool stored without a spec (the CRD does not require one) is an empty space with that error: it reports
   // InvalidSpec and its claims are told why they get nothing.
-  openAllocator: (pool) =>
-    Promise.resolve(
-      pool.spec
-        ? new PoolAllocator(metal3Specs.get(pool))
-        : PoolAllocator.fromSpace({ entries: [], specErrors: [NO_SPEC] }),
-    ),
+  openAllocator: async (pool) =>
+    pool.spec
+      ? new PoolAllocator(await metal3Specs.load(pool))
+      : PoolAllocator.fromSpace({ entries: [], specErrors: [NO_SPEC] }),
 
   reserveForeign: (pool, allocator, ctx) => reserveForeignNames(pool, allocator, ctx),
 

@@ -81,7 +81,10 @@ describe("full passes compile a pool's spec once per generation (pools/speccache
   });
 
   it("keeps a value per uid and generation, compiles pools without either every time, and is bounded", () => {
-    const cache = new SpecCache((p: PoolObject) => `${p.metadata.name}@${p.metadata.generation}`, 2);
+    // eslint-disable-next-line require-yield
+    const cache = new SpecCache(function* (p: PoolObject) {
+      return `${p.metadata.name}@${p.metadata.generation}`;
+    }, 2);
     const at = (uid: string | undefined, generation: number | undefined): PoolObject => ({
       metadata: { name: uid ?? "none", ...(uid ? { uid } : {}), ...(generation !== undefined ? { generation } : {}) },
     });
@@ -96,5 +99,22 @@ describe("full passes compile a pool's spec once per generation (pools/speccache
     cache.get(at("a", 2));
     cache.get(at("c", 1));
     expect(cache.compiled).to.equal(7);
+  });
+
+  it("load lets the event loop run between the steps of a compilation, and keeps its result for get", async () => {
+    const ran: string[] = [];
+    const cache = new SpecCache(function* (p: PoolObject) {
+      for (let i = 0; i < 3; i++) {
+        ran.push(`step ${i}`);
+        yield;
+      }
+      return p.metadata.name;
+    });
+    const p: PoolObject = { metadata: { name: "p", uid: "u", generation: 1 } };
+    setImmediate(() => ran.push("other work"));
+    const loading = cache.load(p);
+    expect(await loading).to.equal("p");
+    expect(ran).to.deep.equal(["step 0", "other work", "step 1", "step 2"]);
+    expect([cache.get(p), await cache.load(p), cache.compiled]).to.deep.equal(["p", "p", 1]);
   });
 });

@@ -7,11 +7,20 @@
  * of anything but metadata and status, and every pool kind has a status subresource. A pool without either (never
  * read from an API server) is compiled every time. At most `capacity` pools are kept, the least recently used
  * dropped first, so deleted pools cost nothing for long.
+ *
+ * The compilation comes in steps (src/ipam/steps.ts). {@link SpecCache.load}, what a pass uses, lets the event loop
+ * run between two steps (the Lease renewal, the webhooks, other pools' passes), so the largest spec the API server
+ * stores never holds the loop for the whole of its compilation; {@link SpecCache.get} runs them at once, for the
+ * status of a pool its pass has just loaded.
  */
+import { runSteps, type Steps } from "../../ipam/steps.js";
 import type { PoolObject } from "./kind.js";
 
 /** Pools whose compiled spec a kind keeps. */
 export const SPEC_CACHE_CAPACITY = 256;
+
+/** Resolves once the event loop has run what was waiting (timers, I/O callbacks). */
+const breathe = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class SpecCache<P extends PoolObject, T> {
   private readonly kept = new Map<string, { generation: number; value: T }>();
@@ -19,23 +28,47 @@ export class SpecCache<P extends PoolObject, T> {
   compiled = 0;
 
   constructor(
-    private readonly compile: (pool: P) => T,
+    private readonly compile: (pool: P) => Steps<T>,
     private readonly capacity = SPEC_CACHE_CAPACITY,
   ) {}
 
-  /** `compile(pool)`, or what it gave for this pool's uid and generation before. */
+  /** `compile(pool)`, or what it gave for this pool's uid and generation before; compiled at once when it is not kept. */
   get(pool: P): T {
+    return this.cached(pool) ?? this.keep(pool, runSteps(this.run(pool)));
+  }
+
+  /** Like {@link get}, but a compilation lets the event loop run between its steps. */
+  async load(pool: P): Promise<T> {
+    const hit = this.cached(pool);
+    if (hit !== undefined) return hit;
+    const steps = this.run(pool);
+    for (let step = steps.next(); ; step = steps.next()) {
+      if (step.done) return this.keep(pool, step.value);
+      await breathe();
+    }
+  }
+
+  /** What is kept for this pool's uid and generation, marked as the most recently used. */
+  private cached(pool: P): T | undefined {
     const { uid, generation } = pool.metadata;
-    if (!uid || generation === undefined) return this.run(pool);
+    if (!uid || generation === undefined) return undefined;
     const hit = this.kept.get(uid);
+    if (!hit || hit.generation !== generation) return undefined;
     this.kept.delete(uid);
-    const value = hit && hit.generation === generation ? hit.value : this.run(pool);
+    this.kept.set(uid, hit);
+    return hit.value;
+  }
+
+  private keep(pool: P, value: T): T {
+    const { uid, generation } = pool.metadata;
+    if (!uid || generation === undefined) return value;
+    this.kept.delete(uid);
     this.kept.set(uid, { generation, value });
     if (this.kept.size > this.capacity) this.kept.delete(this.kept.keys().next().value as string);
     return value;
   }
 
-  private run(pool: P): T {
+  private run(pool: P): Steps<T> {
     this.compiled++;
     return this.compile(pool);
   }
