@@ -27,6 +27,7 @@ import { describeError, isNotFound, statusCodeOf } from "../src/kube/errors.js";
 import { ResourceClient } from "../src/kube/resource.js";
 import { silentLogger } from "../src/runtime/logger.js";
 import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
+import { kubeLookup } from "../src/webhooks/lookup.js";
 import { startWebhookServer } from "../src/webhooks/server.js";
 import type { WebhookServer } from "../src/webhooks/server.js";
 import { freshNamespace, repoRoot, sharedCluster } from "../hack/testkit/cluster.js";
@@ -315,6 +316,19 @@ describe("in-cluster provider pool webhooks (real API server)", function () {
     before(async () => {
       await pools.create(ns, poolOf(ns, "held", base));
       await hold(ns, INCLUSTER_IPPOOL.kind, "held", "10.20.0.15");
+    });
+
+    it("reads the stored pool's uid as metadata only (kubeLookup), never the whole pool", async () => {
+      const stored = await pools.get(ns, "held");
+      const partial = await pools.getMetadata(ns, "held");
+      expect([partial.kind, partial.metadata.uid, "spec" in partial]).to.deep.equal([
+        "PartialObjectMetadata",
+        stored.metadata.uid,
+        false,
+      ]);
+      const lookup = kubeLookup(kc);
+      expect(await lookup.inClusterPoolUid(INCLUSTER_IPPOOL.kind, "held", ns)).to.equal(stored.metadata.uid);
+      expect(await lookup.inClusterPoolUid(INCLUSTER_IPPOOL.kind, "absent", ns)).to.equal(undefined);
     });
 
     it("refuses with 400 addresses that drop an address in use", async () => {

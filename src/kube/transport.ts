@@ -37,11 +37,19 @@ export interface ApiRequest {
   body?: unknown;
   /** Default `application/json`; patches name their kind (`application/merge-patch+json`, `application/json-patch+json`). */
   contentType?: string;
+  /**
+   * The `Accept` header; default `application/json`. A read of metadata only asks for
+   * {@link PARTIAL_OBJECT_METADATA}: the API server then sends the object's `metadata` and no spec or status.
+   */
+  accept?: string;
   /** Deadline from sending to the last byte of the answer, throttling and retries included. */
   timeoutMs: number;
   /** What the request does, for error messages ("create ippools"). */
   what: string;
 }
+
+/** The `Accept` of a metadata-only read: the object as a `meta.k8s.io/v1` PartialObjectMetadata. */
+export const PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /** Requests to one API server in flight at once; more wait their turn. */
 export const MAX_IN_FLIGHT = 64;
@@ -209,6 +217,7 @@ export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
     payload === undefined
       ? {}
       : { "Content-Type": req.contentType ?? "application/json", "Content-Length": String(Buffer.byteLength(payload)) };
+  if (req.accept !== undefined) headers.Accept = req.accept;
   const deadline = Date.now() + req.timeoutMs;
   const target = door.base + requestTarget(req.path, req.query);
   const send = { method: req.method, server: door.origin, target, headers, payload, what: req.what };

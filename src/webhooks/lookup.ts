@@ -133,7 +133,8 @@ export function kubeLookup(kubeConfig: Kube): ClusterLookup {
       const client = inClusterPools.get(kind);
       if (!client) return undefined;
       try {
-        return (await client.get(namespace ?? "", name)).metadata.uid;
+        // Metadata only: the stored pool may be as large as the one under review, and only its uid is needed.
+        return (await client.getMetadata(namespace ?? "", name)).metadata.uid;
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
