@@ -103,16 +103,30 @@ describe("admission deadlines and bounds", () => {
     expect(reply.body.code).to.equal(408);
   });
 
-  it("refuses a large review at once while the most large reviews allowed are in progress", async () => {
-    const { server, port } = await listen({ deadlineMs: 60_000, maxLargeInFlight: 1 });
+  it("refuses a large review at once while the most large reviews allowed are in progress and waiting", async () => {
+    const { server, port } = await listen({ deadlineMs: 60_000, maxLargeInFlight: 1, maxLargeWaiting: 1 });
     servers.push(server);
     const large = reviewBody(LARGE_BODY_BYTES);
+    void post(port, [large]).catch(() => undefined);
     void post(port, [large]).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 200));
     const reply = await post(port, [large]);
     expect(reply.body.response?.status.message).to.equal(
-      "too many large admission reviews are in progress (1); retry later",
+      "too many large admission reviews are in progress (1) and waiting (1); retry later",
     );
+  });
+
+  it("gives a large review waiting for its turn the slot that frees, then its own deadline", async () => {
+    const { server, port } = await listen({ deadlineMs: 600, maxLargeInFlight: 1, maxLargeWaiting: 1 });
+    servers.push(server);
+    const large = reviewBody(LARGE_BODY_BYTES);
+    const first = post(port, [large]);
+    await new Promise((r) => setTimeout(r, 300));
+    // Waits in line: the first holds the slot until its deadline, 0.3 s from now; this one's comes 0.3 s later.
+    const second = post(port, [large]);
+    const messages = (await Promise.all([first, second])).map((r) => r.body.response?.status.message);
+    const late = "the admission review was not answered within 0.6 s of its arrival; retry later";
+    expect(messages).to.deep.equal([late, late]);
   });
 
   it("refuses at once a job that could not start before its review's deadline", async () => {

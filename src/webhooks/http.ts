@@ -8,7 +8,8 @@
  * - every request has one deadline from its arrival, under the API server's 10 s wait: a body not read by then gets
  *   408 (the connection is closed), and a review not answered by then is refused at once with a 500 denial that says
  *   to retry; what the handler still does is then dropped. Large reviews (bodies over {@link LARGE_BODY_BYTES}) in
- *   progress are bounded too: one more is refused the same way as soon as it is read, rather than queued.
+ *   progress are bounded too: one more waits for its turn in a short line (slots.ts), and is refused the same way when
+ *   the line is full or its deadline comes first.
  * - a large review is answered in the validation worker when the context's validator has one (offload.ts): its body
  *   is moved there unparsed, so this thread never parses, copies or compares it; a refusal then echoes the uid read
  *   from the body's first bytes, where the API server writes `request.uid`.
@@ -20,6 +21,7 @@ import type { HandlerContext, Route } from "./route.js";
 import { conversionFailure } from "./conversion.js";
 import type { ReviewAnswer } from "./conversion.js";
 import type { WebhookResult } from "../runtime/metrics.js";
+import { Slots, type NoSlot } from "./slots.js";
 
 /**
  * Default bound of a request body: 3 MiB, the API server's own request-body limit (Kubernetes' pod-security webhook
@@ -39,6 +41,9 @@ export const LARGE_BODY_BYTES = 256 * 1024;
 /** Default most large reviews in progress at once (see {@link ListenerOptions.maxLargeInFlight}). */
 export const DEFAULT_MAX_LARGE_IN_FLIGHT = 4;
 
+/** Default most large reviews waiting for one of those (see {@link ListenerOptions.maxLargeWaiting}). */
+export const DEFAULT_MAX_LARGE_WAITING = 4;
+
 /** Options of {@link admissionListener}. */
 export interface ListenerOptions {
   routes: ReadonlyMap<string, Route>;
@@ -52,8 +57,13 @@ export interface ListenerOptions {
   maxBodyBytes?: number;
   /** Time from a request's arrival to its answer, in ms; default {@link DEFAULT_DEADLINE_MS}. */
   deadlineMs?: number;
-  /** Most large reviews in progress at once; one more is refused when read. Default {@link DEFAULT_MAX_LARGE_IN_FLIGHT}. */
+  /** Most large reviews in progress at once; one more waits its turn. Default {@link DEFAULT_MAX_LARGE_IN_FLIGHT}. */
   maxLargeInFlight?: number;
+  /**
+   * Most large reviews waiting for their turn (slots.ts), until their deadline; one more is refused when read.
+   * Default {@link DEFAULT_MAX_LARGE_WAITING}.
+   */
+  maxLargeWaiting?: number;
   /** Told how each request ended; `webhook` is the route's path, or "unknown" for a path no route serves. */
   onRequest?: (webhook: string, result: WebhookResult, seconds: number) => void;
 }
@@ -144,9 +154,8 @@ type Answerer = (raw: Buffer, deadline: number) => Promise<ReviewAnswer>;
 interface Shared {
   context: HandlerContext;
   deadlineMs: number;
-  maxLargeInFlight: number;
-  /** Large reviews in progress now. */
-  largeInFlight: number;
+  /** Large reviews in progress, and those waiting for their turn. */
+  large: Slots;
 }
 
 /** The body as JSON, or the 400 answer for one that is not. */
@@ -234,22 +243,21 @@ async function inWorker(
   if (deadline <= performance.now()) {
     return refuse(uid, `the admission review could not start within ${shared.deadlineMs / 1000} s of its arrival`);
   }
-  if (shared.largeInFlight >= shared.maxLargeInFlight) {
-    return refuse(uid, `too many large admission reviews are in progress (${shared.maxLargeInFlight})`);
-  }
-  shared.largeInFlight++;
+  const slot = await shared.large.take(deadline);
+  if ("refused" in slot) return refuse(uid, noSlot(shared, slot.refused));
   try {
     return await validator.review(path, raw, shared.context.lookup, deadline);
   } catch (err) {
     return refuse(uid, err instanceof Error ? err.message : String(err));
   } finally {
-    shared.largeInFlight--;
+    slot.release();
   }
 }
 
 /**
- * The handler's answer, or a refusal at `deadline` if it has none by then; a large review beyond the bound of those
- * in progress, or one whose deadline passed before it could start (its body took that long), is refused at once.
+ * The handler's answer, or a refusal at `deadline` if it has none by then; a large review waits for its turn among
+ * those in progress (refused when the line is full, or at its deadline), and one whose deadline passed before it
+ * could start (its body took that long) is refused at once.
  */
 async function handleByDeadline(
   route: Route,
@@ -259,12 +267,15 @@ async function handleByDeadline(
   shared: Shared,
 ): Promise<AdmissionResponse> {
   const seconds = shared.deadlineMs / 1000;
+  if (deadline <= performance.now())
+    return busy(request.uid, `the admission review could not start within ${seconds} s of its arrival`);
+  const slot = large ? await shared.large.take(deadline) : { release: () => undefined };
+  if ("refused" in slot) return busy(request.uid, noSlot(shared, slot.refused));
   const left = deadline - performance.now();
-  if (left <= 0) return busy(request.uid, `the admission review could not start within ${seconds} s of its arrival`);
-  if (large && shared.largeInFlight >= shared.maxLargeInFlight) {
-    return busy(request.uid, `too many large admission reviews are in progress (${shared.maxLargeInFlight})`);
+  if (left <= 0) {
+    slot.release();
+    return busy(request.uid, noSlot(shared, "deadline"));
   }
-  if (large) shared.largeInFlight++;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<AdmissionResponse>((resolve) => {
     timer = setTimeout(
@@ -276,8 +287,16 @@ async function handleByDeadline(
     return await Promise.race([handleSafely(route, request, { ...shared.context, deadline }), late]);
   } finally {
     clearTimeout(timer);
-    if (large) shared.largeInFlight--;
+    slot.release();
   }
+}
+
+/** Why a large review got no slot, for its refusal. */
+function noSlot(shared: Shared, why: NoSlot): string {
+  const { max, maxWaiting } = shared.large;
+  return why === "line full"
+    ? `too many large admission reviews are in progress (${max}) and waiting (${maxWaiting})`
+    : `no large admission review finished within ${shared.deadlineMs / 1000} s of its arrival to make room for it`;
 }
 
 async function handleSafely(route: Route, request: AdmissionRequest, ctx: HandlerContext): Promise<AdmissionResponse> {
@@ -366,8 +385,10 @@ export function admissionListener(options: ListenerOptions): (req: IncomingMessa
   const shared: Shared = {
     context: options.context,
     deadlineMs: options.deadlineMs ?? DEFAULT_DEADLINE_MS,
-    maxLargeInFlight: options.maxLargeInFlight ?? DEFAULT_MAX_LARGE_IN_FLIGHT,
-    largeInFlight: 0,
+    large: new Slots(
+      options.maxLargeInFlight ?? DEFAULT_MAX_LARGE_IN_FLIGHT,
+      options.maxLargeWaiting ?? DEFAULT_MAX_LARGE_WAITING,
+    ),
   };
   return (req, res) => {
     const started = performance.now();

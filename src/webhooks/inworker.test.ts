@@ -95,7 +95,7 @@ async function listen(lookup: ClusterLookup, validator?: WorkerValidator, maxLar
       context: { lookup, logger: silentLogger(), ...(validator ? { validator } : {}) },
       // No deadline to meet: these tests are about where the work runs, not how long it takes.
       deadlineMs: 600_000,
-      ...(maxLargeInFlight !== undefined ? { maxLargeInFlight } : {}),
+      ...(maxLargeInFlight !== undefined ? { maxLargeInFlight, maxLargeWaiting: 0 } : {}),
     }),
   );
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -197,7 +197,9 @@ describe("large reviews in the validation worker", () => {
     expect(response.uid).to.equal("u-late");
     expect(response.allowed).to.equal(false);
     expect(response.status.code).to.equal(500);
-    expect(response.status.message).to.equal("too many large admission reviews are in progress (0); retry later");
+    expect(response.status.message).to.equal(
+      "too many large admission reviews are in progress (0) and waiting (0); retry later",
+    );
   });
 
   it("reads the uid only where the API server writes it, at the head of the body", () => {
