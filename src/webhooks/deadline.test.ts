@@ -129,7 +129,7 @@ describe("admission deadlines and bounds", () => {
     expect(messages).to.deep.equal([late, late]);
   });
 
-  it("refuses at once a job that could not start before its review's deadline", async () => {
+  it("refuses at once a job behind another that could not finish before its review's deadline", async () => {
     const v = new WorkerValidator(silentLogger(), { inlineItems: 10, budgetMs: 120_000 });
     try {
       const spec = {
@@ -137,8 +137,8 @@ describe("admission deadlines and bounds", () => {
         prefix: 8,
       };
       const input = { pool: { metadata: { name: "p" }, spec }, old: undefined };
-      // The first job starts the worker, the second teaches it its time per item; the fourth, due in 1 ms, waits
-      // behind the third.
+      // The first job starts the worker, the second teaches it its time per item; the fourth, due in 1 ms, would
+      // wait behind the third.
       expect(await v.run("inClusterSpec", input)).to.deep.equal([]);
       expect(await v.run("inClusterSpec", input)).to.deep.equal([]);
       const third = v.run("inClusterSpec", input);
@@ -146,7 +146,7 @@ describe("admission deadlines and bounds", () => {
         () => "resolved",
         (err: Error) => err.message,
       );
-      expect(refused).to.equal("the validation worker cannot start this review in time; retry later");
+      expect(refused).to.equal("the validation worker cannot finish this review in time; retry later");
       expect(await third).to.deep.equal([]);
     } finally {
       await v.stop();
