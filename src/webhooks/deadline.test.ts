@@ -148,6 +148,13 @@ describe("admission deadlines and bounds", () => {
       );
       expect(refused).to.equal("the validation worker cannot finish this review in time; retry later");
       expect(await third).to.deep.equal([]);
+      // Alone, with less than half its budget left (it spent it waiting for a turn): refused too, not started.
+      const late = await v.run("inClusterSpec", input, performance.now() + 1).then(
+        () => "resolved",
+        (err: Error) => err.message,
+      );
+      expect(late).to.equal("the validation worker cannot finish this review in time; retry later");
+      expect(v.hasWorker()).to.equal(true);
     } finally {
       await v.stop();
     }

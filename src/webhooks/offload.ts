@@ -4,8 +4,9 @@
  * (spec §6: anyone who reaches the webhook port can send one). Bounded on every side:
  * - one worker, started on the first large job and stopped after a quiet minute (it costs memory only while used);
  * - at most `maxWaiting` jobs wait for it; more are refused at once;
- * - a job has a deadline: `budgetMs` from its arrival, or its review's deadline when that is sooner. A job behind
- *   others that could not finish by then, going by the time per item of the jobs the worker ran, is refused at once; a job still waiting at its deadline is refused then; and a running one is refused and its
+ * - a job has a deadline: `budgetMs` from its arrival, or its review's deadline when that is sooner. A job that
+ *   could not finish by then, going by the time per item of the jobs the worker ran, is refused at once, unless
+ *   nothing is before it and at least half its budget is ahead (so the estimate keeps learning); a job still waiting at its deadline is refused then; and a running one is refused and its
  *   worker stopped mid-job (the next job starts a new one), so every review is answered before the API server's
  *   10 s timeout;
  * - the worker's heap is capped; a job that outgrows it is refused.
@@ -167,11 +168,13 @@ export class WorkerValidator implements Validator {
     }
     const now = performance.now();
     const due = Math.min(now + this.budgetMs, deadline);
-    // Behind other jobs, one that could not finish by its deadline is refused now: started, it would be stopped
-    // mid-job, its work lost, and the worker restarted for the next. Alone it always gets its chance (the estimate
-    // only learns from jobs that run).
+    // A job that could not finish by its deadline is refused now: started, it would be stopped mid-job, its work
+    // lost, and the worker restarted for the next. Only a job with nothing before it and at least half its budget
+    // ahead (one that has not spent its time waiting for a turn) runs whatever the estimate: the estimate learns only
+    // from jobs that run, so one slow moment cannot lock every review out.
     const backlog = this.backlogMs(now);
-    if (backlog > 0 && now + backlog + size * this.msPerItem > due) {
+    const fresh = backlog === 0 && due - now >= this.budgetMs / 2;
+    if (!fresh && now + backlog + size * this.msPerItem > due) {
       return Promise.reject(new Error("the validation worker cannot finish this review in time; retry later"));
     }
     return new Promise((resolve, reject) => {
