@@ -363,9 +363,11 @@ describe("NetBox pools (a real NetBox)", function () {
       if (!bound) throw new Error("claim a not bound");
       await k.claims.patch(ns, "a", { metadata: { finalizers: null } });
       await k.claims.delete(ns, "a");
+      // A liveness bound: the pool's pass that releases it may first wait on NetBox, slow when other suites share it.
       await eventually(
         "the orphaned IPAddress released",
         async () => await gone(k.addresses, ns, bound.metadata.name ?? ""),
+        90_000,
       );
       await k.pools.patch(ns, "p", { metadata: { annotations: { touch: "1" } } });
       const condition = await eventually("RecordsClaimed=False on p", async () => {
