@@ -307,7 +307,11 @@ export async function recordEvents(side: Side, collectionPath: string): Promise<
   const log: EventLog = { added: [], deleted: [], firstSeen: new Map(), stop: () => undefined };
   let stopped = false;
   let endedEarly: string | undefined;
-  const controller = await new Watch(side.kubeConfig).watch(
+  const watch = new Watch(side.kubeConfig);
+  // The client ends a watch that sees no event for 30 s (a private inactivity timeout); a quiet collection during a
+  // long move is normal here, and an ended watch would make the log incomplete, so it waits as long as the test does.
+  (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = 60 * 60_000;
+  const controller = await watch.watch(
     collectionPath,
     {},
     (type: string, obj: KubeObject & { status?: unknown }) => {
