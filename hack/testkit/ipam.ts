@@ -21,8 +21,9 @@ import type { Cluster } from "../../src/controllers/clusters.js";
 import { Manager, type ManagerOptions } from "../../src/controllers/manager.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
-import { createLogger, silentLogger } from "../../src/runtime/logger.js";
+import { createLogger } from "../../src/runtime/logger.js";
 import { freshNamespace } from "./cluster.js";
+import { LogRing } from "./logring.js";
 import { serviceAccountKubeConfig } from "./serviceaccount.js";
 
 export interface Clients {
@@ -71,11 +72,14 @@ export async function startController(
   poolConcurrency = 4,
   netBoxAllowHttp = true,
   extra: Partial<ManagerOptions> = {},
-): Promise<{ manager?: Manager; stop: () => Promise<void> }> {
-  if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve() };
+): Promise<{ manager?: Manager; stop: () => Promise<void>; recentLog: () => string }> {
+  if (process.env.E2E_EXTERNAL_CONTROLLER === "true") return { stop: () => Promise.resolve(), recentLog: () => "" };
   const kc = process.env.E2E_CONTROLLER_AS_ADMIN === "true" ? adminKc : await serviceAccountKubeConfig(adminKc);
-  // E2E_LOG=debug shows the controller's log in the test output.
-  const logger = process.env.E2E_LOG ? createLogger({ level: process.env.E2E_LOG, format: "text" }) : silentLogger();
+  // E2E_LOG=debug shows the controller's log in the test output; otherwise its last lines are kept for a failure.
+  const ring = process.env.E2E_LOG ? undefined : new LogRing();
+  const logger = process.env.E2E_LOG
+    ? createLogger({ level: process.env.E2E_LOG, format: "text" })
+    : createLogger({ level: "info", format: "text", stream: ring });
   const manager = new Manager(kc, {
     namespace,
     poolConcurrency,
@@ -86,15 +90,22 @@ export async function startController(
     ...extra,
   });
   await manager.start();
-  return { manager, stop: () => manager.stop() };
+  return { manager, stop: () => manager.stop(), recentLog: () => ring?.text() ?? "" };
 }
 
-/** Runs `body` in a fresh namespace with a controller of its own, stopped afterwards whatever happens. */
+/**
+ * Runs `body` in a fresh namespace with a controller of its own, stopped afterwards whatever happens. When `body`
+ * fails, the controller's last log lines are printed, so that a failure in CI says what the controller did.
+ */
 export async function withController<T>(kc: KubeConfig, prefix: string, body: (ns: string) => Promise<T>): Promise<T> {
   const ns = await freshNamespace(kc, prefix);
   const ctl = await startController(kc, ns);
   try {
     return await body(ns);
+  } catch (err) {
+    const log = ctl.recentLog();
+    if (log) process.stderr.write(`--- the controller's last log lines (namespace ${ns}) ---\n${log}\n---\n`);
+    throw err;
   } finally {
     await ctl.stop();
   }
