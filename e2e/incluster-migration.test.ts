@@ -253,7 +253,8 @@ describe("migration from the in-cluster provider, and back to it", function () {
         outOfRange: 0,
       });
     }
-    // The provider's own claims still carry no condition; ours carry Ready=True (README: harmless to the provider).
+    // The provider's own claims still carry no condition; ours carry Ready=True (docs/install.md: harmless to the
+    // provider).
     const served = new Set([`${ns1}/new`, `${ns1}/new-g`, `${ns2}/new-g`, `${ns1}/sentinel`]);
     for (const c of after.claims) {
       const key = `${c.metadata.namespace ?? ""}/${c.metadata.name ?? ""}`;

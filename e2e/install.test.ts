@@ -49,7 +49,7 @@ interface DeploymentSpec {
 const DEFAULT = "config/default";
 const SELF_MANAGED = "config/selfmanaged";
 const NETWORK_POLICY = "config/network-policy";
-/** config/default with config/components/load-balancers, the overlay README gives. */
+/** config/default with config/components/load-balancers, the overlay docs/endpoints.md gives. */
 const LOAD_BALANCERS = "e2e/fixtures/load-balancers";
 
 const kubectlAvailable = (): boolean => spawnSync("kubectl", ["version", "--client"], { stdio: "ignore" }).status === 0;

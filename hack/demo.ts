@@ -18,7 +18,7 @@ import { renderDemo } from "./demo/table.js";
 
 async function main(): Promise<void> {
   const keep = process.argv.includes("--keep");
-  console.log("Starting a local control plane (the first run builds it from Go modules; see README)...");
+  console.log("Starting a local control plane (the first run builds it from Go modules; see docs/development.md)...");
   const started = Date.now();
   const clusterApi = existsSync(CAPI_CRDS);
   const plane = await LocalPlane.start({

@@ -3,7 +3,8 @@
 #   out/<version>/ipam-components.yaml   (image set to IMAGE:VERSION)
 #   out/<version>/metadata.yaml
 # Usage: hack/release-components.sh [VERSION] [IMAGE]   (defaults: v0.1.0, ghcr.io/metal3-ipam-ts/controller)
-# clusterctl then installs it with a providers entry in its configuration (see README, "Install with clusterctl").
+# clusterctl then installs it with a providers entry in its configuration (see docs/install.md, "Install with
+# clusterctl").
 set -o errexit -o nounset -o pipefail
 
 VERSION="${1:-v0.1.0}"

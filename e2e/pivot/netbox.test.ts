@@ -8,7 +8,7 @@
  * the source's controller when clusterctl deletes its objects (delete-for-move), none added by the target's, whose
  * claims adopt the IPAddresses clusterctl copied and take over their records (re-keyed to the target's installation).
  * The token Secret is in the controller's namespace, which clusterctl does not move: the test creates it on the
- * target, as the README tells users to.
+ * target, as docs/netbox.md tells users to.
  *
  * And two management clusters sharing one NetBox prefix with the same namespace and claim names: distinct addresses,
  * each cluster's records its own (releases on one never touch the other's), a hand-made look-alike never adopted nor

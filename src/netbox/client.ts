@@ -1,6 +1,6 @@
 /**
  * netBoxClient: the NetBoxClient contract (types.ts) over NetBox's REST API. Pure HTTP: it knows nothing of
- * Kubernetes. The query filters it relies on are listed, as checked on NetBox 4.7.3, in README.md.
+ * Kubernetes. The query filters it relies on are listed, as checked on NetBox 4.7.3, in src/netbox/README.md.
  */
 import { inRange, rangeToCidrs, usablePrefixSize } from "./cidr.js";
 import { NetBoxError } from "./errors.js";

@@ -1,7 +1,7 @@
 /**
  * The gateway a NetBox pool writes on its IPAddresses when its spec gives none, read from NetBox.
  *
- * NetBox has no gateway field on prefixes or ranges. The rule (README, "NetBox pools"): the gateway is the IP address
+ * NetBox has no gateway field on prefixes or ranges. The rule (docs/netbox.md): the gateway is the IP address
  * record tagged {@link GATEWAY_TAG} inside the pool's subnet, in its VRF: the prefix itself for a prefix pool; for a
  * range pool the prefix NetBox holds for the range's subnet (its first address with the range's mask; none: no
  * gateway). Several tagged records: the lowest address of the pool's family. None: the IPAddresses carry no gateway.
