@@ -6,9 +6,11 @@
  *   the wrong folder fails); elsewhere a relative name must end a path of the tree. A symbol must be declared (or be
  *   a member, or a string constant such as a condition reason) in the source of api/, src/ or hack/; `A.b` needs `b`
  *   in the file that declares `A`.
+ * - every `docs/<name>.md` that a file under api/, src/, hack/ or e2e/ cites exists, and so does the section it names
+ *   (`docs/<name>.md, "Section"`: a heading or a bold lead-in).
  * Pure reads of the working tree: no server.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
@@ -229,5 +231,28 @@ describe("docs name what the tree has", function () {
       "line 1: `src/kube/nosuch.ts`: no such path",
       "line 4: `certdir.ts` (under src/webhooks): not in src/webhooks/",
     ]);
+  });
+
+  it("every docs/*.md a file under api/, src/, hack/ or e2e/ cites is in the repository, with the section it names", () => {
+    const cited = [...tree.files]
+      .filter((f) => /^(api|src|hack|e2e)\//.test(f) && /\.(ts|sh|md|yaml)$/.test(f))
+      .flatMap((f) =>
+        [...readFileSync(join(ROOT, f), "utf8").matchAll(/\bdocs\/([\w.-]+\.md)\b(?:,? "([^"\n]+)")?/g)].map((m) => ({
+          f,
+          doc: `docs/${m[1] ?? ""}`,
+          section: m[2],
+        })),
+      );
+    expect(cited.length).to.be.greaterThan(0);
+    expect(cited.filter((c) => !existsSync(join(ROOT, c.doc))).map((c) => `${c.f} cites ${c.doc}`)).to.deep.equal([]);
+    const titled = (doc: string, section: string): boolean =>
+      readFileSync(join(ROOT, doc), "utf8")
+        .split("\n")
+        .some((l) => (/^#+ /.test(l) || l.startsWith("**")) && l.includes(section));
+    const sections = cited.filter((c): c is typeof c & { section: string } => c.section !== undefined);
+    expect(sections.length).to.be.greaterThan(0);
+    expect(
+      sections.filter((c) => !titled(c.doc, c.section)).map((c) => `${c.f} cites ${c.doc} "${c.section}"`),
+    ).to.deep.equal([]);
   });
 });

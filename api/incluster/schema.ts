@@ -1,7 +1,7 @@
 /**
  * CustomResourceDefinitions for the Cluster API in-cluster IPAM provider's pool kinds, `InClusterIPPool` (namespaced)
- * and `GlobalInClusterIPPool` (cluster-scoped), `ipam.cluster.x-k8s.io/v1alpha2` (docs/incluster.md in the shared
- * references). `hack/generate-crds.ts` renders them into `config/crd/incluster/`, an OPTIONAL kustomize component
+ * and `GlobalInClusterIPPool` (cluster-scoped), `ipam.cluster.x-k8s.io/v1alpha2` (docs/incluster.md).
+ * `hack/generate-crds.ts` renders them into `config/crd/incluster/`, an OPTIONAL kustomize component
  * (`config/components/incluster`), never part of `config/crd`: clusters that run that provider keep its CRDs.
  *
  * Compatibility rule: an object the provider's v1alpha2 CRDs accept is accepted here with the same meaning, and the

@@ -3,8 +3,8 @@
  * v1beta2): `InClusterIPPool` (namespaced) and `GlobalInClusterIPPool` (cluster-scoped) in `ipam.cluster.x-k8s.io`,
  * version `v1alpha2` (the storage version, the only one the controller reads and writes), and the deprecated
  * `v1alpha1` the API server converts through our conversion webhook (src/ipam/incluster-conversion.ts). Served
- * through Cluster API's IPAddressClaim contract, as that provider serves them (docs/incluster.md in the shared
- * references). Types and constants only.
+ * through Cluster API's IPAddressClaim contract, as that provider serves them (docs/incluster.md). Types and
+ * constants only.
  */
 import type { ObjectMeta } from "../v1alpha1/types.js";
 

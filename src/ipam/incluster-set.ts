@@ -1,6 +1,6 @@
 /**
- * The address set of an in-cluster provider pool (`InClusterIPPool`, `GlobalInClusterIPPool`; docs/incluster.md in
- * the shared references), computed as that provider computes it. Pure functions, no I/O; never throw.
+ * The address set of an in-cluster provider pool (`InClusterIPPool`, `GlobalInClusterIPPool`; docs/incluster.md),
+ * computed as that provider computes it. Pure functions, no I/O; never throw.
  *
  * Entries of `addresses` and `excludedAddresses` take three forms, told apart as the provider does: text with a `-`
  * is a range `a-b` (both ends one family, `a <= b`; reversed ranges are refused), else text with a `/` is a CIDR
