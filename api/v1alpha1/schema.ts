@@ -356,7 +356,7 @@ const ipPoolSchema = root(
         additionalProperties: ipAddress("The address allocated to the claim."),
         // One writer (the controller) owns the map as a whole. A granular map made the API server record one managed
         // field per claim: every status write and watch event of a pool of 10,000 claims carried 10,000 more keys in
-        // metadata.managedFields, about 40% of the object, parsed by every watcher. Merge patches still merge entries.
+        // metadata.managedFields, much of the object, parsed by every watcher. Merge patches still merge entries.
         "x-kubernetes-map-type": "atomic",
       },
       lastUpdated: { type: "string", format: "date-time", description: "When indexes last changed." },

@@ -2,8 +2,8 @@
  * A self-signed TLS serving certificate made with node:crypto alone: an ECDSA P-256 key and an X.509 v3 certificate
  * written in DER by the small encoder below. It serves the diagnostics endpoint, whose scrapers do not verify it (they
  * authenticate with a bearer token instead, as with Cluster API's providers); the controller makes one at every start.
- * Not `pki.ts`: its issuer loads node-forge, about 10 MiB of resident memory a controller without self-managed
- * webhooks never needs.
+ * Not `pki.ts`: its issuer loads node-forge, resident memory a controller without self-managed webhooks never
+ * needs.
  */
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from "node:crypto";
 import { isIP } from "node:net";

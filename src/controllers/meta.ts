@@ -23,7 +23,7 @@ export const hasPausedAnnotation = (meta: ObjectMeta): boolean => PAUSED_ANNOTAT
 
 /**
  * Name order by UTF-16 code units, not `localeCompare`: the same order for Kubernetes names, and no ICU collator (its
- * data and code add about 10 MiB to the process, issue 13).
+ * data and code add to the process's resident memory).
  */
 export function byName(a: { metadata: ObjectMeta }, b: { metadata: ObjectMeta }): number {
   const na = a.metadata.name ?? "";

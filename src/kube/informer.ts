@@ -660,7 +660,7 @@ export class Informer<T extends KubeObject> {
  * `obj` without `metadata.managedFields`: the server-side-apply bookkeeping is often the larger part of a small object
  * and nothing here reads it, so the cache does not keep it (controller-runtime strips it by default for the same
  * reason). The object itself is not changed: a caller may still hold it. A rest copy, not `delete`: deleting a key
- * puts a V8 object in dictionary mode, about 450 bytes more per cached object and slower to read (issue 13).
+ * puts a V8 object in dictionary mode, larger per cached object and slower to read.
  */
 function withoutManagedFields<T extends KubeObject>(obj: T): T {
   if (!("managedFields" in obj.metadata)) return obj;

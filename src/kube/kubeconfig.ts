@@ -6,7 +6,7 @@
  *   certificates (file or data), bearer tokens and token files, basic auth, impersonation (`as`, `as-uid`,
  *   `as-groups`, `as-user-extra`); files are read again when they change (certificates rotated in place);
  * - credentials of `exec` plugins and `auth-provider`s come from client-node's KubeConfig, loaded only then (it costs
- *   about 80 MiB of resident memory, issue 13), an exec plugin configured as client-go runs it (exec.ts); everything
+ *   much resident memory), an exec plugin configured as client-go runs it (exec.ts); everything
  *   else about such a user is still read here.
  */
 import { existsSync, readFileSync } from "node:fs";

@@ -1,7 +1,7 @@
 /**
  * Shared strings for cached objects. JSON.parse gives every object its own copy of each string, so a cache of 10,000
  * IPAddresses held 10,000 copies of its namespace, apiVersion, finalizer, pool name and pool uid, and of each
- * condition's reason and message: about a fifth of the controller's heap (issue 13). The informer passes every
+ * condition's reason and message, a large share of the controller's heap. The informer passes every
  * object it keeps through {@link StringPool.internAll}, so equal strings become one.
  */
 

@@ -19,7 +19,7 @@ import { clientStats, throttleDelay } from "./ratelimit.js";
 import { USER_AGENT } from "./useragent.js";
 
 // node:http through getBuiltinModule, never an ES import: building the ES namespace reads every export, and reading
-// `WebSocket` loads Node's bundled undici, about 15 MiB resident the controller never uses (nodejs/node#59686).
+// `WebSocket` loads Node's bundled undici, resident memory the controller never uses (nodejs/node#59686).
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
 type HttpAgent = InstanceType<typeof HttpAgent>;
 

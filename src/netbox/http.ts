@@ -9,7 +9,7 @@ import { NetBoxError, netBoxMessage, parseRetryAfter, reasonOfSocketError, reaso
 import type { NetBoxClientOptions, NetBoxEndpoint, NetBoxErrorReason } from "./types.js";
 
 // node:http(s) through getBuiltinModule, never an ES import (see src/kube/transport.ts: the ES namespace of node:http
-// loads Node's bundled undici, about 15 MiB resident).
+// loads Node's bundled undici, resident memory never used).
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
 const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule("node:https");
 const { getCACertificates } = process.getBuiltinModule("node:tls");

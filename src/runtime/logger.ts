@@ -58,9 +58,8 @@ export function createLogger(options: LoggerOptions): Logger {
 
 /**
  * Winston renders every record (the format chain: timestamp, JSON) and passes it through two streams before its
- * transport drops it by level, so a `debug` call at level `info` cost as much as a written line (3.5% of the
- * controller's CPU in the bench's first burst at level warn; 3.2 µs a dropped call when warm, 0.5 µs now). The methods
- * of the levels below `level` become no-ops on the root logger instead, and children (winston makes them with
+ * transport drops it by level, so a `debug` call at level `info` cost as much as a written line. The methods of the
+ * levels below `level` become no-ops on the root logger instead, and children (winston makes them with
  * Object.create of their parent) inherit them. The level is fixed at startup, so nothing turns them back on.
  */
 function skippingDisabledLevels(logger: Logger, level: string): Logger {

@@ -7,11 +7,10 @@
  * what it holds: after a burst it stays at the burst's peak, and under steady churn it climbs in steps at each new
  * high of the heap (Node 20's V8 unmapped such pages at once). A Go controller's runtime returns freed memory in the
  * background; this is the equivalent: when RSS has risen by `minGrowthBytes` over its settled size since the last
- * release, one memory-reducing collection (about 25 ms and 45 CPU-ms at a 25 MiB heap; 60-120 ms of pause holding
- * 10,000 claims, two mark-compacts by `--trace-gc`) empties the pool.
+ * release, one memory-reducing collection empties the pool.
  *
- * The collection stops the process and takes CPU from the API server it shares the machine with (holding 10,000 claims
- * about 400 ms of it with V8's helper threads). So a release that is due waits for an interval in which the event
+ * The collection stops the process and takes CPU from the API server it shares the machine with, the more the larger
+ * the heap. So a release that is due waits for an interval in which the event
  * loop was quiet (a controller serving claims one at a time is busy, one that sits waiting is quiet), and runs anyway
  * after a few busy ones: a process that is never quiet still gives memory back, at most once per that many intervals.
  *

@@ -215,10 +215,8 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
 
   constructor() {
     // The event-loop delay histogram samples once a second instead of prom-client's every 10 ms. Each sample wakes the
-    // process: on a 2-core machine a bare Node process with a 100 ms histogram spent 4.5 ms of CPU a second on it (1 ms
-    // at 1 s, none without), and the controller paid for it in every second of a trickle of claims too: sampling once a
-    // second instead of every 100 ms (our earlier setting) saved about 0.8 ms of CPU per claim at ten claims a second (interleaved A/B). A
-    // stall that covers a sample still delays it by its length, so the histogram shows long stalls;
+    // process, and a controller serving a trickle of claims pays for every wake-up in CPU per claim. A stall that
+    // covers a sample still delays it by its length, so the histogram shows long stalls;
     // nodejs_eventloop_lag_seconds measures the delay at each scrape.
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX, eventLoopMonitoringPrecision: 1_000 });
     const read = (): { mode: string; expiry: () => Date | undefined } | undefined => this.certificate;

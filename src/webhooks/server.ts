@@ -92,8 +92,8 @@ async function certificateSource(options: WebhookServerOptions): Promise<Certifi
     throw new Error("the webhook server takes a certificate folder or self-managed mode, not both");
   }
   if (options.selfManaged) {
-    // Loaded only in self-managed mode: its certificate issuer (node-forge) costs about 10 MiB of resident memory
-    // that a controller with cert-manager's certificates never needs.
+    // Loaded only in self-managed mode: its certificate issuer (node-forge) costs resident memory that a controller
+    // with cert-manager's certificates never needs.
     const { SelfManagedSource } = await import("../certs/selfmanaged.js");
     return await SelfManagedSource.create(options.selfManaged, options.logger);
   }

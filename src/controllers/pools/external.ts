@@ -3,9 +3,9 @@
  *
  * The claims, in decision order, are taken in segments, each closed once it holds {@link ENGINE_SEGMENT} claims to
  * give an address. A segment's claims are asked of the engine in one call, then decided; their writes start, and the
- * next segment is asked while they run. So the engine's calls (NetBox: about 1 s per 50 records) and the API
- * server's writes (finalizer, record, status) overlap instead of following each other, and the first claims are bound
- * while the engine still works on the last.
+ * next segment is asked while they run. So the engine's calls and the API server's writes (finalizer, record,
+ * status) overlap instead of following each other, and the first claims are bound while the engine still works on
+ * the last.
  *
  * What does not change: decisions are sequential and in claim order, each made with the engine's answer for its claim
  * (the pass's `external` map, filled before the segment is decided); the writes of the pass still run at most

@@ -53,12 +53,11 @@ export interface PoolReconcilerOptions {
  */
 export const STATUS_WRITE_INTERVAL_MS = 2_000;
 /**
- * In pools of more than 1,000 records the interval grows with the pool, two milliseconds per record (10,000 records:
- * one write per 20 s at most; 15,000 and more: one per {@link MAX_STATUS_WRITE_INTERVAL_MS}), so a status write, whose
- * cost is in proportion to the pool, costs each claim of a trickle about the same whatever the pool's size. Why two:
- * at one millisecond per record a claim trickling into a pool of 10,000 still cost 1.41-1.55x one into an empty pool,
- * the writes' answers and watch events (about 300 KB each) and the collections of the garbage they leave making most
- * of the difference; at two, 1.16-1.53x over three runs, 1.28x / 1.33x on average (issue 27's bench, table 5).
+ * In pools of more than 1,000 records the interval grows with the pool, two milliseconds per record, up to
+ * {@link MAX_STATUS_WRITE_INTERVAL_MS}, so a status write, whose cost is in proportion to the pool, costs each claim of
+ * a trickle about the same whatever the pool's size. Two rather than one because at one the writes' answers, their
+ * watch events and the garbage they leave still made a claim into a large pool cost clearly more than one into an
+ * empty pool (the trickle's figures are in docs/benchmarks.md).
  */
 export const MAX_STATUS_WRITE_INTERVAL_MS = 30_000;
 
