@@ -30,6 +30,9 @@ import {
   type NetBoxClients,
 } from "./netbox-support.js";
 
+/** Someone else's finalizer on a claim: our release waits for it (as it waits for a consumer's). */
+const HOLD_FINALIZER = "e2e.example.com/hold";
+
 describe("NetBox pools (a real NetBox)", function () {
   this.timeout(300_000);
   let kc: KubeConfig;
@@ -361,8 +364,11 @@ describe("NetBox pools (a real NetBox)", function () {
       await claims(ns, "q", ["c"]);
       const [bound] = await Promise.all(["a", "b", "c"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
       if (!bound) throw new Error("claim a not bound");
-      await k.claims.patch(ns, "a", { metadata: { finalizers: null } });
+      // As a user clears a claim stuck in deletion: a finalizer of someone else's keeps our release waiting, then
+      // every finalizer goes at once. Removed before the delete instead, ours would come back with the next pass.
+      await k.claims.patch(ns, "a", { metadata: { finalizers: [NETBOX_CLAIM_FINALIZER, HOLD_FINALIZER] } });
       await k.claims.delete(ns, "a");
+      await k.claims.patch(ns, "a", { metadata: { finalizers: null } });
       // A liveness bound: the pool's pass that releases it may first wait on NetBox, slow when other suites share it.
       await eventually(
         "the orphaned IPAddress released",
