@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { freeDocument, freeReport, rangeText, renderFree, subtract } from "./free.js";
+import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import { capiAddress, inventory, m3Address, metal3, pool } from "./fixtures.testutil.js";
 
 describe("cli/free", () => {
@@ -73,5 +74,34 @@ describe("cli/free", () => {
     expect(renderFree(r)).to.equal(
       "pool ns1/tiny (sequential): 0 free of 1, 1 used\nnext claim gets: nothing (Exhausted IP Pools)",
     );
+  });
+});
+
+describe("cli/free of a NetBox pool with fallbacks", () => {
+  const source = (display: string, total: number, used: number) => ({
+    kind: "prefix" as const,
+    id: 1,
+    display,
+    total,
+    used,
+    free: total - used,
+  });
+
+  it("shows every prefix or range in the order they are tried, with NetBox's counts of each", () => {
+    const object: NetBoxIPPool = {
+      metadata: { name: "nb", namespace: "default", uid: "uid-nb" },
+      spec: { netbox: { credentialsRef: { name: "t" } }, prefix: { id: 7 }, fallbacks: [{ prefix: { id: 9 } }] },
+      status: {
+        ipAddresses: { total: 8, used: 3, free: 5 },
+        netbox: { kind: "prefix", id: 7, display: "prefix 10.0.0.0/30 (#7)" },
+        sources: [source("prefix 10.0.0.0/30 (#7)", 2, 2), source("prefix 10.0.1.0/29 (#9)", 6, 1)],
+      },
+    };
+    const text = renderFree(freeReport({ kind: "NetBoxIPPool", object }, inventory({ netBoxPools: [object] })));
+    expect(text.split("\n").slice(0, 3)).to.deep.equal([
+      "pool NetBoxIPPool default/nb (NetBox prefix 10.0.0.0/30 (#7) and 1 fallback(s)): 5 free of 8, 3 used (NetBox's count: its records of every user)",
+      "  first prefix 10.0.0.0/30 (#7): 0 free of 2, 2 used",
+      "  then prefix 10.0.1.0/29 (#9): 5 free of 6, 1 used",
+    ]);
   });
 });

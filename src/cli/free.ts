@@ -63,6 +63,8 @@ export interface NetBoxFree {
   place?: string;
   /** The addresses of the pool's IPAddresses (its claims bound here), sorted. */
   bound: string[];
+  /** Each prefix or range in the order they are tried, with NetBox's counts, when the pool has fallbacks. */
+  sources?: { place: string; total: number; used: number; free: number }[];
 }
 
 const HOW_TO_KNOW =
@@ -93,6 +95,9 @@ function netBoxFreeReport(pool: AnyPool, inv: Inventory): FreeReport {
       free: BigInt(counts?.free ?? 0),
       ...(status?.netbox ? { place: status.netbox.display } : {}),
       bound,
+      ...(status?.sources && status.sources.length > 1
+        ? { sources: status.sources.map((s) => ({ place: s.display, total: s.total, used: s.used, free: s.free })) }
+        : {}),
     },
   };
 }
@@ -194,8 +199,12 @@ function renderNetBoxFree(report: FreeReport, netbox: NetBoxFree): string {
   const counts = netbox.reported
     ? `${netbox.free} free of ${report.total}, ${report.used} used (NetBox's count: its records of every user)`
     : "counts not known yet (the controller has not written NetBox's utilisation to the pool's status)";
+  const sources = (netbox.sources ?? []).map(
+    (s, i) => `  ${i === 0 ? "first" : `then`} ${s.place}: ${s.free} free of ${s.total}, ${s.used} used`,
+  );
   return [
-    `pool ${title} (${place}): ${counts}`,
+    `pool ${title} (${place}${sources.length > 0 ? ` and ${sources.length - 1} fallback(s)` : ""}): ${counts}`,
+    ...sources,
     `  ${netbox.bound.length} claim(s) bound here${netbox.bound.length > 0 ? `: ${netbox.bound.join(", ")}` : ""}`,
     "next claim gets: the address NetBox hands out (available-ips)",
     `note: ${HOW_TO_KNOW}`,
