@@ -21,11 +21,15 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import type { IPAddressClaim } from "../api/capi/types.js";
+import { NETBOX_POOL_KIND } from "../api/netbox/types.js";
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import { ENDPOINT_CLAIM_LABEL, ENDPOINT_POOL_ANNOTATION, endpointClaimName } from "../src/ipam/endpoint.js";
 import { describeError, statusCodeOf } from "../src/kube/errors.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
+import { sharedNetBox } from "../hack/testkit/netbox.js";
+import { NETBOX_TOOL } from "../hack/testkit/netboxinstall.js";
+import { skipWithout } from "../hack/testkit/skips.js";
 import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
 import { installCrds } from "../hack/testkit/crds.js";
@@ -35,6 +39,7 @@ import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
 import { claimPort } from "../hack/testkit/ports.js";
 import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
+import { hostOf, keyIn, netBoxClients, netBoxPool, ourRecordsIn, writeToken } from "./netbox-support.js";
 
 const SCOPE_LABEL = "e2e.ipam.metal3.io/endpoint";
 /** On an object: the fixture validating webhook refuses its create (a later webhook refusing after ours). */
@@ -45,9 +50,20 @@ const POOL_NAME = "vips";
 const inPool = (host: unknown): boolean =>
   typeof host === "string" && /^10\.77\.0\.(\d+)$/.test(host) && Number(host.split(".")[3]) >= 10;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+/**
+ * Bound on the garbage collector deleting a Cluster's dependents. It resolves an owner's kind through its own REST
+ * mapping, refreshed at its 30 s resync: on a plane whose Cluster API CRDs came after kube-controller-manager started
+ * (this file run alone), a Cluster's dependents are retried with a growing backoff until that refresh and past it.
+ */
+const GC_BOUND_MS = 90_000;
+const applyPatch = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
+/** Cluster API's topology controller: its field manager, and the label it puts on every object it creates. */
+const TOPOLOGY_MANAGER = "capi-topology";
+const TOPOLOGY_OWNED_LABEL = "topology.cluster.x-k8s.io/owned";
+const INFRA_GROUP = "infrastructure.cluster.x-k8s.io";
 
 interface Endpointed extends KubeObject {
-  spec?: { controlPlaneEndpoint?: { host?: string; port?: number }; paused?: boolean };
+  spec?: { controlPlaneEndpoint?: { host?: string; port?: number }; paused?: boolean; topology?: object };
 }
 
 const resource = (group: string, version: string, plural: string, kind: string) => ({
@@ -150,15 +166,22 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
     apiVersion: string,
     kind: string,
     name: string,
-    extra: { annotated?: boolean; labels?: Record<string, string>; spec?: Endpointed["spec"] } = {},
+    extra: {
+      annotated?: boolean;
+      /** The annotation's value; default this suite's IPPool. */
+      pool?: string;
+      labels?: Record<string, string>;
+      spec?: Endpointed["spec"];
+    } = {},
   ): Endpointed {
+    const pool = extra.pool ?? `IPPool/${POOL_NAME}`;
     return {
       apiVersion,
       kind,
       metadata: {
         name,
         namespace: ns,
-        ...(extra.annotated === false ? {} : { annotations: { [ENDPOINT_POOL_ANNOTATION]: `IPPool/${POOL_NAME}` } }),
+        ...(extra.annotated === false ? {} : { annotations: { [ENDPOINT_POOL_ANNOTATION]: pool } }),
         ...(extra.labels ? { labels: extra.labels } : {}),
       },
       spec: extra.spec ?? {},
@@ -167,15 +190,101 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
   const clusterV1beta2 = (name: string, extra?: Parameters<typeof object>[3]) =>
     object("cluster.x-k8s.io/v1beta2", "Cluster", name, extra);
 
-  /** Creates `obj`, retrying the webhook's "not bound yet" (503) as a client does; the stored object. */
-  async function createRetrying(client: ResourceClient<Endpointed>, obj: Endpointed): Promise<Endpointed> {
+  /** `write`, tried again (five tries in all) on the webhook's "not bound yet" (503), as a client or a controller does. */
+  async function retryingUnbound(write: () => Promise<Endpointed>): Promise<Endpointed> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await client.create(ns, obj);
+        return await write();
       } catch (err) {
         if (statusCodeOf(err) !== 503 || attempt >= 5) throw err;
       }
     }
+  }
+
+  /** Creates `obj`, retrying the webhook's "not bound yet"; the stored object. */
+  const createRetrying = (client: ResourceClient<Endpointed>, obj: Endpointed): Promise<Endpointed> =>
+    retryingUnbound(() => client.create(ns, obj));
+
+  /**
+   * Writes Metal3Cluster `obj` by server-side apply as the topology controller does (a create when it does not
+   * exist), retrying the webhook's "not bound yet" as that controller's requeue does; the stored object.
+   */
+  const applyAsTopology = (version: string, obj: Endpointed): Promise<Endpointed> =>
+    retryingUnbound(
+      async () =>
+        (await admin.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+          {
+            group: INFRA_GROUP,
+            version,
+            namespace: ns,
+            plural: "metal3clusters",
+            name: obj.metadata.name ?? "",
+            body: obj,
+            fieldManager: TOPOLOGY_MANAGER,
+            force: true,
+          },
+          applyPatch,
+        )) as Endpointed,
+    );
+
+  /**
+   * The Metal3Cluster Cluster API's topology controller creates for ClusterClass Cluster `cluster`, as its
+   * desired state has it: named `<cluster>-<random>`, labelled with the Cluster's name and as topology-owned,
+   * annotated with the template it was cloned from, owned by the Cluster's shim Secret (the Cluster's own owner
+   * reference comes later, from the Cluster controller), the template's spec without an endpoint, no annotation of ours.
+   * The shim Secret (`<cluster>-shim`, owned by the Cluster) is made here as that controller makes it.
+   */
+  async function topologyMetal3Cluster(cluster: Endpointed, version: string): Promise<Endpointed> {
+    const name = cluster.metadata.name ?? "";
+    const shim = await c.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: `${name}-shim`,
+          ownerReferences: [
+            { apiVersion: cluster.apiVersion ?? "", kind: "Cluster", name, uid: cluster.metadata.uid ?? "" },
+          ],
+        },
+        type: "cluster.x-k8s.io/secret",
+      },
+    });
+    return {
+      apiVersion: `${INFRA_GROUP}/${version}`,
+      kind: "Metal3Cluster",
+      metadata: {
+        name: `${name}-${Math.random().toString(36).slice(2, 7)}`,
+        namespace: ns,
+        labels: { [CLUSTER_NAME_LABEL]: name, [TOPOLOGY_OWNED_LABEL]: "" },
+        annotations: {
+          "cluster.x-k8s.io/cloned-from-name": "metal3-cluster-template",
+          "cluster.x-k8s.io/cloned-from-groupkind": `Metal3ClusterTemplate.${INFRA_GROUP}`,
+        },
+        ownerReferences: [
+          { apiVersion: "v1", kind: "Secret", name: shim.metadata?.name ?? "", uid: shim.metadata?.uid ?? "" },
+        ],
+      },
+      spec: {},
+    };
+  }
+
+  /** The endpoint claims (by label) of Cluster `cluster`. */
+  const endpointClaimsOf = async (cluster: string): Promise<IPAddressClaim[]> =>
+    (await capi.claims.list(ns)).items.filter(
+      (x) =>
+        x.metadata.labels?.[CLUSTER_NAME_LABEL] === cluster && x.metadata.labels[ENDPOINT_CLAIM_LABEL] !== undefined,
+    );
+
+  /** Deletes Cluster `cluster` once it owns its claim; resolves once the claim is gone and `host` freed. */
+  async function deleteAndSeeReleased(cluster: string, host: string | undefined): Promise<void> {
+    await eventually("the claim to be owned by its Cluster", () => ownedByCluster(cluster), 30_000, 200);
+    await clustersV1beta2.delete(ns, cluster);
+    await eventually("the claim to be deleted", async () => (await claimOf(cluster)) === undefined, GC_BOUND_MS, 200);
+    await eventually(
+      "its address to be freed",
+      async () => !(await capi.addresses.list(ns)).items.some((a) => a.spec.address === host),
+      30_000,
+      200,
+    );
   }
 
   /** The bound address of the endpoint claim of Cluster `cluster`, or undefined. */
@@ -330,6 +439,45 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
     await eventually("c2's claim to be owned by c2", () => ownedByCluster("c2"), 30_000, 200);
   });
 
+  // ClusterClass Clusters: the plane has Cluster API's Cluster CRD but no ClusterClass CRD, webhooks or controllers; a
+  // topology's class reference is checked by Cluster API's webhook only, so none is needed here. The topology
+  // controller's part (the infrastructure cluster it creates) is played by topologyMetal3Cluster.
+  it("fills a ClusterClass Cluster (v1beta2) and the Metal3Cluster its topology controller creates from one claim; deleting the Cluster releases it", async () => {
+    const cluster = await createRetrying(
+      clustersV1beta2,
+      clusterV1beta2("topo", { spec: { topology: { classRef: { name: "metal3" }, version: "v1.34.4" } } }),
+    );
+    const host = cluster.spec?.controlPlaneEndpoint?.host;
+    expect(inPool(host), JSON.stringify(cluster.spec)).to.equal(true);
+    expect(cluster.spec?.topology).to.deep.equal({ classRef: { name: "metal3" }, version: "v1.34.4" });
+    const desired = await topologyMetal3Cluster(cluster, "v1beta2");
+    const infra = await applyAsTopology("v1beta2", desired);
+    expect(infra.spec?.controlPlaneEndpoint).to.deep.equal({ host, port: 6443 });
+    // The topology controller's next reconcile applies the same desired state: the endpoint stays.
+    const again = await applyAsTopology("v1beta2", desired);
+    expect(again.spec?.controlPlaneEndpoint).to.deep.equal({ host, port: 6443 });
+    expect((await endpointClaimsOf("topo")).map((x) => x.metadata.name)).to.deep.equal([endpointClaimName("topo")]);
+    expect((await capi.addresses.list(ns)).items.filter((a) => a.spec.address === host)).to.have.length(1);
+    await deleteAndSeeReleased("topo", host);
+  });
+
+  it("fills a ClusterClass Cluster (v1beta1: topology.class and version) and its topology Metal3Cluster v1beta1 alike", async () => {
+    // v1beta1 requires topology.class and version. With no conversion webhook on the plane, storage (v1beta2, which
+    // names classRef) drops class; the annotation the webhook reads is kept.
+    const cluster = await createRetrying(
+      clustersV1beta1,
+      object("cluster.x-k8s.io/v1beta1", "Cluster", "topo1", {
+        spec: { topology: { class: "metal3", version: "v1.34.4" } },
+      }),
+    );
+    const host = cluster.spec?.controlPlaneEndpoint?.host;
+    expect(inPool(host), JSON.stringify(cluster.spec)).to.equal(true);
+    const infra = await applyAsTopology("v1beta1", await topologyMetal3Cluster(cluster, "v1beta1"));
+    expect(infra.spec?.controlPlaneEndpoint).to.deep.equal({ host, port: 6443 });
+    expect(await endpointClaimsOf("topo1")).to.have.length(1);
+    expect(await claimAddress("topo1")).to.equal(host);
+  });
+
   it("leaves an explicit host untouched and makes no claim", async () => {
     const created = await clustersV1beta2.create(
       ns,
@@ -392,15 +540,7 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
   it("releases the address when the Cluster is deleted", async () => {
     const created = await createRetrying(clustersV1beta2, clusterV1beta2("gone"));
     const host = created.spec?.controlPlaneEndpoint?.host;
-    await eventually("the claim to be owned by its Cluster", () => ownedByCluster("gone"), 30_000, 200);
-    await clustersV1beta2.delete(ns, "gone");
-    await eventually("the claim to be deleted", async () => (await claimOf("gone")) === undefined, 60_000, 200);
-    await eventually(
-      "its address to be freed",
-      async () => !(await capi.addresses.list(ns)).items.some((a) => a.spec.address === host),
-      30_000,
-      200,
-    );
+    await deleteAndSeeReleased("gone", host);
   });
 
   it("keeps the address while the Cluster is paused, even when the claim is deleted; releases it on unpause", async () => {
@@ -420,5 +560,30 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
     );
     await clustersV1beta2.patch(ns, "paused", { spec: { paused: false } });
     await eventually("the claim to go once unpaused", async () => (await claimOf("paused")) === undefined, 30_000, 200);
+  });
+  it("takes the endpoint from a NetBoxIPPool: NetBox records it under the claim's identity, and deleting the Cluster deletes the record", async function () {
+    // NetBox is installed on a machine's first run (minutes, once), then started once per run.
+    this.timeout(30 * 60_000);
+    skipWithout(this, NETBOX_TOOL);
+    const nb = await sharedNetBox();
+    const k = netBoxClients(admin);
+    const prefix = await nb.admin.freshPrefix(28);
+    await writeToken(k, ns, nb.token);
+    await k.pools.create(ns, netBoxPool(ns, "nb-vips", { prefix: { id: prefix.id } }));
+    const pool = `${NETBOX_POOL_KIND}/nb-vips`;
+    const cluster = await createRetrying(clustersV1beta2, clusterV1beta2("nb", { pool }));
+    const host = cluster.spec?.controlPlaneEndpoint?.host;
+    const infra = await createRetrying(
+      metal3Clusters,
+      object("infrastructure.cluster.x-k8s.io/v1beta1", "Metal3Cluster", "nb", { pool }),
+    );
+    expect(infra.spec?.controlPlaneEndpoint?.host).to.equal(host);
+    const records = await ourRecordsIn(nb, prefix.cidr);
+    expect(records.map((r) => [hostOf(r.address), r.description])).to.deep.equal([
+      [host, await keyIn(admin, ns, endpointClaimName("nb"))],
+    ]);
+    expect(await claimAddress("nb")).to.equal(host);
+    await deleteAndSeeReleased("nb", host);
+    expect(await ourRecordsIn(nb, prefix.cidr)).to.deep.equal([]);
   });
 });
