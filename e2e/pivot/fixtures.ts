@@ -39,6 +39,8 @@ import {
   type ObjectMeta,
   type OwnerReference,
 } from "../../api/v1alpha1/types.js";
+import { ENDPOINT_CLAIM_LABEL, ENDPOINT_POOL_ANNOTATION, endpointClaimName } from "../../src/ipam/endpoint.js";
+import { statusCodeOf } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
 import { exists } from "../../hack/testkit/ipam.js";
 import { eventually } from "../../hack/testkit/wait.js";
@@ -121,6 +123,11 @@ export interface ClusterPlan {
   midDeletion?: boolean;
   /** Claims name no Cluster (no cluster-name label, no `spec.clusterName`): only their pool could pause them. */
   unlabelled?: boolean;
+  /**
+   * `<Kind>/<name>` of the pool the Cluster's control-plane endpoint comes from: the Cluster is created with
+   * {@link ENDPOINT_POOL_ANNOTATION} and no host, after the pools, and our endpoint webhook must be served.
+   */
+  endpointPool?: string;
 }
 
 /** Pools (by name) and clusters of one namespace. */
@@ -218,6 +225,32 @@ export function loosePoolTopology(): Topology {
   };
 }
 
+/**
+ * Two clusters whose control-plane endpoints come from the pool `vips` (through our webhook), which also hands out
+ * their machines' addresses: e1's as IPAddressClaims, e2's as IPClaims. The pool belongs to e1.
+ */
+export function endpointTopology(): Topology {
+  return {
+    pools: {
+      vips: { namePrefix: "vips", clusterName: "e1", pools: [{ start: "10.80.0.10", end: "10.80.0.30" }], prefix: 24 },
+    },
+    clusters: [
+      {
+        name: "e1",
+        machines: 2,
+        claims: [{ suffix: "bm", kind: "IPAddressClaim", pool: "vips" }],
+        endpointPool: "IPPool/vips",
+      },
+      {
+        name: "e2",
+        machines: 2,
+        claims: [{ suffix: "prov", kind: "IPClaim", pool: "vips" }],
+        endpointPool: "IPPool/vips",
+      },
+    ],
+  };
+}
+
 /** A small ordinary cluster (used for the paused-Cluster refusal). */
 export function smallTopology(name: string): Topology {
   return {
@@ -242,9 +275,9 @@ export function smallTopology(name: string): Topology {
   };
 }
 
-/** Number of claims (both kinds) a topology makes. */
+/** Number of claims (both kinds, endpoint claims included) a topology makes. */
 export function claimCount(t: Topology): number {
-  return t.clusters.reduce((n, c) => n + c.machines * c.claims.length, 0);
+  return t.clusters.reduce((n, c) => n + c.machines * c.claims.length + (c.endpointPool ? 1 : 0), 0);
 }
 
 const machineName = (cluster: string, i: number): string => `${cluster}-m${String(i).padStart(2, "0")}`;
@@ -296,12 +329,23 @@ async function reportClusterReady(k: Kinds, namespace: string, name: string): Pr
   });
 }
 
-/** A Cluster that passes clusterctl's preflight: provisioned infrastructure and an initialized control plane. */
-async function createCluster(k: Kinds, namespace: string, name: string): Promise<Thing> {
-  const created = await k.clusters.create(namespace, {
-    metadata: { name, namespace },
-    spec: { controlPlaneEndpoint: { host: "192.0.2.10", port: 6443 } },
-  });
+/**
+ * A Cluster that passes clusterctl's preflight: provisioned infrastructure and an initialized control plane. Its
+ * endpoint is a fixed host, or with `endpointPool` whatever our webhook writes (its "not bound yet" 503 is retried,
+ * as a client does).
+ */
+async function createCluster(k: Kinds, namespace: string, name: string, endpointPool?: string): Promise<Thing> {
+  const cluster: Thing = endpointPool
+    ? { metadata: { name, namespace, annotations: { [ENDPOINT_POOL_ANNOTATION]: endpointPool } }, spec: {} }
+    : { metadata: { name, namespace }, spec: { controlPlaneEndpoint: { host: "192.0.2.10", port: 6443 } } };
+  let created: Thing | undefined;
+  for (let attempt = 1; !created; attempt++) {
+    try {
+      created = await k.clusters.create(namespace, cluster);
+    } catch (err) {
+      if (!endpointPool || statusCodeOf(err) !== 503 || attempt >= 5) throw err;
+    }
+  }
   await reportClusterReady(k, namespace, name);
   return created;
 }
@@ -376,11 +420,17 @@ export async function createMachine(
   return names;
 }
 
-/** Creates everything of `t` in `namespace` (Clusters first, then pools, then the machine chains). */
+/**
+ * Creates everything of `t` in `namespace`: Clusters with a fixed endpoint, pools, Clusters whose endpoint comes from
+ * a pool, then the machine chains.
+ */
 export async function createTopology(k: Kinds, namespace: string, t: Topology): Promise<void> {
   const clusters = new Map<string, Thing>();
-  for (const plan of t.clusters) clusters.set(plan.name, await createCluster(k, namespace, plan.name));
+  for (const plan of t.clusters.filter((p) => !p.endpointPool))
+    clusters.set(plan.name, await createCluster(k, namespace, plan.name));
   await createPools(k, namespace, t);
+  for (const plan of t.clusters.filter((p) => p.endpointPool))
+    clusters.set(plan.name, await createCluster(k, namespace, plan.name, plan.endpointPool));
   const jobs = t.clusters.flatMap((plan) => Array.from({ length: plan.machines }, (_, i) => ({ plan, i })));
   await inBatches(jobs, 10, ({ plan, i }) => createMachine(k, namespace, plan, clusters.get(plan.name)!, i));
 }
@@ -590,5 +640,45 @@ export async function versionsOf(k: Kinds, namespace: string): Promise<Record<st
       o.metadata.resourceVersion ?? "",
     ]),
   );
+  return sortedRecord(entries);
+}
+
+/** An endpoint claim as {@link endpointsOf} shows it: name, label, pool, owning Cluster and the IPAddress named. */
+function claimView(claim: IPAddressClaim | undefined, cluster: Thing): string {
+  if (!claim) return "claim=- pool=- owner=- address=";
+  const owners = (claim.metadata.ownerReferences ?? [])
+    .filter((o) => o.kind === "Cluster")
+    .map((o) => (o.uid === cluster.metadata.uid ? `Cluster/${o.name}` : `Cluster/${o.name}(stale uid)`));
+  const labelled = claim.metadata.labels?.[ENDPOINT_CLAIM_LABEL] !== undefined ? "" : " (unlabelled)";
+  const pool = `${claim.spec.poolRef.kind}/${claim.spec.poolRef.name}`;
+  return `claim=${claim.metadata.name ?? "-"}${labelled} pool=${pool} owner=${owners.join(",") || "-"} address=`;
+}
+
+/**
+ * The control-plane endpoint of every Cluster of `namespace` that asks for one from a pool, as
+ * `host:port claim=<endpoint claim> pool=<Kind/name> owner=<Cluster owner> address=<IPAddress> <address>`, where the
+ * owner reads `Cluster/<name>` only when the claim's owner reference carries that Cluster's live uid.
+ */
+export async function endpointsOf(k: Kinds, namespace: string): Promise<Record<string, string>> {
+  const [clusters, claims, addresses] = await Promise.all([
+    k.clusters.list(namespace),
+    k.capiClaims.list(namespace),
+    k.capiAddresses.list(namespace),
+  ]);
+  const claimsByName = byName(claims.items);
+  const addressesByName = byName(addresses.items);
+  const entries = clusters.items
+    .filter((c) => c.metadata.annotations?.[ENDPOINT_POOL_ANNOTATION] !== undefined)
+    .map((c): [string, string] => {
+      const name = c.metadata.name ?? "";
+      const endpoint = (c.spec?.controlPlaneEndpoint ?? {}) as { host?: string; port?: number };
+      const claim = claimsByName.get(endpointClaimName(name));
+      const ref = claim?.status?.addressRef?.name ?? "";
+      const address = addressesByName.get(ref)?.spec.address ?? "-";
+      return [
+        name,
+        `${endpoint.host ?? "-"}:${String(endpoint.port ?? "-")} ${claimView(claim, c)}${ref || "-"} ${address}`,
+      ];
+    });
   return sortedRecord(entries);
 }

@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Writable } from "node:stream";
 import {
+  AdmissionregistrationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
@@ -24,6 +25,9 @@ import { Manager } from "../../src/controllers/manager.js";
 import { isConflict, isNotFound } from "../../src/kube/errors.js";
 import type { KubeObject } from "../../src/kube/resource.js";
 import { createLogger } from "../../src/runtime/logger.js";
+import { loopbackPki, writeCertDir } from "../../src/webhooks/https.testutil.js";
+import { startWebhookServer } from "../../src/webhooks/server.js";
+import { scopedWebhookConfigurations } from "../../hack/testkit/hostile.js";
 import { resolveClusterctl } from "../../hack/testkit/binaries.js";
 import { loadCrds } from "../../hack/testkit/crds.js";
 import { LocalPlane } from "../../hack/testkit/plane.js";
@@ -377,4 +381,50 @@ export async function wipeNamespace(side: Side, namespace: string): Promise<void
     .catch((err: unknown) => {
       if (!isNotFound(err)) throw err;
     });
+}
+
+/** Namespace label that scopes the webhook configurations {@link serveEndpointWebhooks} registers. */
+const ENDPOINT_SCOPE_LABEL = "e2e.ipam.metal3.io/pivot-endpoint";
+
+/**
+ * Serves our webhooks for Clusters (the control-plane endpoint webhook and its guard) from this process to `side`'s
+ * API server, for `namespace` only: creates the namespace when missing and labels it, starts the webhook server on
+ * loopback with a fresh certificate, and registers the shipped Cluster entries of config/webhook/manifests.yaml
+ * pointed at it. The returned function unregisters and stops. Only a local plane can call back to this process.
+ */
+export async function serveEndpointWebhooks(side: Side, namespace: string): Promise<() => Promise<void>> {
+  await ensureNamespace(side, namespace);
+  await side.kubeConfig
+    .makeApiClient(CoreV1Api)
+    .patchNamespace(
+      { name: namespace, body: { metadata: { labels: { [ENDPOINT_SCOPE_LABEL]: namespace } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  const pki = loopbackPki();
+  const certDir = writeCertDir(pki.serving);
+  const server = await startWebhookServer({
+    port: 0,
+    host: "127.0.0.1",
+    certDir,
+    kubeConfig: side.kubeConfig,
+    logger: createLogger({ level: "warn", format: "json" }),
+  });
+  const name = `pivot-endpoint-${namespace}`;
+  const { mutating, validating } = scopedWebhookConfigurations(
+    name,
+    `https://127.0.0.1:${server.port}`,
+    pki.ca.certPem,
+    ENDPOINT_SCOPE_LABEL,
+    namespace,
+    (w) => (w.rules ?? []).some((r) => r.resources?.includes("clusters")),
+  );
+  const admission = side.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  await admission.createMutatingWebhookConfiguration({ body: mutating });
+  await admission.createValidatingWebhookConfiguration({ body: validating });
+  return async () => {
+    await admission.deleteMutatingWebhookConfiguration({ name: `${name}-mutating` });
+    await admission.deleteValidatingWebhookConfiguration({ name: `${name}-validating` });
+    await server.stop();
+    rmSync(certDir, { recursive: true, force: true });
+  };
 }

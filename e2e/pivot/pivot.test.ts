@@ -10,6 +10,8 @@ import {
   claimCount,
   createMachine,
   createTopology,
+  endpointsOf,
+  endpointTopology,
   exists,
   finishClaimDeletion,
   isEmpty,
@@ -34,6 +36,7 @@ import {
   openWorld,
   outputTail,
   recordEvents,
+  serveEndpointWebhooks,
   startRecordedController,
   wipeNamespace,
   type EventLog,
@@ -50,10 +53,15 @@ const suffix = Math.random().toString(36).slice(2, 7);
 const NS = `pivot-${suffix}`;
 const NS_LOOSE = `pivot-loose-${suffix}`;
 const NS_PAUSED = `pivot-paused-${suffix}`;
-const NAMESPACES = [NS, NS_LOOSE, NS_PAUSED];
+/** Clusters whose control-plane endpoints came from a pool through our webhook. */
+const NS_EP = `pivot-ep-${suffix}`;
+const NAMESPACES = [NS, NS_LOOSE, NS_PAUSED, NS_EP];
 
 /** Messages our controller logs when it writes or frees an address. */
 const ALLOCATED = "Allocated IPAddress";
+/** Messages of the endpoint claim lifecycle (src/controllers/capi/endpoint.ts). */
+const ENDPOINT_OWNED = "Endpoint claim owned by its Cluster";
+const ENDPOINT_DELETED = "Deleting an endpoint claim whose Cluster never came";
 const RELEASES = [
   "Released IPAddress",
   "Releasing IPAddress of a claim that is gone",
@@ -114,12 +122,17 @@ describe("clusterctl move (pivot) between two management clusters", function () 
   const ctl = (side: Side, ns: string): RecordedController => controllers.get(`${side.name}/${ns}`)!;
   const main: Topology = mainTopology();
   let s0: Picture;
+  /** Stops the endpoint webhooks this process serves (local planes only). */
+  const webhooks: (() => Promise<void>)[] = [];
 
   before(async function () {
     this.timeout(300_000);
     world = await openWorld();
     ({ source, target } = world);
     for (const ns of NAMESPACES) await ensureNamespace(source, ns);
+    // Both sides serve the endpoint webhook and its guard for NS_EP, as our controller would on each: the target's sees
+    // the Clusters clusterctl creates (the namespace is made and labelled beforehand, which clusterctl accepts).
+    if (!world.existing) for (const side of [source, target]) webhooks.push(await serveEndpointWebhooks(side, NS_EP));
     for (const side of [source, target]) {
       for (const ns of NAMESPACES) controllers.set(`${side.name}/${ns}`, await startRecordedController(side, ns));
     }
@@ -133,6 +146,7 @@ describe("clusterctl move (pivot) between two management clusters", function () 
   after(async function () {
     this.timeout(120_000);
     for (const c of controllers.values()) await c.stop();
+    for (const stop of webhooks) await stop();
     if (!world) return;
     if (world.existing && process.env.PIVOT_KEEP !== "true") {
       for (const side of [source, target]) for (const ns of NAMESPACES) await wipeNamespace(side, ns);
@@ -306,6 +320,114 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     }
     for (const line of s0.addresses.filter((a) => !a.startsWith("c3-"))) expect(back.addresses).to.include(line);
     expect(back.pools.prov!.owners).to.deep.equal(["Cluster/c1"]);
+  });
+
+  it("moves Clusters whose endpoints came from a pool: hosts, claims, owners and addresses kept, none re-allocated", async function () {
+    // The webhooks are served from this process, which only a local plane can call.
+    if (world.existing) this.skip();
+    const t = endpointTopology();
+    await createTopology(source.k, NS_EP, t);
+    const before = await settledPicture(source.k, NS_EP, claimCount(t));
+    // clusterctl follows owner references: the pool must be owned by e1, each endpoint claim by its Cluster.
+    const owned = (e: Record<string, string>): boolean =>
+      Object.keys(e).length === 2 && Object.entries(e).every(([c, v]) => v.includes(` owner=Cluster/${c} `));
+    const e0 = await eventually(
+      "endpoint claims owned by their Clusters",
+      async () => {
+        const e = await endpointsOf(source.k, NS_EP);
+        return owned(e) && (await pictureOf(source.k, NS_EP)).pools.vips!.owners.join() === "Cluster/e1"
+          ? e
+          : undefined;
+      },
+      30_000,
+      250,
+    );
+    // The webhook wrote the first addresses of the pool, in creation order, before any machine claimed.
+    expect(e0.e1).to.match(
+      /^10\.80\.0\.10:6443 claim=e1-control-plane-endpoint pool=IPPool\/vips owner=Cluster\/e1 address=\S+ 10\.80\.0\.10$/,
+    );
+    expect(e0.e2).to.match(
+      /^10\.80\.0\.11:6443 claim=e2-control-plane-endpoint pool=IPPool\/vips owner=Cluster\/e2 address=\S+ 10\.80\.0\.11$/,
+    );
+    const s1 = await settledPicture(source.k, NS_EP, claimCount(t));
+    expect(s1).to.deep.equal(before);
+    const watched: Record<string, EventLog> = {};
+    for (const [name, client] of Object.entries({
+      clusters: target.k.clusters,
+      capiClaims: target.k.capiClaims,
+      capiAddresses: target.k.capiAddresses,
+      addresses: target.k.addresses,
+    })) {
+      watched[name] = await recordEvents(target, client.collectionPath(NS_EP));
+    }
+    const since = Date.now();
+    try {
+      const r = await clusterctlMove(source, target, NS_EP);
+      report("move of 2 clusters with endpoints from a pool", r);
+      expectMoved(r);
+      const moved = await settledPicture(target.k, NS_EP, claimCount(t), 60_000);
+      expect(moved).to.deep.equal(s1);
+      // Same hosts, same claims and IPAddresses (names and addresses), each claim owned by the target's Cluster.
+      const e1 = await eventually(
+        "the moved endpoint claims bound and owned on the target",
+        async () => {
+          const e = await endpointsOf(target.k, NS_EP);
+          return JSON.stringify(e) === JSON.stringify(e0) ? e : undefined;
+        },
+        30_000,
+        250,
+      ).catch(() => endpointsOf(target.k, NS_EP));
+      expect(e1).to.deep.equal(e0);
+    } finally {
+      Object.values(watched).forEach((w) => w.stop());
+    }
+    // clusterctl created the Clusters paused, and every claim and IPAddress exactly once: none deleted and re-created
+    // on the target, none made by the target's controller.
+    expect(
+      [...watched.clusters!.firstSeen.values()].map(
+        (c) => `${c.metadata.name ?? ""} ${String((c as Thing).spec?.paused)}`,
+      ),
+    ).to.have.members(["e1 true", "e2 true"]);
+    const names = addressNames(s1);
+    expect([...watched.capiAddresses!.added].sort()).to.deep.equal(names.capi);
+    expect([...watched.addresses!.added].sort()).to.deep.equal(names.m3);
+    const capiClaimNames = Object.keys(s1.claims)
+      .filter((k) => k.startsWith("IPAddressClaim/"))
+      .map((k) => k.slice("IPAddressClaim/".length))
+      .sort();
+    expect(capiClaimNames).to.include.members(["e1-control-plane-endpoint", "e2-control-plane-endpoint"]);
+    expect([...watched.capiClaims!.added].sort()).to.deep.equal(capiClaimNames);
+    for (const log of Object.values(watched)) expect(log.deleted).to.deep.equal([]);
+    expect(
+      [...watched.capiClaims!.firstSeen.values(), ...watched.capiAddresses!.firstSeen.values()]
+        .filter((o) => !managersOf(o).includes("clusterctl"))
+        .map((o) => o.metadata.name),
+    ).to.deep.equal([]);
+    // The owner reference came with the claim, and the pause clusterctl holds kept both lifecycles away.
+    expect(ctl(target, NS_EP).count(ALLOCATED, since), "allocations by the target controller").to.equal(0);
+    expect(ctl(target, NS_EP).count(ENDPOINT_OWNED, since), "target: owner references added").to.equal(0);
+    for (const side of [source, target])
+      expect(ctl(side, NS_EP).count(ENDPOINT_DELETED, since), `${side.name}: endpoint claims deleted`).to.equal(0);
+    for (const msg of [ALLOCATED, ...RELEASES])
+      expect(ctl(source, NS_EP).count(msg, since), `source controller: ${msg}`).to.equal(0);
+    expect(isEmpty(await pictureOf(source.k, NS_EP)), "source namespace empty").to.equal(true);
+
+    // Unpaused on the target, the claims stay as they are; a new Cluster gets an address none of them holds.
+    const quiet = await endpointsOf(target.k, NS_EP);
+    await consistently(
+      "the moved endpoints to stay",
+      async () => JSON.stringify(await endpointsOf(target.k, NS_EP)) === JSON.stringify(quiet),
+      2_000,
+      250,
+    );
+    await createTopology(target.k, NS_EP, {
+      pools: {},
+      clusters: [{ name: "e3", machines: 0, claims: [], endpointPool: "IPPool/vips" }],
+    });
+    const e3 = (await target.k.clusters.get(NS_EP, "e3")).spec?.controlPlaneEndpoint as { host?: string };
+    expect(e3.host).to.match(/^10\.80\.0\.\d+$/);
+    expect([...addressesHeld(s1)], `${e3.host ?? ""} was still held`).to.not.include(e3.host);
+    expect(ctl(target, NS_EP).count(ENDPOINT_DELETED, since)).to.equal(0);
   });
 
   it("leaves a pool without clusterName behind with its addresses; the moved claims report PoolNotFound", async () => {
