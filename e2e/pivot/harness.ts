@@ -383,6 +383,10 @@ export async function wipeNamespace(side: Side, namespace: string): Promise<void
     });
 }
 
+/** Messages of the endpoint claim lifecycle (src/controllers/capi/endpoint.ts): an owner reference written, a claim deleted. */
+export const ENDPOINT_OWNED = "Endpoint claim owned by its Cluster";
+export const ENDPOINT_DELETED = "Deleting an endpoint claim whose Cluster never came";
+
 /** Namespace label that scopes the webhook configurations {@link serveEndpointWebhooks} registers. */
 const ENDPOINT_SCOPE_LABEL = "e2e.ipam.metal3.io/pivot-endpoint";
 

@@ -16,18 +16,30 @@ import {
   RELEASE_ADDRESS_FINALIZER,
 } from "../../api/incluster/types.js";
 import { apiVersionOf, GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL, resourceType } from "../../api/registry.js";
+import { describeError } from "../../src/kube/errors.js";
 import { ResourceClient } from "../../src/kube/resource.js";
 import { globalPool, globalPoolRef } from "../../hack/testkit/ipam.js";
 import { consistently, eventually } from "../../hack/testkit/wait.js";
 import { runCli } from "../../hack/testkit/cli.js";
-import { claimCount, createTopology, pictureOf, settledPicture, type Picture, type Topology } from "./fixtures.js";
+import {
+  claimCount,
+  createTopology,
+  endpointsOf,
+  pictureOf,
+  settledPicture,
+  type Picture,
+  type Topology,
+} from "./fixtures.js";
 import {
   clusterctlMove,
+  ENDPOINT_DELETED,
+  ENDPOINT_OWNED,
   ensureNamespace,
   managersOf,
   openWorld,
   outputTail,
   recordEvents,
+  serveEndpointWebhooks,
   startRecordedController,
   wipeNamespace,
   type EventLog,
@@ -44,14 +56,20 @@ const NS = `pivot-ic-${suffix}`;
 const NS_PRE = `pivot-icpre-${suffix}`;
 /** Stays in the source, sharing both global pools. */
 const NS_STAY = `pivot-icstay-${suffix}`;
-const NAMESPACES = [NS, NS_PRE, NS_STAY];
+/** A Cluster whose control-plane endpoint came from the global pool GLOBAL_EP, moved. */
+const NS_EP = `pivot-icep-${suffix}`;
+/** Stays in the source, asking the same global pool for an endpoint after the move. */
+const NS_EP_STAY = `pivot-icepstay-${suffix}`;
+const NAMESPACES = [NS, NS_PRE, NS_STAY, NS_EP, NS_EP_STAY];
 const GLOBAL = `pivot-g-${suffix}`;
 const GLOBAL_PRE = `pivot-gpre-${suffix}`;
+const GLOBAL_EP = `pivot-gep-${suffix}`;
 const ALLOCATED = "Allocated IPAddress";
 const RELEASES = ["Released IPAddress", "Releasing IPAddress of an IPAddressClaim that is gone"];
 
 const GLOBAL_SPEC: InClusterIPPoolSpec = { addresses: ["10.70.0.10-10.70.0.60"], prefix: 24, gateway: "10.70.0.1" };
 const GLOBAL_PRE_SPEC: InClusterIPPoolSpec = { addresses: ["10.72.0.10-10.72.0.60"], prefix: 24 };
+const GLOBAL_EP_SPEC: InClusterIPPoolSpec = { addresses: ["10.74.0.10-10.74.0.20"], prefix: 24 };
 
 /** Each machine of `cluster` claims from the namespaced pool `local` (when set) and from the global pool `global`. */
 function topology(cluster: string, machines: number, global: string, local?: string): Topology {
@@ -100,6 +118,8 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
   let targetPools: PoolClients;
   const controllers = new Map<string, RecordedController>();
   const ctl = (side: Side): RecordedController => controllers.get(side.name)!;
+  /** Stops the endpoint webhooks this process serves (local planes only). */
+  const webhooks: (() => Promise<void>)[] = [];
 
   /** `kubectl ipam preflight-move` of `namespace` on the source, told the target (--to-kubeconfig), as JSON. */
   async function preflightTo(namespace: string): Promise<{
@@ -126,16 +146,23 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
     for (const side of [source, target]) controllers.set(side.name, await startRecordedController(side, ""));
     await sourcePools.global.create("", globalPool(GLOBAL, GLOBAL_SPEC));
     await sourcePools.global.create("", globalPool(GLOBAL_PRE, GLOBAL_PRE_SPEC));
+    // The endpoint webhook and its guard, served as our controller would on each side (the target's sees the Cluster
+    // clusterctl creates there).
+    if (!world.existing) {
+      for (const ns of [NS_EP, NS_EP_STAY]) webhooks.push(await serveEndpointWebhooks(source, ns));
+      webhooks.push(await serveEndpointWebhooks(target, NS_EP));
+    }
   });
 
   after(async function () {
     this.timeout(120_000);
     for (const c of controllers.values()) await c.stop();
+    for (const stop of webhooks) await stop();
     if (!world) return;
     if (world.existing && process.env.PIVOT_KEEP !== "true") {
       for (const side of [source, target]) {
         for (const ns of NAMESPACES) await wipeNamespace(side, ns);
-        for (const name of [GLOBAL, GLOBAL_PRE]) {
+        for (const name of [GLOBAL, GLOBAL_PRE, GLOBAL_EP]) {
           await poolClients(side)
             .global.patch("", name, { metadata: { finalizers: null } })
             .catch(() => undefined);
@@ -346,5 +373,99 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
       30_000,
       500,
     );
+  });
+  it("moves an endpoint from a global pool: kept on the target, still held in the source, not handed out again", async function () {
+    // The webhooks are served from this process, which only a local plane can call.
+    if (world.existing) this.skip();
+    // Made now: every move copies the global pools there are, and the earlier tests count theirs.
+    await sourcePools.global.create("", globalPool(GLOBAL_EP, GLOBAL_EP_SPEC));
+    const endpointPool = `GlobalInClusterIPPool/${GLOBAL_EP}`;
+    const moving: Topology = { pools: {}, clusters: [{ name: "ge", machines: 0, claims: [], endpointPool }] };
+    await createTopology(source.k, NS_EP, moving);
+    const s0 = await settledPicture(source.k, NS_EP, claimCount(moving));
+    const e0 = await eventually(
+      "the endpoint claim owned by its Cluster",
+      async () => {
+        const e = await endpointsOf(source.k, NS_EP);
+        return e.ge?.includes(" owner=Cluster/ge ") ? e : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(e0.ge).to.equal(
+      `10.74.0.10:6443 claim=ge-control-plane-endpoint pool=${endpointPool} owner=Cluster/ge address=ge-control-plane-endpoint 10.74.0.10`,
+    );
+    const claims = await recordEvents(target, target.k.capiClaims.collectionPath(NS_EP));
+    const addresses = await recordEvents(target, target.k.capiAddresses.collectionPath(NS_EP));
+    const since = Date.now();
+    try {
+      const r = await clusterctlMove(source, target, NS_EP);
+      console.log(
+        `      move of an endpoint from a global pool: clusterctl exit ${String(r.code)} after ${(r.ms / 1000).toFixed(1)} s`,
+      );
+      expect(r.code, `clusterctl move failed:\n${outputTail(r)}\n`).to.equal(0);
+      const moved = await settledPicture(target.k, NS_EP, claimCount(moving), 60_000);
+      expect(moved.claims).to.deep.equal(s0.claims);
+      expect(moved.capiAddresses).to.deep.equal(s0.capiAddresses);
+      // Same host, claim and record, the claim owned by the target's Cluster.
+      const e1 = await eventually(
+        "the moved endpoint bound and owned on the target",
+        async () => {
+          const e = await endpointsOf(target.k, NS_EP);
+          return JSON.stringify(e) === JSON.stringify(e0) ? e : undefined;
+        },
+        30_000,
+        250,
+      ).catch(() => endpointsOf(target.k, NS_EP));
+      expect(e1).to.deep.equal(e0);
+    } finally {
+      claims.stop();
+      addresses.stop();
+    }
+    // Created once each by clusterctl; nothing re-allocated, re-owned or deleted by the target's controller.
+    expect([...claims.added, ...addresses.added]).to.deep.equal([
+      "ge-control-plane-endpoint",
+      "ge-control-plane-endpoint",
+    ]);
+    expect([...claims.deleted, ...addresses.deleted]).to.deep.equal([]);
+    expect(
+      [...claims.firstSeen.values(), ...addresses.firstSeen.values()]
+        .filter((o) => !managersOf(o).includes("clusterctl"))
+        .map((o) => o.metadata.name),
+    ).to.deep.equal([]);
+    expect(ctl(target).count(ALLOCATED, since), "allocations by the target controller").to.equal(0);
+    expect(ctl(target).count(ENDPOINT_OWNED, since), "target: owner references added").to.equal(0);
+    for (const side of [source, target])
+      expect(ctl(side).count(ENDPOINT_DELETED, since), `${side.name}: endpoint claims deleted`).to.equal(0);
+    for (const msg of [ALLOCATED, ...RELEASES])
+      expect(ctl(source).count(msg, since), `source controller: ${msg}`).to.equal(0);
+
+    // The source keeps the global pool's record of the moved endpoint: its Cluster and claim left, the address stays
+    // held, so the guard refuses it as a host and the next endpoint of the pool gets another address.
+    const keepsRecord = async (): Promise<boolean> => {
+      const p = await pictureOf(source.k, NS_EP);
+      return (
+        p.counts.clusters === 0 &&
+        p.counts.capiClaims === 0 &&
+        JSON.stringify(p.capiAddresses) === JSON.stringify(s0.capiAddresses) &&
+        used(await sourcePools.global.get("", GLOBAL_EP)) === 1
+      );
+    };
+    await eventually("the source to keep the moved endpoint's record", keepsRecord, 15_000, 250);
+    await consistently("the source to keep it", keepsRecord, 2_000, 250);
+    const refused = await source.k.clusters
+      .create(NS_EP_STAY, {
+        metadata: { name: "copycat", namespace: NS_EP_STAY },
+        spec: { controlPlaneEndpoint: { host: "10.74.0.10", port: 6443 } },
+      })
+      .then(
+        () => "admitted",
+        (err: unknown) => describeError(err),
+      );
+    expect(refused).to.include("address 10.74.0.10 is already held by").and.to.include("ge-control-plane-endpoint");
+    const staying: Topology = { pools: {}, clusters: [{ name: "gs", machines: 0, claims: [], endpointPool }] };
+    await createTopology(source.k, NS_EP_STAY, staying);
+    const next = await endpointsOf(source.k, NS_EP_STAY);
+    expect(next.gs).to.match(/^10\.74\.0\.11:6443 claim=gs-control-plane-endpoint /);
   });
 });

@@ -30,6 +30,8 @@ import {
 } from "./fixtures.js";
 import {
   clusterctlMove,
+  ENDPOINT_DELETED,
+  ENDPOINT_OWNED,
   ensureNamespace,
   managersOf,
   namespaceExists,
@@ -59,9 +61,6 @@ const NAMESPACES = [NS, NS_LOOSE, NS_PAUSED, NS_EP];
 
 /** Messages our controller logs when it writes or frees an address. */
 const ALLOCATED = "Allocated IPAddress";
-/** Messages of the endpoint claim lifecycle (src/controllers/capi/endpoint.ts). */
-const ENDPOINT_OWNED = "Endpoint claim owned by its Cluster";
-const ENDPOINT_DELETED = "Deleting an endpoint claim whose Cluster never came";
 const RELEASES = [
   "Released IPAddress",
   "Releasing IPAddress of a claim that is gone",
