@@ -682,3 +682,38 @@ export async function endpointsOf(k: Kinds, namespace: string): Promise<Record<s
     });
   return sortedRecord(entries);
 }
+
+/**
+ * Waits until the `count` endpoint Clusters of `namespace` each have a claim owned by them (what clusterctl follows
+ * to carry the claim), and returns {@link endpointsOf}.
+ */
+export async function ownedEndpoints(k: Kinds, namespace: string, count: number): Promise<Record<string, string>> {
+  return await eventually(
+    `${count} endpoint claims owned by their Clusters in ${namespace}`,
+    async () => {
+      const e = await endpointsOf(k, namespace);
+      const owned = Object.entries(e).filter(([c, v]) => v.includes(` owner=Cluster/${c} `));
+      return owned.length === count && Object.keys(e).length === count ? e : undefined;
+    },
+    30_000,
+    250,
+  );
+}
+
+/** {@link endpointsOf} once it equals `want`, or the last reading after `timeoutMs` (for the caller to compare). */
+export async function endpointsSettle(
+  k: Kinds,
+  namespace: string,
+  want: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<Record<string, string>> {
+  return await eventually(
+    `the endpoints of ${namespace} to read as before`,
+    async () => {
+      const e = await endpointsOf(k, namespace);
+      return JSON.stringify(e) === JSON.stringify(want) ? e : undefined;
+    },
+    timeoutMs,
+    250,
+  ).catch(() => endpointsOf(k, namespace));
+}

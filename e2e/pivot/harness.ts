@@ -340,6 +340,18 @@ export async function recordEvents(side: Side, collectionPath: string): Promise<
   return log;
 }
 
+/** One {@link recordEvents} per collection of `clients` in `namespace`, by the same keys. */
+export async function recordAll<K extends string>(
+  side: Side,
+  namespace: string,
+  clients: Record<K, { collectionPath(namespace: string): string }>,
+): Promise<Record<K, EventLog>> {
+  const logs = {} as Record<K, EventLog>;
+  for (const name of Object.keys(clients) as K[])
+    logs[name] = await recordEvents(side, clients[name].collectionPath(namespace));
+  return logs;
+}
+
 /** Creates `namespace` on `side` (already existing is fine). */
 export async function ensureNamespace(side: Side, namespace: string): Promise<void> {
   try {
@@ -410,6 +422,8 @@ export async function serveEndpointWebhooks(side: Side, namespace: string): Prom
     port: 0,
     host: "127.0.0.1",
     certDir,
+    // The certificate never changes here; a reload check in flight when the folder is removed would log a warning.
+    certReloadMs: 3_600_000,
     kubeConfig: side.kubeConfig,
     logger: createLogger({ level: "warn", format: "json" }),
   });

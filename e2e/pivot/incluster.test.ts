@@ -25,6 +25,8 @@ import {
   claimCount,
   createTopology,
   endpointsOf,
+  endpointsSettle,
+  ownedEndpoints,
   pictureOf,
   settledPicture,
   type Picture,
@@ -383,15 +385,7 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
     const moving: Topology = { pools: {}, clusters: [{ name: "ge", machines: 0, claims: [], endpointPool }] };
     await createTopology(source.k, NS_EP, moving);
     const s0 = await settledPicture(source.k, NS_EP, claimCount(moving));
-    const e0 = await eventually(
-      "the endpoint claim owned by its Cluster",
-      async () => {
-        const e = await endpointsOf(source.k, NS_EP);
-        return e.ge?.includes(" owner=Cluster/ge ") ? e : undefined;
-      },
-      30_000,
-      250,
-    );
+    const e0 = await ownedEndpoints(source.k, NS_EP, 1);
     expect(e0.ge).to.equal(
       `10.74.0.10:6443 claim=ge-control-plane-endpoint pool=${endpointPool} owner=Cluster/ge address=ge-control-plane-endpoint 10.74.0.10`,
     );
@@ -408,16 +402,7 @@ describe("clusterctl move of in-cluster pools (namespaced and global)", function
       expect(moved.claims).to.deep.equal(s0.claims);
       expect(moved.capiAddresses).to.deep.equal(s0.capiAddresses);
       // Same host, claim and record, the claim owned by the target's Cluster.
-      const e1 = await eventually(
-        "the moved endpoint bound and owned on the target",
-        async () => {
-          const e = await endpointsOf(target.k, NS_EP);
-          return JSON.stringify(e) === JSON.stringify(e0) ? e : undefined;
-        },
-        30_000,
-        250,
-      ).catch(() => endpointsOf(target.k, NS_EP));
-      expect(e1).to.deep.equal(e0);
+      expect(await endpointsSettle(target.k, NS_EP, e0)).to.deep.equal(e0);
     } finally {
       claims.stop();
       addresses.stop();

@@ -1,6 +1,7 @@
 /**
  * Pivot (spec §7, issue 6): the real `clusterctl move` carries three workload clusters and their 100 claims (IPClaims
- * and Cluster API IPAddressClaims) between two management clusters while our controller runs on both, and back.
+ * and Cluster API IPAddressClaims) between two management clusters while our controller runs on both, and back; and
+ * Clusters whose control-plane endpoints our webhook took from a pool (issue 38), with the webhooks served on both.
  *
  * By default both management clusters are local planes started here; `e2e/pivot/run.ts --from K1 --to K2` runs the
  * same suite against two existing clusters (kind).
@@ -11,9 +12,11 @@ import {
   createMachine,
   createTopology,
   endpointsOf,
+  endpointsSettle,
   endpointTopology,
   exists,
   finishClaimDeletion,
+  ownedEndpoints,
   isEmpty,
   loosePoolTopology,
   mainTopology,
@@ -37,11 +40,11 @@ import {
   namespaceExists,
   openWorld,
   outputTail,
+  recordAll,
   recordEvents,
   serveEndpointWebhooks,
   startRecordedController,
   wipeNamespace,
-  type EventLog,
   type MoveResult,
   type RecordedController,
   type Side,
@@ -178,15 +181,12 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     expect(pre.code).to.equal(0);
     expect(pre.leftBehind).to.deep.equal([]);
     expect(pre.findings.filter((f) => f.severity !== "warning")).to.deep.equal([]);
-    const watched: Record<string, EventLog> = {};
-    for (const [name, client] of Object.entries({
+    const watched = await recordAll(target, NS, {
       addresses: target.k.addresses,
       capiAddresses: target.k.capiAddresses,
       pools: target.k.pools,
       claims: target.k.claims,
-    })) {
-      watched[name] = await recordEvents(target, client.collectionPath(NS));
-    }
+    });
     const since = Date.now();
     let moved: Picture;
     try {
@@ -203,19 +203,19 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     expect(moved.deleting).to.deep.equal([]);
     // Every IPAddress in the target is one clusterctl copied over, created once; none was made by the target controller.
     const names = addressNames(s0);
-    expect([...watched.addresses!.added].sort()).to.deep.equal(names.m3);
-    expect([...watched.capiAddresses!.added].sort()).to.deep.equal(names.capi);
-    expect([...watched.addresses!.deleted, ...watched.capiAddresses!.deleted]).to.deep.equal([]);
+    expect([...watched.addresses.added].sort()).to.deep.equal(names.m3);
+    expect([...watched.capiAddresses.added].sort()).to.deep.equal(names.capi);
+    expect([...watched.addresses.deleted, ...watched.capiAddresses.deleted]).to.deep.equal([]);
     const notByClusterctl = [
-      ...watched.addresses!.firstSeen.values(),
-      ...watched.capiAddresses!.firstSeen.values(),
+      ...watched.addresses.firstSeen.values(),
+      ...watched.capiAddresses.firstSeen.values(),
     ].filter((o) => !managersOf(o).includes("clusterctl"));
     expect(
       notByClusterctl.map((o) => o.metadata.name),
       "IPAddresses not created by clusterctl",
     ).to.deep.equal([]);
     // Status is never carried over: pools and claims arrived without one and were rebuilt from the IPAddresses.
-    for (const log of [watched.pools!, watched.claims!]) {
+    for (const log of [watched.pools, watched.claims]) {
       expect(
         [...log.firstSeen.values()].filter((o) => o.status !== undefined).map((o) => o.metadata.name),
       ).to.deep.equal([]);
@@ -327,17 +327,11 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     const t = endpointTopology();
     await createTopology(source.k, NS_EP, t);
     const before = await settledPicture(source.k, NS_EP, claimCount(t));
-    // clusterctl follows owner references: the pool must be owned by e1, each endpoint claim by its Cluster.
-    const owned = (e: Record<string, string>): boolean =>
-      Object.keys(e).length === 2 && Object.entries(e).every(([c, v]) => v.includes(` owner=Cluster/${c} `));
-    const e0 = await eventually(
-      "endpoint claims owned by their Clusters",
-      async () => {
-        const e = await endpointsOf(source.k, NS_EP);
-        return owned(e) && (await pictureOf(source.k, NS_EP)).pools.vips!.owners.join() === "Cluster/e1"
-          ? e
-          : undefined;
-      },
+    // clusterctl follows owner references: each endpoint claim must be owned by its Cluster, the pool by e1.
+    const e0 = await ownedEndpoints(source.k, NS_EP, 2);
+    await eventually(
+      "the pool owned by e1",
+      async () => (await pictureOf(source.k, NS_EP)).pools.vips!.owners.join() === "Cluster/e1",
       30_000,
       250,
     );
@@ -350,15 +344,12 @@ describe("clusterctl move (pivot) between two management clusters", function () 
     );
     const s1 = await settledPicture(source.k, NS_EP, claimCount(t));
     expect(s1).to.deep.equal(before);
-    const watched: Record<string, EventLog> = {};
-    for (const [name, client] of Object.entries({
+    const watched = await recordAll(target, NS_EP, {
       clusters: target.k.clusters,
       capiClaims: target.k.capiClaims,
       capiAddresses: target.k.capiAddresses,
       addresses: target.k.addresses,
-    })) {
-      watched[name] = await recordEvents(target, client.collectionPath(NS_EP));
-    }
+    });
     const since = Date.now();
     try {
       const r = await clusterctlMove(source, target, NS_EP);
@@ -367,38 +358,29 @@ describe("clusterctl move (pivot) between two management clusters", function () 
       const moved = await settledPicture(target.k, NS_EP, claimCount(t), 60_000);
       expect(moved).to.deep.equal(s1);
       // Same hosts, same claims and IPAddresses (names and addresses), each claim owned by the target's Cluster.
-      const e1 = await eventually(
-        "the moved endpoint claims bound and owned on the target",
-        async () => {
-          const e = await endpointsOf(target.k, NS_EP);
-          return JSON.stringify(e) === JSON.stringify(e0) ? e : undefined;
-        },
-        30_000,
-        250,
-      ).catch(() => endpointsOf(target.k, NS_EP));
-      expect(e1).to.deep.equal(e0);
+      expect(await endpointsSettle(target.k, NS_EP, e0)).to.deep.equal(e0);
     } finally {
       Object.values(watched).forEach((w) => w.stop());
     }
     // clusterctl created the Clusters paused, and every claim and IPAddress exactly once: none deleted and re-created
     // on the target, none made by the target's controller.
     expect(
-      [...watched.clusters!.firstSeen.values()].map(
+      [...watched.clusters.firstSeen.values()].map(
         (c) => `${c.metadata.name ?? ""} ${String((c as Thing).spec?.paused)}`,
       ),
     ).to.have.members(["e1 true", "e2 true"]);
     const names = addressNames(s1);
-    expect([...watched.capiAddresses!.added].sort()).to.deep.equal(names.capi);
-    expect([...watched.addresses!.added].sort()).to.deep.equal(names.m3);
+    expect([...watched.capiAddresses.added].sort()).to.deep.equal(names.capi);
+    expect([...watched.addresses.added].sort()).to.deep.equal(names.m3);
     const capiClaimNames = Object.keys(s1.claims)
       .filter((k) => k.startsWith("IPAddressClaim/"))
       .map((k) => k.slice("IPAddressClaim/".length))
       .sort();
     expect(capiClaimNames).to.include.members(["e1-control-plane-endpoint", "e2-control-plane-endpoint"]);
-    expect([...watched.capiClaims!.added].sort()).to.deep.equal(capiClaimNames);
+    expect([...watched.capiClaims.added].sort()).to.deep.equal(capiClaimNames);
     for (const log of Object.values(watched)) expect(log.deleted).to.deep.equal([]);
     expect(
-      [...watched.capiClaims!.firstSeen.values(), ...watched.capiAddresses!.firstSeen.values()]
+      [...watched.capiClaims.firstSeen.values(), ...watched.capiAddresses.firstSeen.values()]
         .filter((o) => !managersOf(o).includes("clusterctl"))
         .map((o) => o.metadata.name),
     ).to.deep.equal([]);

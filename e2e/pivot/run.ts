@@ -18,7 +18,8 @@ const USAGE = `usage: npx tsx e2e/pivot/run.ts --from <kubeconfig> --to <kubecon
          [--from-context <name>] [--to-context <name>] [--clusterctl <path>] [--keep] [--external-controller]
 
 Moves three test workload clusters (100 claims) from --from to --to with the real clusterctl, checks every address,
-moves them back, then runs the negative cases. The two clusters must be different, reachable, and must not run Cluster
+moves them back, then runs the negative cases. The cases of control-plane endpoints from a pool are skipped here: they
+need our webhooks served from this process, which only local planes can call. The two clusters must be different, reachable, and must not run Cluster
 API's own controllers (fresh kind clusters are right). CRDs are installed when missing and left in place afterwards.`;
 
 interface Options {
