@@ -129,8 +129,11 @@ describe("NetBox pools with fallbacks (a real NetBox)", function () {
     await withController(kc, "nb-append", async (ns) => {
       await writeToken(k, ns, nb.token);
       await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: first.id } }));
-      await claims(ns, "p", ["a", "b", "c"]);
+      // c comes once a and b hold the /30's two addresses: claims created together are served in creation order,
+      // which the API server's one-second timestamps do not fix between concurrent creates.
+      await claims(ns, "p", ["a", "b"]);
       await Promise.all(["a", "b"].map((n) => waitBound(asClaims(), ns, n, 60_000)));
+      await claims(ns, "p", ["c"]);
       await waitNotReady(asClaims(), ns, "c", "PoolExhausted");
       await k.pools.patch(ns, "p", { spec: { fallbacks: [{ prefix: { id: second.id } }] } });
       const c = await waitBound(asClaims(), ns, "c", 60_000);
