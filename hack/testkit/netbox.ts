@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { NetBoxAdmin } from "./netboxadmin.js";
 import { ensureNetBoxInstalled, PG_BIN, type NetBoxInstall } from "./netboxinstall.js";
-import { claimPort } from "./ports.js";
+import { claimPort, claimPorts } from "./ports.js";
 import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
 import { killProcessesMentioning, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
 import { eventually } from "./wait.js";
@@ -114,7 +114,8 @@ export class NetBoxServer {
     reapOrphanedPlanes(NETBOX_DIR_PREFIX);
     const dir = mkdtempSync(join(tmpdir(), NETBOX_DIR_PREFIX));
     liveDirs.add(dir);
-    const ports = { pg: await claimPort(), redis: await claimPort(), http: await claimPort() };
+    const [pg = 0, redis = 0, http = 0] = await claimPorts([0, 0, 0]);
+    const ports = { pg, redis, http };
     const server = new NetBoxServer(dir, install, ports, netBoxEnv(install, dir, ports), options);
     try {
       await server.boot();

@@ -25,7 +25,7 @@ import { generatePlanePki, type PlanePki } from "./pki.js";
 import { issueClientCertificate, type CertificatePair } from "../../src/certs/pki.js";
 import { LocalNode, NODE_CONTROLLERS, nodePlaneHosts, resolveNodeBinaries } from "./node.js";
 import { KUBERNETES_SERVICE_IP, NODE_IP, reapOrphanedNodes, SERVICE_CIDR } from "./nodehost.js";
-import { claimPort } from "./ports.js";
+import { claimPorts } from "./ports.js";
 import { exitedWithError, killAllChildrenSync, startProcess, type Supervised } from "./process.js";
 import { PLANE_DIR_PREFIX, reapOrphanedPlanes, recordOwnership } from "./reaper.js";
 import { eventually } from "./wait.js";
@@ -89,9 +89,9 @@ export class LocalPlane {
     reapOrphanedNodes();
     reapOrphanedPlanes();
     const binaries = options.binaries ?? (await resolveBinaries());
-    const etcdPort = await claimPort(options.etcdPort ?? 0);
-    const apiServerPort = await claimPort(options.apiServerPort ?? 0);
-    if (etcdPort === apiServerPort) throw new Error(`etcd and kube-apiserver cannot share port ${etcdPort}`);
+    if (options.etcdPort !== undefined && options.etcdPort === options.apiServerPort)
+      throw new Error(`etcd and kube-apiserver cannot share port ${options.etcdPort}`);
+    const [etcdPort = 0, apiServerPort = 0] = await claimPorts([options.etcdPort ?? 0, options.apiServerPort ?? 0]);
     const dir = mkdtempSync(join(tmpdir(), PLANE_DIR_PREFIX));
     livePlaneDirs.add(dir);
     const pki = generatePlanePki(options.node ? nodePlaneHosts(KUBERNETES_SERVICE_IP) : []);
