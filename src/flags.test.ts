@@ -157,8 +157,15 @@ describe("flags", () => {
     expect(parseFlags([], {})).to.deep.include({
       endpointKinds: ["metal3clusters.infrastructure.cluster.x-k8s.io"],
       endpointClaimGraceMs: 600_000,
+      endpointPendingClaims: 64,
     });
     const kinds = "metal3clusters.infrastructure.cluster.x-k8s.io, vsphereclusters.infrastructure.cluster.x-k8s.io";
+    expect(parseFlags(["--endpoint-pending-claims", "8"], {}).endpointPendingClaims).to.equal(8);
+    expect(parseFlags([], { ENDPOINT_PENDING_CLAIMS: "200" }).endpointPendingClaims).to.equal(200);
+    for (const bad of ["0", "-1", "1.5", "x"])
+      expect(() => parseFlags([`--endpoint-pending-claims=${bad}`], {}), bad).to.throw(
+        "--endpoint-pending-claims must be an integer from 1",
+      );
     expect(parseFlags(["--endpoint-kinds", kinds, "--endpoint-claim-grace", "5s"], {})).to.deep.include({
       endpointKinds: [
         "metal3clusters.infrastructure.cluster.x-k8s.io",

@@ -1,6 +1,7 @@
 /** Command-line flags of the controller (spec §8), each with an environment-variable equivalent. */
 import { parseArgs } from "node:util";
 import { INSTALLATION_PATTERN } from "./controllers/netbox/identity.js";
+import { DEFAULT_ENDPOINT_PENDING_CLAIMS } from "./ipam/endpoint.js";
 import { DEFAULT_BURST, DEFAULT_QPS } from "./kube/ratelimit.js";
 
 export interface Flags {
@@ -44,6 +45,8 @@ export interface Flags {
   endpointKinds: string[];
   /** How long an endpoint claim waits for its Cluster before it is deleted (src/controllers/capi/endpoint.ts). */
   endpointClaimGraceMs: number;
+  /** Most endpoint claims of one pool waiting for their Cluster; the webhook refuses more (src/webhooks/endpoint.ts). */
+  endpointPendingClaims: number;
   /** Give Services of type LoadBalancer and our class addresses (src/controllers/loadbalancer/). */
   serveLoadBalancers: boolean;
   /** What the operator should change in the flags given (deprecated ones), for the log. */
@@ -99,6 +102,9 @@ export const USAGE = `Usage: npm start -- [flags]
   --endpoint-claim-grace D           how long a control-plane endpoint claim waits for its Cluster (a create refused
                                      after the webhook made it) before it is deleted (env ENDPOINT_CLAIM_GRACE,
                                      default 10m)
+  --endpoint-pending-claims N        most control-plane endpoint claims of one pool waiting for their Cluster at once;
+                                     the endpoint webhook refuses to make more (429), which bounds the addresses that
+                                     reviews of Clusters never created can hold (env ENDPOINT_PENDING_CLAIMS, default 64)
   --serve-load-balancers             give Services of type LoadBalancer with loadBalancerClass ipam.metal3.io/pool an
                                      address from the pool their annotation names, written to kube-vip.io/loadbalancerIPs;
                                      needs config/components/load-balancers (env SERVE_LOAD_BALANCERS=true)`;
@@ -153,6 +159,7 @@ const OPTIONS = {
   "netbox-allow-http": { type: "boolean" },
   "endpoint-kinds": { type: "string" },
   "endpoint-claim-grace": { type: "string" },
+  "endpoint-pending-claims": { type: "string" },
   "serve-load-balancers": { type: "boolean" },
   help: { type: "boolean" },
 } as const;
@@ -318,6 +325,12 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
     endpointClaimGraceMs: parseDuration(
       "endpoint-claim-grace",
       values["endpoint-claim-grace"] ?? env.ENDPOINT_CLAIM_GRACE ?? "10m",
+    ),
+    endpointPendingClaims: integer(
+      "endpoint-pending-claims",
+      values["endpoint-pending-claims"] ?? env.ENDPOINT_PENDING_CLAIMS ?? String(DEFAULT_ENDPOINT_PENDING_CLAIMS),
+      1,
+      10_000,
     ),
     serveLoadBalancers: bool(values["serve-load-balancers"], env.SERVE_LOAD_BALANCERS),
   };

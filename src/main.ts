@@ -58,6 +58,8 @@ async function startWebhooks(
     logger: logger.child({ component: "webhook" }),
     metrics,
     endpointKinds: flags.endpointKinds,
+    endpointPendingLimit: flags.endpointPendingClaims,
+    endpointClaimGraceMs: flags.endpointClaimGraceMs,
   });
 }
 

@@ -15,6 +15,21 @@ export const ENDPOINT_POOL_ANNOTATION = "ipam.metal3.io/control-plane-endpoint-p
 /** On an `IPAddressClaim`: it holds the control-plane endpoint of the Cluster its `cluster.x-k8s.io/cluster-name` label names. */
 export const ENDPOINT_CLAIM_LABEL = "ipam.metal3.io/control-plane-endpoint";
 
+/**
+ * On an endpoint `IPAddressClaim` that no Cluster owns yet: the pool it draws from, as {@link endpointPoolKey}. The
+ * webhook counts the claims carrying it before it makes another ({@link pendingClaimsRefusal}); the controller removes
+ * it in the patch that makes the Cluster the claim's owner, so a selector on it finds the pending claims alone.
+ */
+export const ENDPOINT_PENDING_LABEL = "ipam.metal3.io/control-plane-endpoint-pending";
+
+/**
+ * Default of `--endpoint-pending-claims`: the most endpoint claims of one pool that wait for their Cluster at once.
+ * Every create asking for an endpoint holds one such claim from its admission until the controller sees its Cluster
+ * (about a second), so the default sits well above bursts of Clusters created at once from one pool (a GitOps sync of
+ * a fleet); it is also the most addresses of a pool that reviews of Clusters never created can hold.
+ */
+export const DEFAULT_ENDPOINT_PENDING_CLAIMS = 64;
+
 /** The port written when the object gives none: the API server's usual one. */
 export const DEFAULT_ENDPOINT_PORT = 6443;
 
@@ -54,6 +69,54 @@ export function parseEndpointPool(value: string): EndpointPoolRef | { error: str
   return { kind: kind as EndpointPoolKind, name };
 }
 
+const MAX_LABEL_VALUE = 63;
+
+/**
+ * The value of {@link ENDPOINT_PENDING_LABEL} for `pool`: `<Kind>.<name>` when it fits a label value, else
+ * `<Kind>_<digest of the name>` (a pool name has no `_`, so the two forms never meet).
+ */
+export function endpointPoolKey(pool: EndpointPoolRef): string {
+  const plain = `${pool.kind}.${pool.name}`;
+  if (plain.length <= MAX_LABEL_VALUE) return plain;
+  const digest = [fnv1a(pool.name), fnv1a(pool.name, 0xcbf29ce4)].map((h) => h.toString(16).padStart(8, "0")).join("");
+  return `${pool.kind}_${digest}`;
+}
+
+/** What {@link pendingClaimsRefusal} decides on. */
+export interface PendingClaims {
+  pool: EndpointPoolRef;
+  /** Endpoint claims of that pool no Cluster owns yet (counted up to `limit`). */
+  pending: number;
+  /** `--endpoint-pending-claims`. */
+  limit: number;
+  /** `--endpoint-claim-grace`, in ms. */
+  graceMs: number;
+}
+
+/**
+ * The message refusing another endpoint claim from the pool when `limit` of its claims already wait for their Cluster;
+ * undefined when one more may be made. Reviews for Clusters that are never created (a later webhook refused them, or
+ * anyone who reaches the webhook's port sent them) hold addresses until the grace deletes their claims: this bound
+ * keeps them from taking more than `limit` of a pool's addresses.
+ */
+export function pendingClaimsRefusal(input: PendingClaims): string | undefined {
+  if (input.pending < input.limit) return undefined;
+  const { pool } = input;
+  return (
+    `${input.pending} control-plane endpoint claims of pool ${pool.kind}/${pool.name} are waiting for their Cluster ` +
+    `(labelled ${ENDPOINT_PENDING_LABEL}), the most allowed (--endpoint-pending-claims=${input.limit}): retry the ` +
+    `create once their Clusters exist, or once claims whose Cluster never comes are deleted, ` +
+    `${formatGrace(input.graceMs)} after their creation (--endpoint-claim-grace)`
+  );
+}
+
+/** `graceMs` as `10m`, `8s` or `500ms`. */
+function formatGrace(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
+}
+
 const SUFFIX = "-control-plane-endpoint";
 
 /**
@@ -68,8 +131,8 @@ export function endpointClaimName(clusterName: string): string {
   return `${clusterName.slice(0, keep).replace(/[-.]+$/, "")}-${digest}${SUFFIX}`;
 }
 
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
+function fnv1a(text: string, seed = 0x811c9dc5): number {
+  let hash = seed;
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193) >>> 0;

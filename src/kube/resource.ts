@@ -57,6 +57,7 @@ export interface ListOptions {
   /** Deadline of each page. */
   timeoutMs?: number;
   fieldSelector?: string;
+  labelSelector?: string;
   /** A resourceVersion the answer must be at least as new as. */
   notOlderThan?: string;
   /** Stop after the first page of at most this many objects (a probe). */
@@ -116,6 +117,7 @@ export class ResourceClient<T extends KubeObject> {
         limit: options.limit ?? 500,
         continue: continueToken,
         fieldSelector: options.fieldSelector,
+        labelSelector: options.labelSelector,
         ...(!continueToken && options.notOlderThan
           ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" }
           : {}),

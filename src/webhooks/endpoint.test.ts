@@ -1,7 +1,7 @@
 /** The control-plane endpoint webhook's decisions, with its reads and writes over plain data (e2e/endpoint.test.ts: through a real API server). */
 import { expect } from "chai";
 import type { IPAddressClaim } from "../../api/capi/types.js";
-import { ENDPOINT_CLAIM_LABEL, ENDPOINT_POOL_ANNOTATION } from "../ipam/endpoint.js";
+import { ENDPOINT_CLAIM_LABEL, ENDPOINT_PENDING_LABEL, ENDPOINT_POOL_ANNOTATION } from "../ipam/endpoint.js";
 import { silentLogger } from "../runtime/logger.js";
 import type { AdmissionRequest, AdmissionResponse } from "./admission.js";
 import { endpointPatch, endpointRoute, readEndpointRequest, type EndpointAccess } from "./endpoint.js";
@@ -15,6 +15,8 @@ function memoryAccess(bindTo?: string): EndpointAccess & {
   claims: Map<string, IPAddressClaim>;
   clusters: Map<string, Record<string, string>>;
   creates: number;
+  /** The namespace (undefined: all) of each count of pending claims. */
+  counted: Array<string | undefined>;
 } {
   const claims = new Map<string, IPAddressClaim>();
   const clusters = new Map<string, Record<string, string>>();
@@ -22,9 +24,18 @@ function memoryAccess(bindTo?: string): EndpointAccess & {
     claims,
     clusters,
     creates: 0,
+    counted: [] as Array<string | undefined>,
+    // A map's claims are all in NS; a tick between count and answer, as an API round trip has.
+    pendingClaims: async (namespace: string | undefined, poolKey: string, limit: number) => {
+      access.counted.push(namespace);
+      await new Promise((resolve) => setImmediate(resolve));
+      const labelled = [...claims.values()].filter((x) => x.metadata.labels?.[ENDPOINT_PENDING_LABEL] === poolKey);
+      return labelled.slice(0, limit);
+    },
     clusterAnnotations: (_ns: string, name: string) => Promise.resolve(clusters.get(name)),
     claim: (_ns: string, name: string) => Promise.resolve(claims.get(name)),
-    createClaim: (claim: IPAddressClaim) => {
+    createClaim: async (claim: IPAddressClaim) => {
+      await new Promise((resolve) => setImmediate(resolve));
       access.creates++;
       const name = claim.metadata.name ?? "";
       const stored = claims.get(name) ?? {
@@ -32,7 +43,7 @@ function memoryAccess(bindTo?: string): EndpointAccess & {
         ...(bindTo ? { status: { addressRef: { name: `addr-${bindTo}` } } } : {}),
       };
       claims.set(name, stored);
-      return Promise.resolve(stored);
+      return stored;
     },
     address: (_ns: string, name: string) => Promise.resolve(name.startsWith("addr-") ? name.slice(5) : undefined),
   };
@@ -83,6 +94,9 @@ async function answer(access: EndpointAccess, req: AdmissionRequest): Promise<Ad
   );
 }
 
+const annotated = (name: string, pool = POOL) =>
+  request(object("Cluster", name, { annotations: { [ENDPOINT_POOL_ANNOTATION]: pool } }));
+
 describe("control-plane endpoint webhook", () => {
   it("fills host and the default port from the claim it makes, named after the Cluster and labelled", async () => {
     const access = memoryAccess("10.9.0.5");
@@ -100,7 +114,39 @@ describe("control-plane endpoint webhook", () => {
       kind: "InClusterIPPool",
       name: "vips",
     });
-    expect(claim?.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "m3", [ENDPOINT_CLAIM_LABEL]: "" });
+    expect(claim?.metadata.labels).to.deep.equal({
+      "cluster.x-k8s.io/cluster-name": "m3",
+      [ENDPOINT_CLAIM_LABEL]: "",
+      [ENDPOINT_PENDING_LABEL]: "InClusterIPPool.vips",
+    });
+  });
+
+  it("makes no claim while the limit of its pool's claims wait for their Cluster; finds existing ones and counts per pool", async () => {
+    const access = memoryAccess("10.9.0.12");
+    const route = endpointRoute({ access, kinds: [], waitMs: 0, pendingLimit: 3, graceMs: 8_000 });
+    // Concurrent reviews: counted and made one at a time, so exactly the limit is made.
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => route.handle(annotated(`forged-${i}`), ctx)));
+    expect(answers.filter((a) => a.allowed)).to.have.length(3);
+    const refused = answers.filter((a) => !a.allowed);
+    expect(refused).to.have.length(3);
+    expect(refused[0]?.status?.code).to.equal(429);
+    expect(refused[0]?.status?.message)
+      .to.contain("InClusterIPPool/vips")
+      .and.contain("3 control-plane endpoint claims")
+      .and.contain("--endpoint-pending-claims=3")
+      .and.contain("8s after their creation (--endpoint-claim-grace)");
+    expect(access.claims.size).to.equal(3);
+    // A retry of a review whose claim exists is never limited.
+    expect((await route.handle(annotated("forged-0"), ctx)).allowed).to.equal(true);
+    // Another pool, and a global pool counted in every namespace, have their own counts.
+    expect((await route.handle(annotated("other", "InClusterIPPool/more"), ctx)).allowed).to.equal(true);
+    expect((await route.handle(annotated("global", "GlobalInClusterIPPool/vips"), ctx)).allowed).to.equal(true);
+    expect(access.counted.slice(-2)).to.deep.equal([NS, undefined]);
+    // The controller's patch owning a claim by its Cluster removes the label: one more may be made.
+    const first = access.claims.get("forged-0-control-plane-endpoint");
+    if (first) first.metadata.labels = { [ENDPOINT_CLAIM_LABEL]: "" };
+    expect((await route.handle(annotated("real"), ctx)).allowed).to.equal(true);
+    expect((await route.handle(annotated("one-more"), ctx)).allowed).to.equal(false);
   });
 
   it("called twice, or for the Cluster and then its infrastructure cluster, finds the same claim", async () => {

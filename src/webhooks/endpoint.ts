@@ -19,18 +19,33 @@
  *   with a warning.
  * - A bad annotation is refused with the parse error (422); a claim of that name that is not this endpoint's with
  *   409; a claim being deleted (an earlier Cluster of that name) with 503, retry once it is gone.
+ * - The port does not know who sends a review, so reviews for Clusters that never come can make claims: a new claim
+ *   is made only while fewer than {@link EndpointRouteOptions.pendingLimit} claims of its pool wait for their Cluster
+ *   (counted by {@link ENDPOINT_PENDING_LABEL}, one page of at most that many), else the create is refused with 429
+ *   (`pendingClaimsRefusal`). Count and create run one at a time per pool on each replica, so the claims waiting
+ *   never exceed the limit plus one per further replica. Finding the claim by name comes first and is never limited.
  */
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, resourceType } from "../../api/registry.js";
-import { CLUSTER_GROUP, IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
+import {
+  CLUSTER_GROUP,
+  CLUSTER_KIND,
+  IPADDRESSCLAIM_KIND,
+  type CapiIPAddress,
+  type IPAddressClaim,
+} from "../../api/capi/types.js";
 import { INCLUSTER_GROUP } from "../../api/incluster/types.js";
 import { NETBOX_GROUP } from "../../api/netbox/types.js";
 import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
 import {
+  DEFAULT_ENDPOINT_PENDING_CLAIMS,
   ENDPOINT_CLAIM_LABEL,
+  ENDPOINT_PENDING_LABEL,
   ENDPOINT_POOL_ANNOTATION,
   DEFAULT_ENDPOINT_PORT,
   endpointClaimName,
+  endpointPoolKey,
   parseEndpointPool,
+  pendingClaimsRefusal,
   type EndpointPoolKind,
   type EndpointPoolRef,
 } from "../ipam/endpoint.js";
@@ -63,6 +78,11 @@ export interface EndpointAccess {
   clusterAnnotations(namespace: string, name: string): Promise<Record<string, string> | undefined>;
   /** The claim, or undefined when there is none. */
   claim(namespace: string, name: string): Promise<IPAddressClaim | undefined>;
+  /**
+   * Up to `limit` claims labelled {@link ENDPOINT_PENDING_LABEL} `poolKey` (one page), in `namespace` or, when it is
+   * undefined (a global pool), in every namespace.
+   */
+  pendingClaims(namespace: string | undefined, poolKey: string, limit: number): Promise<IPAddressClaim[]>;
   /** Creates `claim`; the one already there when another call made it first. */
   createClaim(claim: IPAddressClaim): Promise<IPAddressClaim>;
   /** `spec.address` of Cluster API IPAddress `name`, or undefined when there is none. */
@@ -78,7 +98,14 @@ export interface EndpointRouteOptions {
   waitMs?: number;
   /** First pause between two reads of the claim; doubled up to 500 ms. Default 100 ms. */
   pollMs?: number;
+  /** `--endpoint-pending-claims`: most claims of one pool waiting for their Cluster. Default {@link DEFAULT_ENDPOINT_PENDING_CLAIMS}. */
+  pendingLimit?: number;
+  /** `--endpoint-claim-grace`, for the refusal's message. Default 10 min. */
+  graceMs?: number;
 }
+
+/** Pool kinds whose claims may come from every namespace: their pending claims are counted cluster-wide. */
+const GLOBAL_POOL_KINDS: ReadonlySet<EndpointPoolKind> = new Set(["GlobalInClusterIPPool", "GlobalNetBoxIPPool"]);
 
 /** Time kept back from the request's deadline for the answer itself. */
 const ANSWER_MARGIN_MS = 1_000;
@@ -159,7 +186,11 @@ export function endpointClaim(namespace: string, clusterName: string, pool: Endp
     metadata: {
       name: endpointClaimName(clusterName),
       namespace,
-      labels: { [CLUSTER_NAME_LABEL]: clusterName, [ENDPOINT_CLAIM_LABEL]: "" },
+      labels: {
+        [CLUSTER_NAME_LABEL]: clusterName,
+        [ENDPOINT_CLAIM_LABEL]: "",
+        [ENDPOINT_PENDING_LABEL]: endpointPoolKey(pool),
+      },
     },
     spec: { poolRef: { apiGroup: POOL_GROUPS[pool.kind], kind: pool.kind, name: pool.name } },
   };
@@ -178,12 +209,39 @@ export function claimMismatch(claim: IPAddressClaim, pool: EndpointPoolRef): str
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Whether `claim` still waits for its Cluster: no owner reference of kind Cluster (pure). */
+export function waitsForCluster(claim: IPAddressClaim): boolean {
+  return !(claim.metadata.ownerReferences ?? []).some((o) => o.kind === CLUSTER_KIND);
+}
+
+/**
+ * Runs `work` after every earlier call with the same key has settled: one at a time per key. A key's entry is dropped
+ * once its last call settles, so the map holds only keys with calls in progress.
+ */
+function serialQueue(): <T>(key: string, work: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return async <T>(key: string, work: () => Promise<T>): Promise<T> => {
+    const previous = tails.get(key) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.catch(() => undefined);
+    tails.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (tails.get(key) === tail) tails.delete(key);
+    }
+  };
+}
+
 /** The mutating route; see the file's comment. */
 export function endpointRoute(options: EndpointRouteOptions): Route {
   const kinds = new Set(options.kinds);
   const { access } = options;
   const waitMs = options.waitMs ?? 5_000;
   const firstPollMs = options.pollMs ?? 100;
+  const pendingLimit = options.pendingLimit ?? DEFAULT_ENDPOINT_PENDING_CLAIMS;
+  const graceMs = options.graceMs ?? 10 * 60_000;
+  const oneAtATime = serialQueue();
 
   /** The bound claim's address, or undefined when it is not bound (yet). */
   async function boundAddress(claim: IPAddressClaim): Promise<string | undefined> {
@@ -221,16 +279,27 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
       : { kind: "annotated", pool, clusterName: asked.clusterName };
   }
 
-  /** The endpoint's address: from the claim found or made, once the leader bound it; undefined when not in time. */
-  async function address(
-    req: AdmissionRequest,
-    claim: IPAddressClaim | undefined,
+  /**
+   * Makes the endpoint's claim unless the pool already has `pendingLimit` claims waiting for their Cluster; then the
+   * refusal's message. Count and create run one at a time per pool (and namespace, for a namespaced pool); a turn
+   * that comes after the review's `deadline` (answered already) makes nothing.
+   */
+  async function createWithinLimit(
+    namespace: string,
     asked: { pool: EndpointPoolRef; clusterName: string },
-    until: number,
-  ): Promise<string | undefined> {
-    const namespace = req.namespace ?? "";
-    const made = claim ?? (await access.createClaim(endpointClaim(namespace, asked.clusterName, asked.pool)));
-    return (await boundAddress(made)) ?? (await waitBound(namespace, made.metadata.name ?? "", until));
+    deadline: number | undefined,
+  ): Promise<IPAddressClaim | { refusal: string }> {
+    const poolKey = endpointPoolKey(asked.pool);
+    const scope = GLOBAL_POOL_KINDS.has(asked.pool.kind) ? undefined : namespace;
+    return await oneAtATime(`${scope ?? ""}/${poolKey}`, async () => {
+      if (deadline !== undefined && performance.now() >= deadline)
+        throw new Error("the review's deadline passed while it waited to count its pool's pending claims");
+      const listed = await access.pendingClaims(scope, poolKey, pendingLimit);
+      const pending = listed.filter(waitsForCluster).length;
+      const refusal = pendingClaimsRefusal({ pool: asked.pool, pending, limit: pendingLimit, graceMs });
+      if (refusal) return { refusal };
+      return await access.createClaim(endpointClaim(namespace, asked.clusterName, asked.pool));
+    });
   }
 
   return {
@@ -243,18 +312,8 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
       if (asked.kind === "bad") return deny(req.uid, badAnnotation(req, asked));
       const claimName = endpointClaimName(asked.clusterName);
       const claim = await access.claim(req.namespace ?? "", claimName);
-      const mismatch = claim && claimMismatch(claim, asked.pool);
-      if (mismatch) return deny(req.uid, failure(409, "Conflict", mismatch));
-      // A claim of an earlier Cluster of that name, on its way out: its address is about to be freed, not reusable.
-      if (claim?.metadata.deletionTimestamp)
-        return deny(
-          req.uid,
-          failure(
-            503,
-            "ServiceUnavailable",
-            `IPAddressClaim ${claimName} of an earlier Cluster of that name is being released: retry the create once it is gone`,
-          ),
-        );
+      const unusable = claim && unusableClaim(claim, asked.pool);
+      if (unusable) return deny(req.uid, unusable);
       const pool = `${asked.pool.kind}/${asked.pool.name}`;
       if (req.dryRun) {
         const host = claim ? await boundAddress(claim) : undefined;
@@ -264,7 +323,17 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
         ]);
       }
       const until = Math.min(performance.now() + waitMs, (ctx.deadline ?? Infinity) - ANSWER_MARGIN_MS);
-      const host = await address(req, claim, asked, until);
+      const made = claim ?? (await createWithinLimit(req.namespace ?? "", asked, ctx.deadline));
+      if ("refusal" in made) {
+        ctx.logger.info("Control-plane endpoint refused: too many claims of its pool wait for their Cluster", {
+          namespace: req.namespace,
+          ipAddressClaim: claimName,
+          pool,
+        });
+        return deny(req.uid, failure(429, "TooManyRequests", made.refusal));
+      }
+      const host =
+        (await boundAddress(made)) ?? (await waitBound(req.namespace ?? "", made.metadata.name ?? "", until));
       if (host) return allow(req.uid, [], endpointPatch(object, host));
       ctx.logger.info("Control-plane endpoint not bound in time; the create is refused for a retry", {
         namespace: req.namespace,
@@ -280,6 +349,20 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
       );
     },
   };
+}
+
+/** The refusal of a create whose claim exists and cannot serve it: another endpoint's (409), or leaving (503). */
+function unusableClaim(claim: IPAddressClaim, pool: EndpointPoolRef): ReturnType<typeof failure> | undefined {
+  const mismatch = claimMismatch(claim, pool);
+  if (mismatch) return failure(409, "Conflict", mismatch);
+  // A claim of an earlier Cluster of that name, on its way out: its address is about to be freed, not reusable.
+  if (claim.metadata.deletionTimestamp)
+    return failure(
+      503,
+      "ServiceUnavailable",
+      `IPAddressClaim ${claim.metadata.name ?? ""} of an earlier Cluster of that name is being released: retry the create once it is gone`,
+    );
+  return undefined;
 }
 
 /** The 422 of a bad annotation (on the object, or on the Cluster it follows). */
@@ -298,8 +381,13 @@ function badAnnotation(req: AdmissionRequest, asked: { value: string; error: str
 export const ENDPOINT_RULES = [
   // The ClusterClass case: the annotation of the Cluster an infrastructure cluster names.
   { apiGroups: [CLUSTER.group], resources: [CLUSTER.plural], verbs: ["get"] },
-  // The endpoint's claim: found, or made on the first admission of its Cluster.
-  { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [CAPI_IPADDRESSCLAIM.plural], verbs: ["get", "create"] },
+  // The endpoint's claim: found, or made on the first admission of its Cluster once the claims of its pool still
+  // waiting for their Cluster are counted (a list by label, in every namespace for a global pool).
+  {
+    apiGroups: [CAPI_IPADDRESSCLAIM.group],
+    resources: [CAPI_IPADDRESSCLAIM.plural],
+    verbs: ["get", "list", "create"],
+  },
   // The bound claim's address.
   { apiGroups: [CAPI_IPADDRESS.group], resources: [CAPI_IPADDRESS.plural], verbs: ["get"] },
 ];
@@ -344,6 +432,9 @@ export function kubeEndpointAccess(kube: Kube): EndpointAccess {
     clusterAnnotations: async (namespace, name) =>
       (await orUndefined((await get()).clusters.get(namespace, name)))?.metadata.annotations ?? undefined,
     claim: async (namespace, name) => await orUndefined((await get()).claims.get(namespace, name)),
+    pendingClaims: async (namespace, poolKey, limit) =>
+      (await (await get()).claims.list(namespace, { labelSelector: `${ENDPOINT_PENDING_LABEL}=${poolKey}`, limit }))
+        .items,
     createClaim: async (claim) => {
       const { claims } = await get();
       const namespace = claim.metadata.namespace ?? "";

@@ -63,6 +63,7 @@ describe("webhook server over HTTPS", function () {
       endpointAccess: {
         clusterAnnotations: () => Promise.resolve(undefined),
         claim: () => Promise.resolve(undefined),
+        pendingClaims: () => Promise.resolve([]),
         createClaim: (claim) => Promise.resolve(claim),
         address: () => Promise.resolve(undefined),
       },

@@ -66,6 +66,10 @@ export interface WebhookServerOptions {
   endpointKinds?: readonly string[];
   /** Replaces the endpoint webhook's reads and writes through `kubeConfig` (tests). Without either it is not served. */
   endpointAccess?: EndpointAccess;
+  /** Most endpoint claims of one pool waiting for their Cluster (`--endpoint-pending-claims`); endpoint.ts's default. */
+  endpointPendingLimit?: number;
+  /** `--endpoint-claim-grace`, named in the endpoint webhook's refusals; endpoint.ts's default. */
+  endpointClaimGraceMs?: number;
 }
 
 /** A running webhook server. */
@@ -150,7 +154,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   if (endpointAccess)
     routes.set(
       WEBHOOK_PATHS.mutateControlPlaneEndpoint,
-      endpointRoute({ access: endpointAccess, kinds: options.endpointKinds ?? DEFAULT_ENDPOINT_KINDS }),
+      endpointRoute({
+        access: endpointAccess,
+        kinds: options.endpointKinds ?? DEFAULT_ENDPOINT_KINDS,
+        ...(options.endpointPendingLimit !== undefined ? { pendingLimit: options.endpointPendingLimit } : {}),
+        ...(options.endpointClaimGraceMs !== undefined ? { graceMs: options.endpointClaimGraceMs } : {}),
+      }),
     );
   const listener = admissionListener({
     routes,

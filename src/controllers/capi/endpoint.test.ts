@@ -1,7 +1,7 @@
 /** Decisions over control-plane endpoint claims (e2e/endpoint.test.ts runs them against a real API server). */
 import { expect } from "chai";
 import type { IPAddressClaim } from "../../../api/capi/types.js";
-import { ENDPOINT_CLAIM_LABEL } from "../../ipam/endpoint.js";
+import { ENDPOINT_CLAIM_LABEL, ENDPOINT_PENDING_LABEL } from "../../ipam/endpoint.js";
 import type { Cluster } from "../clusters.js";
 import { endpointAllocationPause, planEndpointClaim, type EndpointClaimInput } from "./endpoint.js";
 
@@ -47,6 +47,19 @@ describe("control-plane endpoint claims", () => {
       ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: "c", uid: "cluster-uid" }],
     });
     expect(plan({ claim: owned, cluster: cluster() }).kind).to.equal("none");
+  });
+
+  it("owned and no longer pending: a claim that came owned but still carries the pending label is owned again without a second owner", () => {
+    const labels = {
+      "cluster.x-k8s.io/cluster-name": "c",
+      [ENDPOINT_CLAIM_LABEL]: "",
+      [ENDPOINT_PENDING_LABEL]: "IPPool.p",
+    };
+    const ownerReferences = [
+      { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: "c", uid: "cluster-uid" },
+    ];
+    expect(plan({ claim: claim({ labels, ownerReferences }), cluster: cluster() })).to.deep.equal({ kind: "own" });
+    expect(plan({ claim: claim({ labels }), cluster: cluster() })).to.have.property("owner");
   });
 
   it("untouched while the Cluster is paused (spec or annotation) or deleting, or the claim is leaving", () => {

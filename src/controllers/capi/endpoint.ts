@@ -4,6 +4,8 @@
  *
  * - Once its Cluster exists, the claim gets an owner reference to it, so `clusterctl move` carries the claim with
  *   the Cluster and the garbage collector deletes it (and the pool pass releases its address) when the Cluster goes.
+ *   The same patch removes {@link ENDPOINT_PENDING_LABEL} (also from a claim that came owned, e.g. moved), so the
+ *   webhook's count of claims waiting for their Cluster finds the waiting ones alone.
  * - Nothing is written while the Cluster is paused or the claim is leaving (deleting, moved by clusterctl).
  * - A claim whose Cluster does not exist {@link EndpointClaimOptions.graceMs} after the claim's creation (the create
  *   that made it was refused by a later webhook, or never retried) is deleted: no address is held beyond the grace.
@@ -15,7 +17,7 @@ import type { IPAddressClaim } from "../../../api/capi/types.js";
 import { CAPI_IPADDRESSCLAIM } from "../../../api/registry.js";
 import { CLUSTER_KIND } from "../../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL, type OwnerReference } from "../../../api/v1alpha1/types.js";
-import { ENDPOINT_CLAIM_LABEL, endpointClaimName } from "../../ipam/endpoint.js";
+import { ENDPOINT_CLAIM_LABEL, ENDPOINT_PENDING_LABEL, endpointClaimName } from "../../ipam/endpoint.js";
 import { isNotFound } from "../../kube/errors.js";
 import { keyOf, type Informer } from "../../kube/informer.js";
 import type { Logger } from "../../runtime/logger.js";
@@ -44,7 +46,8 @@ export const DEFAULT_ENDPOINT_CLAIM_GRACE_MS = 10 * 60_000;
 
 export type EndpointClaimAction =
   | { kind: "none"; why: string }
-  | { kind: "own"; owner: OwnerReference }
+  /** Owned by its Cluster: `owner` added when not there yet, {@link ENDPOINT_PENDING_LABEL} removed. */
+  | { kind: "own"; owner?: OwnerReference }
   | { kind: "delete" }
   /** Look again in `ms`: the grace of a claim without its Cluster runs. */
   | { kind: "wait"; ms: number };
@@ -71,7 +74,9 @@ export function planEndpointClaim(input: EndpointClaimInput): EndpointClaimActio
     if (clusterPaused(cluster)) return { kind: "none", why: "Cluster paused" };
     if (isDeleting(cluster.metadata)) return { kind: "none", why: "Cluster deleting" };
     const uid = cluster.metadata.uid ?? "";
-    if ((meta.ownerReferences ?? []).some((o) => o.uid === uid)) return { kind: "none", why: "owned" };
+    const pendingLabel = meta.labels[ENDPOINT_PENDING_LABEL] !== undefined;
+    if ((meta.ownerReferences ?? []).some((o) => o.uid === uid))
+      return pendingLabel ? { kind: "own" } : { kind: "none", why: "owned" };
     return {
       kind: "own",
       owner: { apiVersion: input.clusterApiVersion, kind: CLUSTER_KIND, name: clusterName, uid },
@@ -151,7 +156,9 @@ export class EndpointClaims {
       case "own":
         try {
           await store.patchMetadata(claims, claim, {
-            ownerReferences: [...(claim.metadata.ownerReferences ?? []), action.owner],
+            ...(action.owner ? { ownerReferences: [...(claim.metadata.ownerReferences ?? []), action.owner] } : {}),
+            // A merge patch's null removes the label.
+            labels: { [ENDPOINT_PENDING_LABEL]: null } as unknown as Record<string, string>,
           });
         } catch (err) {
           // A conflict is retried by the queue, decided again on the claim the watch brings.
