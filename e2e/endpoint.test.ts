@@ -23,7 +23,13 @@ import {
 import type { IPAddressClaim } from "../api/capi/types.js";
 import { NETBOX_POOL_KIND } from "../api/netbox/types.js";
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
-import { ENDPOINT_CLAIM_LABEL, ENDPOINT_POOL_ANNOTATION, endpointClaimName } from "../src/ipam/endpoint.js";
+import {
+  DEFAULT_ENDPOINT_PENDING_CLAIMS,
+  ENDPOINT_CLAIM_LABEL,
+  ENDPOINT_PENDING_LABEL,
+  ENDPOINT_POOL_ANNOTATION,
+  endpointClaimName,
+} from "../src/ipam/endpoint.js";
 import { describeError, statusCodeOf } from "../src/kube/errors.js";
 import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { loopbackPki, writeCertDir } from "../src/webhooks/https.testutil.js";
@@ -33,7 +39,8 @@ import { skipWithout } from "../hack/testkit/skips.js";
 import { freshNamespace, repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
 import { installCrds } from "../hack/testkit/crds.js";
-import { scopedWebhookConfigurations } from "../hack/testkit/hostile.js";
+import { admissionReview, postInsecure, scopedWebhookConfigurations } from "../hack/testkit/hostile.js";
+import { WEBHOOK_PATHS } from "../src/webhooks/handlers.js";
 import { capiClients, clients, pool, type CapiClients, type Clients } from "../hack/testkit/ipam.js";
 import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
 import { claimPort } from "../hack/testkit/ports.js";
@@ -44,7 +51,8 @@ import { hostOf, keyIn, netBoxClients, netBoxPool, ourRecordsIn, writeToken } fr
 const SCOPE_LABEL = "e2e.ipam.metal3.io/endpoint";
 /** On an object: the fixture validating webhook refuses its create (a later webhook refusing after ours). */
 const REFUSE_LABEL = "e2e.ipam.metal3.io/refuse";
-const GRACE = "8s";
+/** Long enough for the bound's test to see its pool's claims before they expire; the refused create's test waits it out. */
+const GRACE = "20s";
 const POOL_NAME = "vips";
 /** The pool's range: 10.77.0.10 to 10.77.0.250. */
 const inPool = (host: unknown): boolean =>
@@ -511,6 +519,92 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
     expect(new Set(hosts).size).to.equal(50);
     const bound = await Promise.all(names.map(claimAddress));
     expect(bound).to.deep.equal(hosts);
+  });
+
+  // Anyone who reaches a replica's webhook port can post reviews for Clusters that never come (the port does not know
+  // its caller): here straight to the follower's port, as such a sender would, from a pool of their own.
+  it("makes at most --endpoint-pending-claims claims of a pool that wait for their Cluster; refuses more with the reason; a Cluster that comes frees a place", async () => {
+    const limit = DEFAULT_ENDPOINT_PENDING_CLAIMS;
+    const bounded = "bounded";
+    await c.pools.create(ns, pool(ns, bounded, { pools: [{ start: "10.78.0.10", end: "10.78.0.250" }], prefix: 24 }));
+    const poolRef = `IPPool/${bounded}`;
+    const pendingOfPool = async (): Promise<string[]> =>
+      (await capi.claims.list(ns)).items
+        .filter(
+          (x) =>
+            x.metadata.labels?.[ENDPOINT_PENDING_LABEL] === `IPPool.${bounded}` &&
+            !(x.metadata.ownerReferences ?? []).some((o) => o.kind === "Cluster"),
+        )
+        .map((x) => x.metadata.name ?? "");
+    const follower = replicas[1];
+    if (!follower) throw new Error("no follower");
+    const forged = Array.from({ length: limit + 3 }, (_, i) => `forged-${i}`);
+    const answers = await Promise.all(
+      forged.map(async (name, i) => {
+        const review = admissionReview(
+          `forged-${i}`,
+          { group: "cluster.x-k8s.io", version: "v1beta2", kind: "Cluster" },
+          "CREATE",
+          clusterV1beta2(name, { pool: poolRef }),
+        );
+        const answer = await postInsecure(
+          follower.webhookPort,
+          WEBHOOK_PATHS.mutateControlPlaneEndpoint,
+          review,
+          15_000,
+        );
+        return (
+          JSON.parse(answer.body || "{}") as {
+            response?: { allowed: boolean; status?: { code?: number; message?: string } };
+          }
+        ).response;
+      }),
+    );
+    const refused = answers.filter((a) => a?.status?.code === 429);
+    expect(refused, JSON.stringify(answers.filter((a) => !a?.allowed).slice(0, 3))).to.have.length(3);
+    expect(refused[0]?.status?.message)
+      .to.contain(`${limit} control-plane endpoint claims of pool ${poolRef} are waiting for their Cluster`)
+      .and.contain(`--endpoint-pending-claims=${limit}`)
+      .and.contain(`${GRACE} after their creation (--endpoint-claim-grace)`);
+    expect(await pendingOfPool()).to.have.length(limit);
+
+    // Through the API server: a new Cluster from that pool is refused with the reason; one whose claim exists is not.
+    // (A client that does not send a 429 again, as kubectl; this repository's own client would, for 10 s.)
+    const err = await admin
+      .makeApiClient(CustomObjectsApi)
+      .createNamespacedCustomObject({
+        group: "cluster.x-k8s.io",
+        version: "v1beta2",
+        namespace: ns,
+        plural: "clusters",
+        body: clusterV1beta2("bounded-real", { pool: poolRef }),
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => describeError(e),
+      );
+    expect(err).to.contain(`are waiting for their Cluster`).and.contain("--endpoint-pending-claims");
+    const taken = forged.find((_, i) => answers[i]?.status?.code !== 429);
+    const came = await createRetrying(clustersV1beta2, clusterV1beta2(taken ?? "", { pool: poolRef }));
+    expect(came.spec?.controlPlaneEndpoint?.host).to.match(/^10\.78\.0\./);
+    // Owned by its Cluster, that claim waits no more: the next Cluster from the pool gets its endpoint.
+    await eventually(
+      "the claim to be owned and no longer pending",
+      async () => (await pendingOfPool()).length === limit - 1,
+      30_000,
+      200,
+    );
+    const real = await createRetrying(clustersV1beta2, clusterV1beta2("bounded-real", { pool: poolRef }));
+    expect(real.spec?.controlPlaneEndpoint?.host).to.match(/^10\.78\.0\./);
+    // The forged claims go after the grace, and their addresses with them.
+    await eventually("the forged claims to be deleted", async () => (await pendingOfPool()).length === 0, 90_000, 500);
+    await eventually(
+      "their addresses to be freed",
+      async () =>
+        (await capi.addresses.list(ns)).items.filter((a) => a.spec.address.startsWith("10.78.0.")).length === 2,
+      30_000,
+      500,
+    );
   });
 
   it("deletes, after the grace, the claim of a create a later webhook refused, and frees its address", async () => {

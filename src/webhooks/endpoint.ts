@@ -98,9 +98,12 @@ export interface EndpointRouteOptions {
   waitMs?: number;
   /** First pause between two reads of the claim; doubled up to 500 ms. Default 100 ms. */
   pollMs?: number;
-  /** `--endpoint-pending-claims`: most claims of one pool waiting for their Cluster. Default {@link DEFAULT_ENDPOINT_PENDING_CLAIMS}. */
+  /**
+   * `--endpoint-pending-claims`: most claims of one pool waiting for their Cluster. Default
+   * {@link DEFAULT_ENDPOINT_PENDING_CLAIMS}.
+   */
   pendingLimit?: number;
-  /** `--endpoint-claim-grace`, for the refusal's message. Default 10 min. */
+  /** `--endpoint-claim-grace`, for the refusal's message. Default 10 min, the flag's. */
   graceMs?: number;
 }
 
@@ -210,7 +213,7 @@ export function claimMismatch(claim: IPAddressClaim, pool: EndpointPoolRef): str
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Whether `claim` still waits for its Cluster: no owner reference of kind Cluster (pure). */
-export function waitsForCluster(claim: IPAddressClaim): boolean {
+function waitsForCluster(claim: IPAddressClaim): boolean {
   return !(claim.metadata.ownerReferences ?? []).some((o) => o.kind === CLUSTER_KIND);
 }
 
