@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { CRDS } from "./v1alpha1/schema.js";
 import { INCLUSTER_CRDS } from "./incluster/schema.js";
+import { NETBOX_CRDS } from "./netbox/schema.js";
 import {
   apiVersionOf,
   CAPI_IPADDRESS,
@@ -12,7 +13,12 @@ import {
   IPADDRESS,
   IPCLAIM,
   IPPOOL,
+  isNetBoxKind,
+  kubectlSpellings,
   MACHINE,
+  POOL_DESCRIPTORS,
+  poolDescriptor,
+  poolKindOfRef,
   qualifiedName,
   resourceType,
   type ResourceDescriptor,
@@ -28,7 +34,8 @@ const ALL: readonly ResourceDescriptor[] = [
   MACHINE,
   INCLUSTER_IPPOOL,
   GLOBAL_INCLUSTER_IPPOOL,
-];
+  ...POOL_DESCRIPTORS,
+].filter((d, i, all) => all.indexOf(d) === i);
 
 describe("api/registry.ts", () => {
   it("names every kind once", () => {
@@ -66,5 +73,42 @@ describe("api/registry.ts", () => {
     expect(resourceType(CLUSTER, "v1beta1").version).to.equal("v1beta1");
     expect(apiVersionOf(IPPOOL)).to.equal("ipam.metal3.io/v1alpha1");
     expect(qualifiedName(CAPI_IPADDRESS)).to.equal("ipaddresses.ipam.cluster.x-k8s.io");
+  });
+
+  it("states each pool kind's scope and engine, and the NetBox CRDs agree on the scope", () => {
+    const facts = POOL_DESCRIPTORS.map((d) => [d.kind, d.namespaced, d.engine, isNetBoxKind(d.kind)]);
+    expect(facts).to.deep.equal([
+      ["IPPool", true, "allocator", false],
+      ["InClusterIPPool", true, "allocator", false],
+      ["GlobalInClusterIPPool", false, "allocator", false],
+      ["NetBoxIPPool", true, "netbox", true],
+      ["GlobalNetBoxIPPool", false, "netbox", true],
+    ]);
+    for (const d of POOL_DESCRIPTORS) expect(poolDescriptor(d.kind)).to.equal(d);
+    for (const crd of NETBOX_CRDS)
+      expect((crd.scope ?? "Namespaced") === "Namespaced", crd.kind).to.equal(
+        POOL_DESCRIPTORS.find((d) => d.kind === crd.kind)?.namespaced,
+      );
+  });
+
+  it("names a pool kind by a reference's API group and kind, and nothing else", () => {
+    expect(poolKindOfRef({ apiGroup: "ipam.metal3.io", kind: "IPPool" })).to.equal("IPPool");
+    expect(poolKindOfRef({ apiGroup: "ipam.cluster.x-k8s.io", kind: "GlobalInClusterIPPool" })).to.equal(
+      "GlobalInClusterIPPool",
+    );
+    expect(poolKindOfRef({ apiGroup: "netbox.ipam.cluster.x-k8s.io", kind: "NetBoxIPPool" })).to.equal("NetBoxIPPool");
+    expect(poolKindOfRef({ apiGroup: "ipam.cluster.x-k8s.io", kind: "IPPool" })).to.equal(undefined);
+    expect(poolKindOfRef({ apiGroup: "ipam.metal3.io", kind: "InClusterIPPool" })).to.equal(undefined);
+    expect(poolKindOfRef({ kind: "IPPool" })).to.equal(undefined);
+    expect(poolKindOfRef(undefined)).to.equal(undefined);
+  });
+
+  it("spells a resource as kubectl does: kind and plural, alone and with the group", () => {
+    expect(kubectlSpellings(GLOBAL_INCLUSTER_IPPOOL)).to.deep.equal([
+      "globalinclusterippool",
+      "globalinclusterippools",
+      "globalinclusterippool.ipam.cluster.x-k8s.io",
+      "globalinclusterippools.ipam.cluster.x-k8s.io",
+    ]);
   });
 });

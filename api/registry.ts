@@ -33,6 +33,18 @@ export interface ResourceDescriptor {
   readonly namespaced: boolean;
 }
 
+/**
+ * A pool kind: a resource whose objects hand out addresses to claims. Its scope is `namespaced` (false: a global
+ * pool, used by claims of every namespace).
+ */
+export interface PoolDescriptor extends ResourceDescriptor {
+  /**
+   * What chooses a pool's addresses: "allocator", this project's allocator over the ranges the pool's spec lists
+   * (`src/ipam`); "netbox", NetBox, in the prefix or range the spec names (the spec states no addresses itself).
+   */
+  readonly engine: "allocator" | "netbox";
+}
+
 /** One served version of a kind: enough to address it over REST (what `ResourceClient` and informers take). */
 export interface ResourceType {
   group: string;
@@ -61,7 +73,8 @@ export const IPPOOL = {
   plural: "ippools",
   versions: [VERSION],
   namespaced: true,
-} as const satisfies ResourceDescriptor;
+  engine: "allocator",
+} as const satisfies PoolDescriptor;
 /** `ipam.metal3.io/v1alpha1` IPClaim. */
 export const IPCLAIM = {
   group: GROUP,
@@ -103,7 +116,8 @@ export const INCLUSTER_IPPOOL = {
   plural: "inclusterippools",
   versions: [INCLUSTER_VERSION],
   namespaced: true,
-} as const satisfies ResourceDescriptor;
+  engine: "allocator",
+} as const satisfies PoolDescriptor;
 /** The in-cluster provider's cluster-scoped pool, used by claims of every namespace. */
 export const GLOBAL_INCLUSTER_IPPOOL = {
   group: INCLUSTER_GROUP,
@@ -111,7 +125,8 @@ export const GLOBAL_INCLUSTER_IPPOOL = {
   plural: "globalinclusterippools",
   versions: [INCLUSTER_VERSION],
   namespaced: false,
-} as const satisfies ResourceDescriptor;
+  engine: "allocator",
+} as const satisfies PoolDescriptor;
 
 /** A pool whose addresses NetBox hands out (`netbox.ipam.cluster.x-k8s.io/v1alpha1`), served when its CRD is installed. */
 export const NETBOX_IPPOOL = {
@@ -120,7 +135,8 @@ export const NETBOX_IPPOOL = {
   plural: "netboxippools",
   versions: [NETBOX_VERSION],
   namespaced: true,
-} as const satisfies ResourceDescriptor;
+  engine: "netbox",
+} as const satisfies PoolDescriptor;
 /** The cluster-scoped NetBox pool, used by claims of every namespace. */
 export const GLOBAL_NETBOX_IPPOOL = {
   group: NETBOX_GROUP,
@@ -128,7 +144,39 @@ export const GLOBAL_NETBOX_IPPOOL = {
   plural: "globalnetboxippools",
   versions: [NETBOX_VERSION],
   namespaced: false,
-} as const satisfies ResourceDescriptor;
+  engine: "netbox",
+} as const satisfies PoolDescriptor;
+
+/** Every pool kind, in the order a listing shows pools of one namespace and name. */
+export const POOL_DESCRIPTORS = [
+  IPPOOL,
+  INCLUSTER_IPPOOL,
+  GLOBAL_INCLUSTER_IPPOOL,
+  NETBOX_IPPOOL,
+  GLOBAL_NETBOX_IPPOOL,
+] as const satisfies readonly PoolDescriptor[];
+/** A pool kind by its Kubernetes kind name. */
+export type PoolKindName = (typeof POOL_DESCRIPTORS)[number]["kind"];
+/** The descriptor of the pool kind named `K`. */
+export type PoolDescriptorOf<K extends PoolKindName> = Extract<(typeof POOL_DESCRIPTORS)[number], { kind: K }>;
+/** The pool kinds whose addresses NetBox chooses. */
+export type NetBoxKindName = Extract<(typeof POOL_DESCRIPTORS)[number], { engine: "netbox" }>["kind"];
+
+/** The descriptor of a pool kind. */
+export function poolDescriptor<K extends PoolKindName>(kind: K): PoolDescriptorOf<K> {
+  return POOL_DESCRIPTORS.find((d) => d.kind === kind) as PoolDescriptorOf<K>;
+}
+
+/** Whether NetBox chooses the addresses of pools of `kind`. */
+export const isNetBoxKind = (kind: PoolKindName): kind is NetBoxKindName => poolDescriptor(kind).engine === "netbox";
+
+/**
+ * The pool kind a reference names by API group and kind (a Cluster API `poolRef`, an IPAddress's), or undefined for
+ * anything that is not one of our pool kinds.
+ */
+export function poolKindOfRef(ref: { apiGroup?: string; kind: string } | undefined): PoolKindName | undefined {
+  return POOL_DESCRIPTORS.find((d) => d.group === ref?.apiGroup && d.kind === ref.kind)?.kind;
+}
 
 /** Cluster API's Cluster, read for pause and owner references. */
 export const CLUSTER = {
@@ -170,4 +218,13 @@ export function apiVersionOf<D extends ResourceDescriptor>(
 /** `plural.group`: the CustomResourceDefinition's name, and how kubectl and RBAC messages name the resource. */
 export function qualifiedName(descriptor: Pick<ResourceDescriptor, "group" | "plural">): string {
   return descriptor.group === "" ? descriptor.plural : `${descriptor.plural}.${descriptor.group}`;
+}
+
+/**
+ * The words kubectl accepts for a resource on its command line, lower case: the kind and the plural, each alone and
+ * qualified by the group (`ippool`, `ippools`, `ippool.ipam.metal3.io`, `ippools.ipam.metal3.io`).
+ */
+export function kubectlSpellings(descriptor: Pick<ResourceDescriptor, "group" | "kind" | "plural">): string[] {
+  const singular = descriptor.kind.toLowerCase();
+  return [singular, descriptor.plural, `${singular}.${descriptor.group}`, qualifiedName(descriptor)];
 }
