@@ -167,6 +167,9 @@ export function poolDescriptor<K extends PoolKindName>(kind: K): PoolDescriptorO
   return POOL_DESCRIPTORS.find((d) => d.kind === kind) as PoolDescriptorOf<K>;
 }
 
+/** Whether pools of `kind` are global: cluster-scoped, used by claims of every namespace. */
+export const isGlobalKind = (kind: PoolKindName): boolean => !poolDescriptor(kind).namespaced;
+
 /** Whether NetBox chooses the addresses of pools of `kind`. */
 export const isNetBoxKind = (kind: PoolKindName): kind is NetBoxKindName => poolDescriptor(kind).engine === "netbox";
 

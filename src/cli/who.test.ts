@@ -108,4 +108,27 @@ describe("cli/who", () => {
     });
     expect(text).to.include("owners     Metal3Data d0 (missing) → (Cluster c1 by label)");
   });
+
+  it("names the claim's namespace for a holder on any global pool, a NetBox one too", () => {
+    const entry = {
+      namespace: "other",
+      pool: "shared",
+      poolKind: "GlobalNetBoxIPPool" as const,
+      claimKind: "IPAddressClaim" as const,
+      claimName: "m-1",
+      claimState: "bound" as const,
+      owners: [],
+    };
+    const text = renderWho({ query: "10.84.0.9", by: "address", entries: [entry], freeIn: [] });
+    expect(text).to.match(/^pool +GlobalNetBoxIPPool shared$/m);
+    expect(text).to.match(/^claim +IPAddressClaim other\/m-1 \(bound\)$/m);
+    const namespaced = renderWho({
+      query: "10.83.0.2",
+      by: "address",
+      entries: [{ ...entry, namespace: "ns1", pool: "nb", poolKind: "NetBoxIPPool" }],
+      freeIn: [],
+    });
+    expect(namespaced).to.match(/^pool +NetBoxIPPool ns1\/nb$/m);
+    expect(namespaced).to.match(/^claim +IPAddressClaim m-1 \(bound\)$/m);
+  });
 });

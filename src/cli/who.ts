@@ -6,6 +6,7 @@
  */
 import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
+import { isGlobalKind, poolKindOfRef, type PoolKindName } from "../../api/registry.js";
 import { canonicalAddress, parseAddress } from "../ipam/index.js";
 import {
   allocatorOf,
@@ -21,7 +22,7 @@ import {
 } from "./inventory.js";
 import { table } from "./output.js";
 import { claimRole, type ClaimRole } from "./reserve.js";
-import { idOf, poolKindOfRef, poolTitle, type PoolKindName } from "./poolkind.js";
+import { idOf, poolTitle } from "./poolkind.js";
 
 /** CAPM3's annotation on a Metal3Machine naming its BareMetalHost (`namespace/name`). */
 export const BAREMETALHOST_ANNOTATION = "metal3.io/BareMetalHost";
@@ -220,7 +221,7 @@ const ROLE_TEXT: Record<ClaimRole, string> = {
 function entryRows(e: WhoEntry): string[][] {
   const rows: string[][] = [];
   // A global pool's holders may be in any namespace: the claim line says which (the pool line cannot).
-  const claimName = e.poolKind === "GlobalInClusterIPPool" ? `${e.namespace}/${e.claimName}` : e.claimName;
+  const claimName = e.poolKind && isGlobalKind(e.poolKind) ? `${e.namespace}/${e.claimName}` : e.claimName;
   const claimLine = `${e.claimKind} ${claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
   rows.push(["address", e.holding ? e.holding.address : "-"]);
   // A Metal3 pool (or another provider's) reads as before, `NS/NAME`; the in-cluster kinds name their kind.
@@ -281,7 +282,7 @@ export function whoDocument(report: WhoReport): object {
       node: e.owners.find((o) => o.node)?.node ?? null,
     })),
     freeIn: report.freeIn.map((p) => ({
-      namespace: p.poolKind === "GlobalInClusterIPPool" ? null : p.namespace,
+      namespace: isGlobalKind(p.poolKind) ? null : p.namespace,
       pool: p.pool,
       ...poolKindKey(p.poolKind),
     })),
