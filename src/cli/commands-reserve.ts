@@ -3,13 +3,13 @@
  * and the two writes around the pure parts in reserve.ts. `reserve` creates the claim, waits until the controller binds
  * it and prints the address; `release` deletes a claim `reserve` made (and nothing else).
  */
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, type PoolKindName } from "../../api/registry.js";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import type { Invocation } from "./args.js";
 import { CliError, ExitCode } from "./errors.js";
 import { create, crdMissing, get, raw, remove, resourceName, type Obj, type ResourceKind } from "./kube.js";
 import { machine, type Io } from "./output.js";
-import { parsePoolArgument, type PoolKindName } from "./poolkind.js";
+import { parsePoolArgument } from "./poolkind.js";
 import { capiKind } from "./read.js";
 import {
   honoursRequestedAddress,

@@ -6,7 +6,8 @@ import { allPools, distinct, type Inventory } from "./inventory.js";
 import { connect } from "./kubeconfig.js";
 import { crdMissing, useServer, type Obj } from "./kube.js";
 import { machine, styleFor, type Format, type Io } from "./output.js";
-import { idOf, isGlobalKind, parsePoolArgument, type PoolKindName } from "./poolkind.js";
+import { isGlobalKind, type PoolKindName } from "../../api/registry.js";
+import { idOf, parsePoolArgument } from "./poolkind.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";
 import { ifServed, OPTIONAL_POOL_RESOURCES, ownerChain, readInventory, readMoveGraph, type Warn } from "./read.js";
@@ -60,7 +61,7 @@ async function free(inv: Invocation, namespace: string, io: Io): Promise<number>
   });
   if (!pool) {
     // An optional kind's pool asked for on a cluster without its CRD: say that, not "not found".
-    const k = wanted.kind === "IPPool" ? undefined : OPTIONAL_POOL_RESOURCES[wanted.kind];
+    const k = OPTIONAL_POOL_RESOURCES.get(wanted.kind);
     if (k && !(await ifServed(k))) throw new CliError(crdMissing(k));
     throw unknownPool(wanted.kind, wanted.name, namespace, inventory);
   }
@@ -154,7 +155,7 @@ async function preflightMove(inv: Invocation, namespace: string, io: Io, source:
   const globalPools = await readGlobalPoolUse(namespace, inventory);
   const names = globalPools.map((u) => u.name);
   const netBoxPools = await readNetBoxPoolUse(namespace, inventory);
-  const netBoxGlobals = netBoxPools.filter((u) => u.kind === "GlobalNetBoxIPPool").map((u) => u.name);
+  const netBoxGlobals = netBoxPools.filter((u) => isGlobalKind(u.kind)).map((u) => u.name);
   const target = names.length > 0 ? await onTarget(inv, io, source, () => readTargetGlobalPools(names)) : undefined;
   const targetNetBox =
     netBoxGlobals.length > 0 ? await onTarget(inv, io, source, () => readTargetNetBoxPools(netBoxGlobals)) : undefined;

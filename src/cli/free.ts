@@ -10,17 +10,16 @@
 import { formatAddress, parseAddress, type Family } from "../ipam/index.js";
 import { allocatorOf, holdingsOf, type Inventory } from "./inventory.js";
 import { jsonCount, table } from "./output.js";
+import { isGlobalKind, isNetBoxKind, type PoolKindName } from "../../api/registry.js";
 import {
   idOf,
-  isGlobalKind,
-  isNetBoxKind,
+  isNetBoxPool,
   kindKey,
   poolSpans,
   poolTitle,
   preAllocationsOf,
   strategyOf,
   type AnyPool,
-  type PoolKindName,
 } from "./poolkind.js";
 
 /** A run of free addresses, inclusive. */
@@ -73,7 +72,7 @@ const HOW_TO_KNOW =
 /** `free` of a NetBox pool: its status and its records here; no ranges, no next address (NetBox chooses). */
 function netBoxFreeReport(pool: AnyPool, inv: Inventory): FreeReport {
   const id = idOf(pool);
-  const status = pool.kind === "NetBoxIPPool" || pool.kind === "GlobalNetBoxIPPool" ? pool.object.status : undefined;
+  const status = isNetBoxPool(pool) ? pool.object.status : undefined;
   const counts = status?.ipAddresses;
   const bound = holdingsOf(pool, inv)
     .map((h) => parseAddress(h.address))

@@ -11,25 +11,20 @@
 import { CAPI_IPAM_GROUP, type CapiIPAddress, type IPAddressClaim } from "../../api/capi/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
 import type { NetBoxIPPool } from "../../api/netbox/types.js";
+import { GROUP, READY_CONDITION, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import {
-  GROUP,
-  IPPOOL_KIND,
-  READY_CONDITION,
-  type IPAddress,
-  type IPClaim,
-  type IPPool,
-} from "../../api/v1alpha1/types.js";
-import { PoolAllocator, parseAddress, sameAddress } from "../ipam/index.js";
-import {
-  idOf,
+  GLOBAL_INCLUSTER_IPPOOL,
+  GLOBAL_NETBOX_IPPOOL,
+  INCLUSTER_IPPOOL,
+  IPPOOL,
   isGlobalKind,
-  openAllocator,
+  NETBOX_IPPOOL,
+  POOL_DESCRIPTORS,
   poolKindOfRef,
-  POOL_KINDS,
-  type AnyPool,
-  type PoolId,
   type PoolKindName,
-} from "./poolkind.js";
+} from "../../api/registry.js";
+import { PoolAllocator, parseAddress, sameAddress } from "../ipam/index.js";
+import { idOf, isMetal3Kind, openAllocator, type AnyPool, type PoolId } from "./poolkind.js";
 
 /** Everything about addresses in the namespaces looked at. */
 export interface Inventory {
@@ -78,7 +73,8 @@ const name = (o: { metadata: { name?: string } }): string => o.metadata.name ?? 
 
 /** Whether a Cluster API poolRef names one of our pools. */
 export function isOurPoolRef(ref: { apiGroup?: string; kind: string } | undefined): boolean {
-  return ref?.apiGroup === GROUP && ref.kind === IPPOOL_KIND;
+  const kind = poolKindOfRef(ref);
+  return kind !== undefined && isMetal3Kind(kind);
 }
 
 /** Objects of `first` then those of `more` not in it (by namespace and name): each object once. */
@@ -98,7 +94,7 @@ export function holdings(inv: Inventory): Holding[] {
     api: GROUP,
     namespace: ns(a),
     pool: a.spec.pool?.name ?? "",
-    poolKind: "IPPool",
+    poolKind: IPPOOL.kind,
     claimKind: "IPClaim",
     claimName: a.spec.claim?.name ?? "",
   }));
@@ -139,22 +135,23 @@ export function allocatorOf(pool: AnyPool, inv: Inventory): PoolAllocator {
   return allocator;
 }
 
+/** A kind's place in the registry's listing order. */
+const kindOrder = (kind: PoolKindName): number => POOL_DESCRIPTORS.findIndex((d) => d.kind === kind);
+
 /** Every pool of the inventory, every kind, sorted by namespace (global pools first: they have none), name, kind. */
 export function allPools(inv: Inventory): AnyPool[] {
   const tagged: AnyPool[] = [
-    ...inv.pools.map((object): AnyPool => ({ kind: "IPPool", object })),
-    ...inv.inClusterPools.map((object): AnyPool => ({ kind: "InClusterIPPool", object })),
-    ...inv.globalPools.map((object): AnyPool => ({ kind: "GlobalInClusterIPPool", object })),
-    ...inv.netBoxPools.map((object): AnyPool => ({ kind: "NetBoxIPPool", object })),
-    ...inv.globalNetBoxPools.map((object): AnyPool => ({ kind: "GlobalNetBoxIPPool", object })),
+    ...inv.pools.map((object): AnyPool => ({ kind: IPPOOL.kind, object })),
+    ...inv.inClusterPools.map((object): AnyPool => ({ kind: INCLUSTER_IPPOOL.kind, object })),
+    ...inv.globalPools.map((object): AnyPool => ({ kind: GLOBAL_INCLUSTER_IPPOOL.kind, object })),
+    ...inv.netBoxPools.map((object): AnyPool => ({ kind: NETBOX_IPPOOL.kind, object })),
+    ...inv.globalNetBoxPools.map((object): AnyPool => ({ kind: GLOBAL_NETBOX_IPPOOL.kind, object })),
   ];
   const ids = new Map(tagged.map((p) => [p, idOf(p)]));
   return tagged.sort((a, b) => {
     const [x, y] = [ids.get(a)!, ids.get(b)!];
     return (
-      x.namespace.localeCompare(y.namespace) ||
-      x.name.localeCompare(y.name) ||
-      POOL_KINDS.indexOf(x.kind) - POOL_KINDS.indexOf(y.kind)
+      x.namespace.localeCompare(y.namespace) || x.name.localeCompare(y.name) || kindOrder(x.kind) - kindOrder(y.kind)
     );
   });
 }
@@ -163,7 +160,7 @@ export function allPools(inv: Inventory): AnyPool[] {
 export function claimsOf(pool: AnyPool, inv: Inventory): { ipClaims: IPClaim[]; ipAddressClaims: IPAddressClaim[] } {
   const id = idOf(pool);
   return {
-    ipClaims: inv.claims.filter((c) => belongs(id, "IPPool", ns(c), c.spec.pool.name)),
+    ipClaims: inv.claims.filter((c) => belongs(id, IPPOOL.kind, ns(c), c.spec.pool.name)),
     ipAddressClaims: distinct(inv.capiClaims, inv.globalRecords.claims).filter((c) =>
       belongs(id, poolKindOfRef(c.spec.poolRef), ns(c), c.spec.poolRef.name),
     ),

@@ -1,22 +1,29 @@
 /**
- * The kinds of pool `kubectl ipam` shows: Metal3's `IPPool`, the in-cluster provider's `InClusterIPPool`
- * (namespaced) and `GlobalInClusterIPPool` (cluster-scoped: claims of every namespace use it), and the NetBox pools
- * `NetBoxIPPool` and `GlobalNetBoxIPPool`. Pure: the kinds' names, how a person names a pool on the command line, how
- * a Cluster API `poolRef` names one, and each kind's address space as the controller sees it (the allocator and the
- * free spans). A NetBox pool's space is NetBox's: the CLI never calls NetBox (nor reads its token), so it has no
+ * The kinds of pool `kubectl ipam` shows, as `api/registry.ts` lists them (POOL_DESCRIPTORS: Metal3's `IPPool`, the
+ * in-cluster provider's and NetBox's namespaced and global pools), and what the CLI alone makes of them: a pool
+ * tagged with its kind and spec type, how the output names it, and each kind's address space as the controller sees
+ * it (the allocator and the free spans). Every fact of a kind (name, scope, engine, group, spellings) is the
+ * registry's. A NetBox pool's space is NetBox's: the CLI never calls NetBox (nor reads its token), so it has no
  * allocator of its own here, and its counts are the ones the controller wrote to the pool's status.
  */
-import { INCLUSTER_GROUP, type InClusterIPPool } from "../../api/incluster/types.js";
-import { NETBOX_GROUP, type NetBoxIPPool } from "../../api/netbox/types.js";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
+import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import {
   GLOBAL_INCLUSTER_IPPOOL,
   GLOBAL_NETBOX_IPPOOL,
   INCLUSTER_IPPOOL,
   IPPOOL,
+  isGlobalKind,
+  isNetBoxKind,
+  kubectlSpellings,
   NETBOX_IPPOOL,
-  qualifiedName,
+  POOL_DESCRIPTORS,
+  poolKindOfRef,
+  type NetBoxKindName,
+  type PoolDescriptor,
+  type PoolKindName,
 } from "../../api/registry.js";
-import { GROUP, IPPOOL_KIND, type IPPool } from "../../api/v1alpha1/types.js";
+import type { IPPool } from "../../api/v1alpha1/types.js";
 import {
   compileEntries,
   entryUnion,
@@ -26,17 +33,14 @@ import {
   type Family,
 } from "../ipam/index.js";
 
-/** A pool kind by its Kubernetes kind name. */
-export type PoolKindName = "IPPool" | "InClusterIPPool" | "GlobalInClusterIPPool" | NetBoxKindName;
-
-/** The NetBox pool kinds: addresses handed out by NetBox. */
-export type NetBoxKindName = "NetBoxIPPool" | "GlobalNetBoxIPPool";
-
-/** A pool of any kind, tagged with its kind. */
+/** A pool of any kind, tagged with its kind: the kind picks the spec type. */
 export type AnyPool =
-  | { kind: "IPPool"; object: IPPool }
-  | { kind: "InClusterIPPool" | "GlobalInClusterIPPool"; object: InClusterIPPool }
-  | { kind: NetBoxKindName; object: NetBoxIPPool };
+  | { kind: typeof IPPOOL.kind; object: IPPool }
+  | { kind: typeof INCLUSTER_IPPOOL.kind | typeof GLOBAL_INCLUSTER_IPPOOL.kind; object: InClusterIPPool }
+  | { kind: typeof NETBOX_IPPOOL.kind | typeof GLOBAL_NETBOX_IPPOOL.kind; object: NetBoxIPPool };
+
+/** A Metal3 IPPool, tagged. */
+export type Metal3Pool = Extract<AnyPool, { kind: typeof IPPOOL.kind }>;
 
 /** Where a pool is: its kind, namespace ("" for a global pool) and name. */
 export interface PoolId {
@@ -45,58 +49,38 @@ export interface PoolId {
   name: string;
 }
 
-/** Every kind, in the order a listing shows pools of one namespace and name. */
-export const POOL_KINDS: readonly PoolKindName[] = [
-  "IPPool",
-  "InClusterIPPool",
-  "GlobalInClusterIPPool",
-  "NetBoxIPPool",
-  "GlobalNetBoxIPPool",
-];
+/**
+ * The kind the CLI showed before it showed others: a bare `NAME` on the command line means it, the output names its
+ * pools `NS/NAME` and gives them no kind key, so a Metal3-only cluster reads as it always did.
+ */
+export const UNTAGGED_KIND = IPPOOL.kind;
 
-const DESCRIPTORS = {
-  IPPool: IPPOOL,
-  InClusterIPPool: INCLUSTER_IPPOOL,
-  GlobalInClusterIPPool: GLOBAL_INCLUSTER_IPPOOL,
-  NetBoxIPPool: NETBOX_IPPOOL,
-  GlobalNetBoxIPPool: GLOBAL_NETBOX_IPPOOL,
-};
-
-/** Whether pools of `kind` are cluster-scoped (no namespace; claims of every namespace). */
-export const isGlobalKind = (kind: PoolKindName): boolean =>
-  kind === "GlobalInClusterIPPool" || kind === "GlobalNetBoxIPPool";
-
-/** Whether NetBox hands out the addresses of pools of `kind`. */
-export const isNetBoxKind = (kind: PoolKindName): kind is NetBoxKindName =>
-  kind === "NetBoxIPPool" || kind === "GlobalNetBoxIPPool";
-
-/** The pool kind a Cluster API `poolRef` (or an IPAddress's) names, or undefined for a pool kind we do not serve. */
-export function poolKindOfRef(ref: { apiGroup?: string; kind: string } | undefined): PoolKindName | undefined {
-  if (ref?.apiGroup === GROUP && ref.kind === IPPOOL_KIND) return "IPPool";
-  if (ref?.apiGroup === NETBOX_GROUP)
-    return ref.kind === NETBOX_IPPOOL.kind || ref.kind === GLOBAL_NETBOX_IPPOOL.kind ? ref.kind : undefined;
-  if (ref?.apiGroup !== INCLUSTER_GROUP) return undefined;
-  return ref.kind === INCLUSTER_IPPOOL.kind || ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind ? ref.kind : undefined;
-}
-
-/** The words a person may put before `/NAME` for each kind: kubectl's kind, plural, and their qualified forms. */
-function spellings(kind: PoolKindName): string[] {
-  const d = DESCRIPTORS[kind];
-  const [singular, plural] = [d.kind.toLowerCase(), d.plural];
-  return [singular, plural, `${singular}.${d.group}`, qualifiedName(d)];
-}
+/** Whether `kind` is Metal3's IPPool: the kind Metal3's IPClaims and IPAddresses name, whose spec is Metal3's. */
+export const isMetal3Kind = (kind: PoolKindName): kind is typeof IPPOOL.kind => kind === IPPOOL.kind;
 
 /**
- * Parses a pool argument: `NAME` (a Metal3 IPPool, as always), or `KIND/NAME` with KIND `ippool`,
- * `inclusterippool`, `globalinclusterippool`, `netboxippool` or `globalnetboxippool` (plurals and `.group` forms too,
- * any case). Undefined for an unknown
- * KIND: the caller says so (names cannot contain "/").
+ * Whether a reference (a `poolRef`, an IPAddress's) names a pool of `descriptor`'s kind: for the reads that serve one
+ * kind and take its spec type (preflight-move's GlobalInClusterIPPool findings).
+ */
+export const refersTo = (ref: { apiGroup?: string; kind: string } | undefined, descriptor: PoolDescriptor): boolean =>
+  poolKindOfRef(ref) === descriptor.kind;
+
+/** Whether `p` is a Metal3 IPPool. */
+export const isMetal3Pool = (p: AnyPool): p is Metal3Pool => isMetal3Kind(p.kind);
+
+/** Whether `p` is a NetBox pool (its status carries NetBox's counts). */
+export const isNetBoxPool = (p: AnyPool): p is Extract<AnyPool, { kind: NetBoxKindName }> => isNetBoxKind(p.kind);
+
+/**
+ * Parses a pool argument: `NAME` (a Metal3 IPPool, as always), or `KIND/NAME` with KIND any spelling kubectl
+ * accepts for a pool kind (`ippool`, `inclusterippools`, `globalnetboxippool.netbox.ipam.cluster.x-k8s.io`; any
+ * case). Undefined for an unknown KIND: the caller says so (names cannot contain "/").
  */
 export function parsePoolArgument(arg: string): { kind: PoolKindName; name: string } | undefined {
   const slash = arg.indexOf("/");
-  if (slash < 0) return { kind: "IPPool", name: arg };
+  if (slash < 0) return { kind: UNTAGGED_KIND, name: arg };
   const word = arg.slice(0, slash).toLowerCase();
-  const kind = POOL_KINDS.find((k) => spellings(k).includes(word));
+  const kind = POOL_DESCRIPTORS.find((d) => kubectlSpellings(d).includes(word))?.kind;
   return kind ? { kind, name: arg.slice(slash + 1) } : undefined;
 }
 
@@ -114,34 +98,28 @@ export function idOf(p: AnyPool): PoolId {
  * `InClusterIPPool NS/NAME`, `GlobalInClusterIPPool NAME`.
  */
 export function poolTitle(id: PoolId): string {
-  if (id.kind === "IPPool") return `${id.namespace}/${id.name}`;
+  if (id.kind === UNTAGGED_KIND) return `${id.namespace}/${id.name}`;
   return isGlobalKind(id.kind) ? `${id.kind} ${id.name}` : `${id.kind} ${id.namespace}/${id.name}`;
 }
 
 /** The machine form's `kind` key: absent for Metal3 IPPools (the documents had no key before), else the kind. */
 export function kindKey(kind: PoolKindName): { kind?: PoolKindName } {
-  return kind === "IPPool" ? {} : { kind };
+  return kind === UNTAGGED_KIND ? {} : { kind };
 }
 
 /** The address space of a non-Metal3 pool: NetBox pools have none the CLI knows (NetBox's space is NetBox's). */
-function spaceOf(p: Exclude<AnyPool, { kind: "IPPool" }>): AddressSpace {
-  switch (p.kind) {
-    case "NetBoxIPPool":
-    case "GlobalNetBoxIPPool":
-      return { entries: [], specErrors: [] };
-    default:
-      return inClusterSpace(p.object.spec);
-  }
+function spaceOf(p: Exclude<AnyPool, Metal3Pool>): AddressSpace {
+  return isNetBoxPool(p) ? { entries: [], specErrors: [] } : inClusterSpace(p.object.spec);
 }
 
 /** The allocator of a pool's spec, nothing reserved yet: the controller's view of the kind (empty for NetBox). */
 export function openAllocator(p: AnyPool): PoolAllocator {
-  return p.kind === "IPPool" ? new PoolAllocator(p.object.spec) : PoolAllocator.fromSpace(spaceOf(p));
+  return isMetal3Pool(p) ? new PoolAllocator(p.object.spec) : PoolAllocator.fromSpace(spaceOf(p));
 }
 
 /** The pool's addresses per family as sorted disjoint spans (before any is taken). */
 export function poolSpans(p: AnyPool): Record<Family, Array<[bigint, bigint]>> {
-  return entryUnion(p.kind === "IPPool" ? compileEntries(p.object.spec).entries : spaceOf(p).entries);
+  return entryUnion(isMetal3Pool(p) ? compileEntries(p.object.spec).entries : spaceOf(p).entries);
 }
 
 /**
@@ -149,11 +127,11 @@ export function poolSpans(p: AnyPool): Record<Family, Array<[bigint, bigint]>> {
  * NetBox pools take what NetBox's `available-ips` gives.
  */
 export function strategyOf(p: AnyPool): string {
-  if (p.kind === "IPPool") return p.object.spec.allocationStrategy || "sequential";
+  if (isMetal3Pool(p)) return p.object.spec.allocationStrategy || "sequential";
   return isNetBoxKind(p.kind) ? "netbox" : "sequential";
 }
 
 /** Metal3's `preAllocations` (claim name → address); the in-cluster kinds have none. */
 export function preAllocationsOf(p: AnyPool): Record<string, string> {
-  return p.kind === "IPPool" ? (p.object.spec.preAllocations ?? {}) : {};
+  return isMetal3Pool(p) ? (p.object.spec.preAllocations ?? {}) : {};
 }

@@ -17,7 +17,8 @@ import {
   type Inventory,
 } from "./inventory.js";
 import { bar, jsonCount, levelColour, paint, percent, table, type Style } from "./output.js";
-import { idOf, isGlobalKind, isNetBoxKind, kindKey, strategyOf, type AnyPool, type PoolKindName } from "./poolkind.js";
+import { isGlobalKind, isNetBoxKind, type PoolKindName } from "../../api/registry.js";
+import { idOf, isMetal3Pool, isNetBoxPool, kindKey, strategyOf, UNTAGGED_KIND, type AnyPool } from "./poolkind.js";
 
 /** Claims of one pool in one state, per kind. */
 export interface ClaimCounts {
@@ -55,8 +56,7 @@ function countClaims(pool: AnyPool, inv: Inventory, state: ClaimState): ClaimCou
 
 /** NetBox's utilisation of a NetBox pool, from its status (zeros until the controller has written it). */
 function netBoxCounts(pool: AnyPool, inv: Inventory): Pick<PoolRow, "total" | "used" | "free" | "netbox"> {
-  const reported =
-    pool.kind === "NetBoxIPPool" || pool.kind === "GlobalNetBoxIPPool" ? pool.object.status?.ipAddresses : undefined;
+  const reported = isNetBoxPool(pool) ? pool.object.status?.ipAddresses : undefined;
   return {
     total: BigInt(reported?.total ?? 0),
     used: BigInt(reported?.used ?? 0),
@@ -78,7 +78,7 @@ export function poolRow(pool: AnyPool, inv: Inventory): PoolRow {
     kind: id.kind,
     namespace: id.namespace,
     name: id.name,
-    cluster: pool.kind === "IPPool" ? (pool.object.spec.clusterName ?? "") : "",
+    cluster: isMetal3Pool(pool) ? (pool.object.spec.clusterName ?? "") : "",
     strategy: strategyOf(pool),
     total: counts.total,
     used: counts.used,
@@ -108,7 +108,7 @@ function claimsCell(c: ClaimCounts): string {
  */
 export function renderPools(rows: readonly PoolRow[], style: Style, withNamespace: boolean): string {
   if (rows.length === 0) return "No pools found.";
-  const withKind = rows.some((r) => r.kind !== "IPPool");
+  const withKind = rows.some((r) => r.kind !== UNTAGGED_KIND);
   const withBound = rows.some((r) => r.netbox);
   const head = [
     ...(withNamespace ? ["NAMESPACE"] : []),

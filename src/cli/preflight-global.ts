@@ -9,6 +9,7 @@
  * besides the moved claims' own addresses; anything else is a blocker, with the way to split the range.
  */
 import type { InClusterIPPoolSpec } from "../../api/incluster/types.js";
+import { GLOBAL_INCLUSTER_IPPOOL } from "../../api/registry.js";
 import { inClusterAllocatable } from "../ipam/incluster-set.js";
 import { parseAddress } from "../ipam/address.js";
 import { formatRanges, normalizeRanges, subtractRanges, type IPRange } from "../ipam/ipset.js";
@@ -33,7 +34,7 @@ export type TargetGlobalPools = ReadonlyMap<string, InClusterIPPoolSpec | null> 
 /** A finding (the shape of preflight.ts's Finding). */
 export interface GlobalPoolFinding {
   severity: "blocker" | "warning";
-  kind: "GlobalInClusterIPPool";
+  kind: typeof GLOBAL_INCLUSTER_IPPOOL.kind;
   name: string;
   problem: string;
   fix: string;
@@ -64,7 +65,7 @@ const SPLIT_FIX =
   "every namespace that uses the pool";
 
 function one(use: GlobalPoolUse, target: TargetGlobalPools): GlobalPoolFinding {
-  const base = { kind: "GlobalInClusterIPPool" as const, name: use.name };
+  const base = { kind: GLOBAL_INCLUSTER_IPPOOL.kind, name: use.name };
   const kept = `the ${use.moving.length} IPAddress(es) of this namespace's claims on it are copied and also stay here, reserved`;
   const targetSpec = target?.get(use.name);
   const shared = use.elsewhere.length > 0;

@@ -12,16 +12,14 @@
  */
 import {
   ALLOWED_NAMESPACES_ANNOTATION,
-  GLOBAL_NETBOX_POOL_KIND,
   NETBOX_ADDRESS_FINALIZER,
-  NETBOX_GROUP,
-  NETBOX_POOL_KIND,
   type NetBoxIPPoolSpec,
 } from "../../api/netbox/types.js";
+import { isGlobalKind, isNetBoxKind, poolKindOfRef, type NetBoxKindName } from "../../api/registry.js";
 
 /** How the moved namespace uses one NetBox pool. */
 export interface NetBoxPoolUse {
-  kind: "NetBoxIPPool" | "GlobalNetBoxIPPool";
+  kind: NetBoxKindName;
   name: string;
   spec: NetBoxIPPoolSpec;
   /** Addresses of the moved namespace's IPAddresses on it. */
@@ -39,7 +37,7 @@ export type TargetNetBoxPools = ReadonlyMap<string, NetBoxIPPoolSpec | null> | u
 /** A finding (the shape of preflight.ts's Finding). */
 export interface NetBoxPoolFinding {
   severity: "blocker" | "warning";
-  kind: "NetBoxIPPool" | "GlobalNetBoxIPPool";
+  kind: NetBoxKindName;
   name: string;
   problem: string;
   fix: string;
@@ -49,8 +47,8 @@ export interface NetBoxPoolFinding {
 export function netBoxKindOfRef(
   ref: { apiGroup?: string; kind: string } | undefined,
 ): NetBoxPoolUse["kind"] | undefined {
-  if (ref?.apiGroup !== NETBOX_GROUP) return undefined;
-  return ref.kind === NETBOX_POOL_KIND || ref.kind === GLOBAL_NETBOX_POOL_KIND ? ref.kind : undefined;
+  const kind = poolKindOfRef(ref);
+  return kind !== undefined && isNetBoxKind(kind) ? kind : undefined;
 }
 
 /** The controller's namespace as config/default names it (the CLI cannot know a different one). */
@@ -94,7 +92,7 @@ function describePlace(spec: NetBoxIPPoolSpec): string {
 function secretFix(use: NetBoxPoolUse, namespace: string): string {
   const { name, key } = use.spec.netbox.credentialsRef;
   const create = `kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} create secret generic ${name} --from-literal=${key ?? "token"}=<NetBox token> --from-literal=url=${urlOf(use.spec) ?? "<NetBox URL>"} (and --from-file=ca.crt=<CA> when the source's Secret has one)`;
-  return use.kind === "NetBoxIPPool"
+  return !isGlobalKind(use.kind)
     ? `${create}, then kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} annotate secret ${name} ${ALLOWED_NAMESPACES_ANNOTATION}=${namespace}`
     : create;
 }
@@ -107,7 +105,7 @@ function one(use: NetBoxPoolUse, namespace: string, target: TargetNetBoxPools): 
     "clusterctl does not move: without it on the target the moved claims keep their addresses, but new claims and " +
     "releases wait. NetBox's records stay as they are and the target adopts them";
   const fix = `before the move, create ${secret} on the target: ${secretFix(use, namespace)}`;
-  if (use.kind === "NetBoxIPPool")
+  if (!isGlobalKind(use.kind))
     return { ...base, severity: "warning", problem: `moves with the namespace and ${token}`, fix };
   const targetSpec = target?.get(use.name);
   if (targetSpec && !samePlace(targetSpec, use.spec))

@@ -20,10 +20,11 @@ import {
   type IPPool,
 } from "../../api/v1alpha1/types.js";
 import { IPADDRESSCLAIM_FINALIZER, type PoolRef } from "../../api/capi/types.js";
-import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL } from "../../api/registry.js";
+import { IPPOOL, poolKindOfRef } from "../../api/registry.js";
 import { byNamespaceAndName, claimPool, isOurPoolRef, type Inventory } from "./inventory.js";
 import { globalPoolFindings, type GlobalPoolUse, type TargetGlobalPools } from "./preflight-global.js";
-import { netBoxKindOfRef, netBoxPoolFindings, type NetBoxPoolUse, type TargetNetBoxPools } from "./preflight-netbox.js";
+import { isMetal3Kind } from "./poolkind.js";
+import { netBoxPoolFindings, type NetBoxPoolUse, type TargetNetBoxPools } from "./preflight-netbox.js";
 
 /** One object of the move graph. */
 export interface MoveNode {
@@ -186,7 +187,7 @@ function checkPool(c: Context, pool: IPPool): void {
     problem = `an owner does not move (${missingOwners(c, pool).join(", ") || "see the other findings"})`;
     fix = "remove owner references to objects that do not move";
   }
-  c.out.push({ severity: "left-behind", kind: "IPPool", name: nameOf(pool), problem, fix });
+  c.out.push({ severity: "left-behind", kind: IPPOOL.kind, name: nameOf(pool), problem, fix });
 }
 
 function checkClaim(c: Context, kind: "IPClaim" | "IPAddressClaim", claim: IPClaim | IPAddressClaim): void {
@@ -243,11 +244,11 @@ function addressProblem(
   };
 }
 
-/** Whether a poolRef names one of the in-cluster provider's pool kinds or a NetBox pool kind, which we serve too. */
-const isServedPoolRef = (ref: PoolRef | undefined): boolean =>
-  (ref?.apiGroup === INCLUSTER_IPPOOL.group &&
-    (ref.kind === INCLUSTER_IPPOOL.kind || ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind)) ||
-  netBoxKindOfRef(ref) !== undefined;
+/** Whether a poolRef names a pool kind we serve besides Metal3's IPPool (the in-cluster provider's, NetBox's). */
+const isServedPoolRef = (ref: PoolRef | undefined): boolean => {
+  const kind = poolKindOfRef(ref);
+  return kind !== undefined && !isMetal3Kind(kind);
+};
 
 /** The pool a Cluster API IPAddress names: a Metal3 IPPool of the inventory, or another served pool of the graph. */
 function poolOfRef(c: Context, ref: PoolRef): PoolIdentity | undefined {

@@ -5,6 +5,7 @@
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
 import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, GLOBAL_INCLUSTER_IPPOOL, resourceType } from "../../api/registry.js";
+import { refersTo } from "./poolkind.js";
 import type { Inventory } from "./inventory.js";
 import { get, list, type Obj } from "./kube.js";
 import type { GlobalPoolUse } from "./preflight-global.js";
@@ -13,7 +14,7 @@ import { capiKind } from "./read.js";
 const GLOBAL_POOLS = resourceType(GLOBAL_INCLUSTER_IPPOOL);
 
 const isGlobalRef = (ref: { apiGroup?: string; kind: string } | undefined): boolean =>
-  ref?.apiGroup === GLOBAL_INCLUSTER_IPPOOL.group && ref.kind === GLOBAL_INCLUSTER_IPPOOL.kind;
+  refersTo(ref, GLOBAL_INCLUSTER_IPPOOL);
 
 /** Names of the GlobalInClusterIPPools the inventory's IPAddressClaims or IPAddresses name. */
 export function globalPoolNames(inv: Inventory): string[] {

@@ -5,32 +5,33 @@
  */
 import type { IPAddressClaim } from "../../api/capi/types.js";
 import type { NetBoxIPPool } from "../../api/netbox/types.js";
-import { CAPI_IPADDRESSCLAIM, GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL, resourceType } from "../../api/registry.js";
+import {
+  CAPI_IPADDRESSCLAIM,
+  GLOBAL_NETBOX_IPPOOL,
+  isGlobalKind,
+  poolDescriptor,
+  resourceType,
+  type NetBoxKindName,
+} from "../../api/registry.js";
 import type { Inventory } from "./inventory.js";
 import { get, list, type Obj } from "./kube.js";
 import { netBoxKindOfRef, type NetBoxPoolUse } from "./preflight-netbox.js";
 import { capiKind } from "./read.js";
 
-type NetBoxKind = NetBoxPoolUse["kind"];
-const RESOURCES: Record<NetBoxKind, ReturnType<typeof resourceType>> = {
-  NetBoxIPPool: resourceType(NETBOX_IPPOOL),
-  GlobalNetBoxIPPool: resourceType(GLOBAL_NETBOX_IPPOOL),
-};
-
 /** How `namespace` (read into `inv`) uses each NetBox pool it names. */
 export async function readNetBoxPoolUse(namespace: string, inv: Inventory): Promise<NetBoxPoolUse[]> {
   const refs = [...inv.capiClaims.map((c) => c.spec.poolRef), ...inv.capiAddresses.map((a) => a.spec.poolRef)];
-  const named = new Map<string, { kind: NetBoxKind; name: string }>();
+  const named = new Map<string, { kind: NetBoxKindName; name: string }>();
   for (const ref of refs) {
     const kind = netBoxKindOfRef(ref);
     if (kind) named.set(`${kind}/${ref.name}`, { kind, name: ref.name });
   }
   if (named.size === 0) return [];
-  const anyGlobal = [...named.values()].some((n) => n.kind === "GlobalNetBoxIPPool");
+  const anyGlobal = [...named.values()].some((n) => isGlobalKind(n.kind));
   const claimsEverywhere = anyGlobal ? await listEverywhere<IPAddressClaim & Obj>(CAPI_IPADDRESSCLAIM) : [];
   const uses: NetBoxPoolUse[] = [];
   for (const { kind, name } of [...named.values()]) {
-    const pool = await get<NetBoxIPPool & Obj>(RESOURCES[kind], namespace, name);
+    const pool = await get<NetBoxIPPool & Obj>(resourceType(poolDescriptor(kind)), namespace, name);
     if (!pool) continue; // claims of a pool that does not exist hold nothing a move could disturb
     const onPool = (ref: { apiGroup?: string; kind: string; name: string }): boolean =>
       netBoxKindOfRef(ref) === kind && ref.name === name;
@@ -39,10 +40,9 @@ export async function readNetBoxPoolUse(namespace: string, inv: Inventory): Prom
       name,
       spec: pool.spec,
       moving: inv.capiAddresses.filter((a) => onPool(a.spec.poolRef)).map((a) => a.spec.address),
-      elsewhere:
-        kind === "GlobalNetBoxIPPool"
-          ? claimsEverywhere.filter((c) => c.metadata.namespace !== namespace && onPool(c.spec.poolRef)).length
-          : 0,
+      elsewhere: isGlobalKind(kind)
+        ? claimsEverywhere.filter((c) => c.metadata.namespace !== namespace && onPool(c.spec.poolRef)).length
+        : 0,
     });
   }
   return uses;
@@ -59,6 +59,6 @@ export async function readTargetNetBoxPools(
 ): Promise<Map<string, NetBoxIPPool["spec"] | null>> {
   const found = new Map<string, NetBoxIPPool["spec"] | null>();
   for (const name of names)
-    found.set(name, (await get<NetBoxIPPool & Obj>(RESOURCES.GlobalNetBoxIPPool, "", name))?.spec ?? null);
+    found.set(name, (await get<NetBoxIPPool & Obj>(resourceType(GLOBAL_NETBOX_IPPOOL), "", name))?.spec ?? null);
   return found;
 }

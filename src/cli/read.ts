@@ -20,11 +20,13 @@ import {
   qualifiedName,
   resourceType,
   type ResourceDescriptor,
+  isGlobalKind,
+  poolKindOfRef,
+  type PoolKindName,
 } from "../../api/registry.js";
 import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { get, list, listCrds, raw, resourceName, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
 import type { Inventory } from "./inventory.js";
-import { isGlobalKind, poolKindOfRef, type PoolKindName } from "./poolkind.js";
 import type { ClusterInfo, MoveNode } from "./preflight.js";
 import { BAREMETALHOST_ANNOTATION, type ChainLink } from "./who.js";
 
@@ -37,13 +39,16 @@ export const GLOBAL_POOLS: ResourceKind = resourceType(GLOBAL_INCLUSTER_IPPOOL);
 export const NETBOX_POOLS: ResourceKind = resourceType(NETBOX_IPPOOL);
 export const GLOBAL_NETBOX_POOLS: ResourceKind = resourceType(GLOBAL_NETBOX_IPPOOL);
 
-/** The optional pool kinds (the in-cluster provider's, NetBox's) as resource types. */
-export const OPTIONAL_POOL_RESOURCES: Record<Exclude<PoolKindName, "IPPool">, ResourceKind> = {
-  InClusterIPPool: INCLUSTER_POOLS,
-  GlobalInClusterIPPool: GLOBAL_POOLS,
-  NetBoxIPPool: NETBOX_POOLS,
-  GlobalNetBoxIPPool: GLOBAL_NETBOX_POOLS,
-};
+/**
+ * The optional pool kinds (the in-cluster provider's, NetBox's: their CRDs may be missing) as resource types, by
+ * kind; Metal3's IPPool is always served, so it has none here.
+ */
+export const OPTIONAL_POOL_RESOURCES: ReadonlyMap<PoolKindName, ResourceKind> = new Map(
+  [INCLUSTER_IPPOOL, GLOBAL_INCLUSTER_IPPOOL, NETBOX_IPPOOL, GLOBAL_NETBOX_IPPOOL].map((d) => [
+    d.kind,
+    resourceType(d),
+  ]),
+);
 
 /** `k` when the cluster serves it (discovery); an optional kind's CRD may be missing. */
 export async function ifServed(k: ResourceKind): Promise<ResourceKind | undefined> {

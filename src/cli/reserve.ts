@@ -4,10 +4,10 @@
  * Pure: the claim to create, the owner reference, the answer's text and document; the reads and writes are in
  * commands-reserve.ts.
  */
-import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
 import type { IPAddressClaim, PoolRef } from "../../api/capi/types.js";
+import { isGlobalKind, poolDescriptor, type PoolKindName } from "../../api/registry.js";
 import { ENDPOINT_CLAIM_LABEL } from "../ipam/endpoint.js";
-import { isGlobalKind, isNetBoxKind, type PoolKindName } from "./poolkind.js";
+import { isMetal3Kind } from "./poolkind.js";
 
 /** On an `IPAddressClaim` made by `kubectl ipam reserve`: a reservation of an address outside machines. */
 export const RESERVATION_LABEL = "ipam.metal3.io/reservation";
@@ -29,13 +29,11 @@ export function parseOwnerArgument(arg: string): { resource: string; name: strin
 
 /** The `poolRef` of a pool of `kind` (every kind we serve is named by its API group). */
 export function poolRefOf(kind: PoolKindName, name: string): PoolRef {
-  const apiGroup =
-    kind === "IPPool" ? "ipam.metal3.io" : isNetBoxKind(kind) ? "netbox.ipam.cluster.x-k8s.io" : CAPI_IPAM_GROUP;
-  return { apiGroup, kind, name };
+  return { apiGroup: poolDescriptor(kind).group, kind, name };
 }
 
 /** Whether a pool of `kind` hands out the address a claim asks for (Metal3's `ipAddress` annotation). */
-export const honoursRequestedAddress = (kind: PoolKindName): boolean => kind === "IPPool";
+export const honoursRequestedAddress = (kind: PoolKindName): boolean => isMetal3Kind(kind);
 
 /** The claim `reserve` creates; `apiVersion` is the served version's. */
 export function reservationClaim(

@@ -6,13 +6,12 @@
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
 import type { NetBoxIPPool } from "../../api/netbox/types.js";
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
+import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, isGlobalKind, poolKindOfRef } from "../../api/registry.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import { ExitCode } from "./errors.js";
 import type { Inventory } from "./inventory.js";
 import { objectKey, watch, type Change, type Obj, type ResourceKind, type WatchHandle } from "./kube.js";
 import { styleFor, type Io } from "./output.js";
-import { isGlobalKind, poolKindOfRef } from "./poolkind.js";
 import { poolRows, renderPools } from "./pools.js";
 import {
   capiKind,

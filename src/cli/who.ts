@@ -6,7 +6,7 @@
  */
 import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
-import { isGlobalKind, poolKindOfRef, type PoolKindName } from "../../api/registry.js";
+import { IPPOOL, isGlobalKind, poolKindOfRef, type PoolKindName } from "../../api/registry.js";
 import { canonicalAddress, parseAddress } from "../ipam/index.js";
 import {
   allocatorOf,
@@ -22,7 +22,7 @@ import {
 } from "./inventory.js";
 import { table } from "./output.js";
 import { claimRole, type ClaimRole } from "./reserve.js";
-import { idOf, poolTitle } from "./poolkind.js";
+import { idOf, poolTitle, UNTAGGED_KIND } from "./poolkind.js";
 
 /** CAPM3's annotation on a Metal3Machine naming its BareMetalHost (`namespace/name`). */
 export const BAREMETALHOST_ANNOTATION = "metal3.io/BareMetalHost";
@@ -90,7 +90,7 @@ function claimTarget(inv: Inventory, kind: ClaimKind, namespace: string, name: s
     return {
       ...base,
       pool: c.spec.pool.name,
-      poolKind: "IPPool",
+      poolKind: IPPOOL.kind,
       claimState: ipClaimState(c),
       ...(cluster ? { clusterByName: cluster } : {}),
     };
@@ -175,7 +175,7 @@ function holdingFor(inv: Inventory, kind: ClaimKind, namespace: string, name: st
           api: GROUP,
           namespace,
           pool: a.spec.pool.name,
-          poolKind: "IPPool",
+          poolKind: IPPOOL.kind,
           claimKind: kind,
           claimName: name,
         }
@@ -225,7 +225,7 @@ function entryRows(e: WhoEntry): string[][] {
   const claimLine = `${e.claimKind} ${claimName}${e.claimState ? ` (${e.claimState})` : " (does not exist: a reservation or a leftover)"}`;
   rows.push(["address", e.holding ? e.holding.address : "-"]);
   // A Metal3 pool (or another provider's) reads as before, `NS/NAME`; the in-cluster kinds name their kind.
-  const inCluster = e.poolKind && e.poolKind !== "IPPool" && e.pool;
+  const inCluster = e.poolKind && e.poolKind !== UNTAGGED_KIND && e.pool;
   rows.push([
     "pool",
     inCluster
@@ -256,7 +256,7 @@ export function renderWho(report: WhoReport): string {
 
 /** `poolKind` in the machine form only for the in-cluster kinds (the documents had no such key before). */
 const poolKindKey = (kind: PoolKindName | undefined): { poolKind?: PoolKindName } =>
-  kind && kind !== "IPPool" ? { poolKind: kind } : {};
+  kind && kind !== UNTAGGED_KIND ? { poolKind: kind } : {};
 
 /** The machine form. A holder's `namespace` is its claim's (a global pool has none of its own). */
 export function whoDocument(report: WhoReport): object {
