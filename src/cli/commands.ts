@@ -1,4 +1,5 @@
 /** Runs one invocation: connection flags, the reads, then the pure analysis and rendering of the subcommand. */
+import { isGlobalKind, type PoolKindName } from "../../api/registry.js";
 import { parseInvocation, USAGE, type Invocation } from "./args.js";
 import { CliError, ExitCode, explainReadError } from "./errors.js";
 import { freeDocument, freeReport, renderFree } from "./free.js";
@@ -6,7 +7,6 @@ import { allPools, distinct, type Inventory } from "./inventory.js";
 import { connect } from "./kubeconfig.js";
 import { crdMissing, useServer, type Obj } from "./kube.js";
 import { machine, styleFor, type Format, type Io } from "./output.js";
-import { isGlobalKind, type PoolKindName } from "../../api/registry.js";
 import { idOf, parsePoolArgument } from "./poolkind.js";
 import { poolRows, poolsDocument, renderPools } from "./pools.js";
 import { preflight, preflightDocument, preflightFails, renderPreflight } from "./preflight.js";

@@ -16,13 +16,13 @@ import {
   IPADDRESS,
   IPCLAIM,
   IPPOOL,
+  isGlobalKind,
   NETBOX_IPPOOL,
+  poolKindOfRef,
   qualifiedName,
   resourceType,
-  type ResourceDescriptor,
-  isGlobalKind,
-  poolKindOfRef,
   type PoolKindName,
+  type ResourceDescriptor,
 } from "../../api/registry.js";
 import { CLUSTERCTL_LABEL, type IPAddress, type IPClaim, type IPPool } from "../../api/v1alpha1/types.js";
 import { get, list, listCrds, raw, resourceName, type CrdObj, type Obj, type ResourceKind } from "./kube.js";
