@@ -11,7 +11,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
-import { POOL_DESCRIPTORS } from "../api/registry.js";
+import { POOL_DESCRIPTORS, type PoolKindName } from "../api/registry.js";
+import type { AnyPool } from "../src/cli/poolkind.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = "src/cli";
@@ -74,5 +75,10 @@ describe("hack/kindfacts: kubectl ipam takes pool kinds' facts from api/registry
       expect(new RegExp(COMPARED.source).test(form), form).to.equal(true);
     expect(new RegExp(COMPARED.source).test("{ kind: IPPOOL.kind, object }")).to.equal(false);
     expect(code('a\n  // "IPPool"\n/* "IPPool" */b')).to.not.include("IPPool");
+  });
+
+  it("gives every pool kind of the registry a spec type in the CLI's AnyPool (checked by tsc)", () => {
+    const everyKindTyped: [Exclude<PoolKindName, AnyPool["kind"]>] extends [never] ? true : false = true;
+    expect(everyKindTyped).to.equal(true);
   });
 });
