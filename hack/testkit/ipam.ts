@@ -23,6 +23,7 @@ import { isNotFound } from "../../src/kube/errors.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { createLogger } from "../../src/runtime/logger.js";
 import { freshNamespace } from "./cluster.js";
+import { tracked } from "./leaks.js";
 import { LogRing } from "./logring.js";
 import { serviceAccountKubeConfig } from "./serviceaccount.js";
 
@@ -90,7 +91,7 @@ export async function startController(
     ...extra,
   });
   await manager.start();
-  return { manager, stop: () => manager.stop(), recentLog: () => ring?.text() ?? "" };
+  return { manager, stop: tracked(() => manager.stop()), recentLog: () => ring?.text() ?? "" };
 }
 
 /**
