@@ -76,6 +76,15 @@ describe("createLogger", () => {
     expect((await lines())[0]).to.match(/^\S+ INFO Released IPAddress name=pool-a reason="claim deleted"$/);
   });
 
+  it("leaves out fields whose value is undefined, in text as in JSON", async () => {
+    for (const format of ["text", "json"] as const) {
+      const { logger, lines } = capture(format);
+      logger.warn("Left a record", { pool: "p", cluster: undefined });
+      const [line = ""] = await lines();
+      expect(line, format).to.include("p").and.not.include("cluster");
+    }
+  });
+
   it("rejects unknown levels and formats", () => {
     expect(() => createLogger({ level: "loud", format: "json" })).to.throw(RangeError, /loud/);
     expect(() => createLogger({ level: "info", format: "yaml" as LogFormat })).to.throw(RangeError, /yaml/);

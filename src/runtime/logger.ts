@@ -98,7 +98,10 @@ function renderJson(record: LogRecord): string {
 function renderText(record: LogRecord): string {
   const { timestamp, level, msg, ...fields } = record;
   const head = `${String(timestamp)} ${String(level).toUpperCase()} ${String(msg)}`;
-  const tail = Object.entries(fields).map(([key, value]) => `${key}=${textValue(value)}`);
+  // As in JSON, a field without a value is left out (no `cluster=undefined`).
+  const tail = Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${key}=${textValue(value)}`);
   return [head, ...tail].join(" ");
 }
 
