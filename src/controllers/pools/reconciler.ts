@@ -470,10 +470,13 @@ function stepOf(pass: Pass, api: ClaimApi, object: KubeObject, state: PoolState 
 }
 
 /**
- * When the pool should run again: soon after a lost race, when a held-back status write is due, or when a decision
- * waits for a time (a reuse grace period ends).
+ * When the pool should run again: the soonest of soon after a lost race, when a held-back status write is due, when
+ * a decision waits for a time (a reuse grace period ends) and when a failing engine's backoff ends; undefined when
+ * nothing waits. Pure (the pass's outcome as its context left it).
  */
-function requeueOf(ctx: ApplyContext): ReconcileResult {
+export function requeueOf(
+  ctx: Pick<ApplyContext, "requeue" | "statusDueInMs" | "wakeInMs" | "retryAfterMs">,
+): ReconcileResult {
   const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs, ctx.wakeInMs, ctx.retryAfterMs].filter(
     (ms) => ms !== undefined,
   );
