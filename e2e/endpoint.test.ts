@@ -6,16 +6,18 @@
  *
  * Isolation: the webhook configurations select only this suite's namespace (a label) and are deleted in after().
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { expect } from "chai";
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  loadYaml,
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
@@ -113,6 +115,46 @@ function fixtureWebhook(certPem: string, keyPem: string): Promise<Server> {
     });
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+/**
+ * Runs the kube-vip sample's script (config/samples/endpoint) on a machine whose /run/kubeadm holds `kubeadm` (file name
+ * → content), with every path of the machine under a fresh folder; returns the `address` of the kube-vip static pod
+ * it leaves.
+ */
+function kubeVipAddressOn(kubeadm: Record<string, string>): string | undefined {
+  const sample = loadYaml<KubeadmControlPlaneSample>(
+    readFileSync(join(repoRoot, "config", "samples", "endpoint", "kubeadmcontrolplane-kube-vip.yaml"), "utf8"),
+  );
+  const root = mkdtempSync(join(tmpdir(), "kube-vip-"));
+  try {
+    const onMachine = (path: string): string => join(root, path);
+    const relocate = (text: string): string =>
+      text.replaceAll("/run/kubeadm/", `${root}/run/kubeadm/`).replaceAll("/etc/", `${root}/etc/`);
+    for (const file of sample.spec.kubeadmConfigSpec.files) {
+      mkdirSync(dirname(onMachine(file.path)), { recursive: true });
+      writeFileSync(onMachine(file.path), relocate(file.content), { mode: Number.parseInt(file.permissions, 8) });
+    }
+    mkdirSync(onMachine("/run/kubeadm"), { recursive: true });
+    for (const [name, content] of Object.entries(kubeadm)) writeFileSync(onMachine(`/run/kubeadm/${name}`), content);
+    for (const command of sample.spec.kubeadmConfigSpec.preKubeadmCommands)
+      execFileSync("sh", ["-c", relocate(command)], { stdio: "pipe" });
+    const pod = loadYaml<{ spec: { containers: { env: { name: string; value: string }[] }[] } }>(
+      readFileSync(onMachine("/etc/kubernetes/manifests/kube-vip.yaml"), "utf8"),
+    );
+    return pod.spec.containers[0]?.env.find((e) => e.name === "address")?.value;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+interface KubeadmControlPlaneSample {
+  spec: {
+    kubeadmConfigSpec: {
+      files: { path: string; permissions: string; content: string }[];
+      preKubeadmCommands: string[];
+    };
+  };
 }
 
 describe("control-plane endpoints from a pool (two replicas, webhooks through the API server)", function () {
@@ -628,6 +670,23 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
       async () => !(await capi.addresses.list(ns)).items.some((a) => a.spec.address === held),
       30_000,
       200,
+    );
+  });
+
+  // What the KubeadmControlPlane sample does on a control-plane machine, with the machine's paths under a folder:
+  // Cluster API's kubeadm bootstrap writes the Cluster's endpoint as `host:port` (brackets around an IPv6 host) into the
+  // kubeadm configuration of the first machine (ClusterConfiguration) and of the others (JoinConfiguration's discovery).
+  it("the KubeadmControlPlane sample's kube-vip gets the host the webhook filled, on the first and on a joining machine", async () => {
+    const cluster = await createRetrying(clustersV1beta2, clusterV1beta2("vip"));
+    const host = cluster.spec?.controlPlaneEndpoint?.host ?? "";
+    const port = cluster.spec?.controlPlaneEndpoint?.port ?? 0;
+    expect(await claimAddress("vip")).to.equal(host);
+    const first = `---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: vip\ncontrolPlaneEndpoint: ${host}:${port}\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n`;
+    const joining = `---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: ${host}:${port}\n    token: abcdef.0123456789abcdef\ncontrolPlane: {}\n`;
+    expect(kubeVipAddressOn({ "kubeadm.yaml": first })).to.equal(host);
+    expect(kubeVipAddressOn({ "kubeadm-join-config.yaml": joining })).to.equal(host);
+    expect(kubeVipAddressOn({ "kubeadm-join-config.yaml": joining.replace(`${host}:`, "[fd00::a]:") })).to.equal(
+      "fd00::a",
     );
   });
 
