@@ -32,7 +32,7 @@ interface Import {
  * prefix: a folder (`api/`, `src/kube/`) or one file (`api/v1alpha1/types.ts`).
  */
 const RULES: Readonly<Record<SrcFolder, readonly string[]>> = {
-  ipam: ["api/v1alpha1/types.ts", "api/incluster/types.ts"],
+  ipam: ["api/v1alpha1/types.ts", "api/incluster/types.ts", "api/registry.ts"],
   kube: ["api/"],
   runtime: ["src/kube/"],
   controllers: ["api/", "src/ipam/", "src/kube/", "src/netbox/", "src/runtime/"],

@@ -8,6 +8,7 @@
  * `IPAddressClaim` in the object's namespace, named by {@link endpointClaimName} from the Cluster's name, so the
  * Cluster and its infrastructure cluster share one claim and a repeated admission finds the claim it made.
  */
+import { POOL_DESCRIPTORS, type PoolKindName } from "../../api/registry.js";
 
 /** On a Cluster or an infrastructure cluster: which pool hands out its control-plane endpoint, `<Kind>/<name>`. */
 export const ENDPOINT_POOL_ANNOTATION = "ipam.metal3.io/control-plane-endpoint-pool";
@@ -33,19 +34,12 @@ export const DEFAULT_ENDPOINT_PENDING_CLAIMS = 64;
 /** The port written when the object gives none: the API server's usual one. */
 export const DEFAULT_ENDPOINT_PORT = 6443;
 
-/** Pool kinds an endpoint may come from, as the annotation spells them. */
-export const ENDPOINT_POOL_KINDS = [
-  "IPPool",
-  "InClusterIPPool",
-  "GlobalInClusterIPPool",
-  "NetBoxIPPool",
-  "GlobalNetBoxIPPool",
-] as const;
-export type EndpointPoolKind = (typeof ENDPOINT_POOL_KINDS)[number];
+/** Pool kinds an endpoint may come from, as the annotation spells them: every pool kind of the registry. */
+export const ENDPOINT_POOL_KINDS: readonly PoolKindName[] = POOL_DESCRIPTORS.map((d) => d.kind);
 
 /** The pool an annotation names. */
 export interface EndpointPoolRef {
-  kind: EndpointPoolKind;
+  kind: PoolKindName;
   name: string;
 }
 
@@ -60,13 +54,13 @@ export function parseEndpointPool(value: string): EndpointPoolRef | { error: str
   const slash = value.indexOf("/");
   const kinds = ENDPOINT_POOL_KINDS.join(", ");
   if (slash < 0) return { error: `must be <Kind>/<name> with Kind one of ${kinds}` };
-  const kind = value.slice(0, slash);
+  const kindText = value.slice(0, slash);
   const name = value.slice(slash + 1);
-  if (!(ENDPOINT_POOL_KINDS as readonly string[]).includes(kind))
-    return { error: `pool kind must be one of ${kinds}, got "${kind.slice(0, 64)}"` };
+  const kind = ENDPOINT_POOL_KINDS.find((k) => k === kindText);
+  if (kind === undefined) return { error: `pool kind must be one of ${kinds}, got "${kindText.slice(0, 64)}"` };
   if (name.length === 0 || name.length > MAX_NAME || !DNS1123_SUBDOMAIN.test(name))
     return { error: `pool name must be a DNS-1123 subdomain, got "${name.slice(0, 64)}"` };
-  return { kind: kind as EndpointPoolKind, name };
+  return { kind, name };
 }
 
 const MAX_LABEL_VALUE = 63;

@@ -25,7 +25,14 @@
  *   (`pendingClaimsRefusal`). Count and create run one at a time per pool on each replica, so the claims waiting
  *   never exceed the limit plus one per further replica. Finding the claim by name comes first and is never limited.
  */
-import { CAPI_IPADDRESS, CAPI_IPADDRESSCLAIM, CLUSTER, resourceType } from "../../api/registry.js";
+import {
+  CAPI_IPADDRESS,
+  CAPI_IPADDRESSCLAIM,
+  CLUSTER,
+  isGlobalKind,
+  poolDescriptor,
+  resourceType,
+} from "../../api/registry.js";
 import {
   CLUSTER_GROUP,
   CLUSTER_KIND,
@@ -33,9 +40,7 @@ import {
   type CapiIPAddress,
   type IPAddressClaim,
 } from "../../api/capi/types.js";
-import { INCLUSTER_GROUP } from "../../api/incluster/types.js";
-import { NETBOX_GROUP } from "../../api/netbox/types.js";
-import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
+import { CLUSTER_NAME_LABEL } from "../../api/v1alpha1/types.js";
 import {
   DEFAULT_ENDPOINT_PENDING_CLAIMS,
   ENDPOINT_CLAIM_LABEL,
@@ -46,7 +51,6 @@ import {
   endpointPoolKey,
   parseEndpointPool,
   pendingClaimsRefusal,
-  type EndpointPoolKind,
   type EndpointPoolRef,
 } from "../ipam/endpoint.js";
 import type { Kube } from "../kube/access.js";
@@ -62,15 +66,6 @@ export const DEFAULT_ENDPOINT_KINDS = ["metal3clusters.infrastructure.cluster.x-
 
 /** The Cluster API Cluster as this webhook names it: always served. */
 const CLUSTERS = `${CLUSTER.plural}.${CLUSTER.group}`;
-
-/** API group of each pool kind an annotation may name. */
-const POOL_GROUPS: Record<EndpointPoolKind, string> = {
-  IPPool: GROUP,
-  InClusterIPPool: INCLUSTER_GROUP,
-  GlobalInClusterIPPool: INCLUSTER_GROUP,
-  NetBoxIPPool: NETBOX_GROUP,
-  GlobalNetBoxIPPool: NETBOX_GROUP,
-};
 
 /** Reads and writes of the webhook; an interface, so handler tests inject plain data. Rejects on API failures. */
 export interface EndpointAccess {
@@ -106,9 +101,6 @@ export interface EndpointRouteOptions {
   /** `--endpoint-claim-grace`, for the refusal's message. Default 10 min, the flag's. */
   graceMs?: number;
 }
-
-/** Pool kinds whose claims may come from every namespace: their pending claims are counted cluster-wide. */
-const GLOBAL_POOL_KINDS: ReadonlySet<EndpointPoolKind> = new Set(["GlobalInClusterIPPool", "GlobalNetBoxIPPool"]);
 
 /** Time kept back from the request's deadline for the answer itself. */
 const ANSWER_MARGIN_MS = 1_000;
@@ -195,7 +187,7 @@ export function endpointClaim(namespace: string, clusterName: string, pool: Endp
         [ENDPOINT_PENDING_LABEL]: endpointPoolKey(pool),
       },
     },
-    spec: { poolRef: { apiGroup: POOL_GROUPS[pool.kind], kind: pool.kind, name: pool.name } },
+    spec: { poolRef: { apiGroup: poolDescriptor(pool.kind).group, kind: pool.kind, name: pool.name } },
   };
 }
 
@@ -293,7 +285,8 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
     deadline: number | undefined,
   ): Promise<IPAddressClaim | { refusal: string }> {
     const poolKey = endpointPoolKey(asked.pool);
-    const scope = GLOBAL_POOL_KINDS.has(asked.pool.kind) ? undefined : namespace;
+    // A global pool's claims come from every namespace: its pending claims are counted cluster-wide.
+    const scope = isGlobalKind(asked.pool.kind) ? undefined : namespace;
     return await oneAtATime(`${scope ?? ""}/${poolKey}`, async () => {
       if (deadline !== undefined && performance.now() >= deadline)
         throw new Error("the review's deadline passed while it waited to count its pool's pending claims");

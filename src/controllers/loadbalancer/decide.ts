@@ -14,14 +14,8 @@
  * A Service we do not serve is touched only when we hold a claim for it (it was ours and changed type, class or
  * annotation): then the annotation we wrote is removed, and the claim deleted.
  */
-import {
-  GLOBAL_INCLUSTER_IPPOOL,
-  GLOBAL_NETBOX_IPPOOL,
-  INCLUSTER_IPPOOL,
-  IPPOOL,
-  NETBOX_IPPOOL,
-} from "../../../api/registry.js";
-import { parseEndpointPool, type EndpointPoolKind } from "../../ipam/endpoint.js";
+import { poolDescriptor } from "../../../api/registry.js";
+import { parseEndpointPool } from "../../ipam/endpoint.js";
 
 /** `spec.loadBalancerClass` of the Services we serve. */
 export const LOAD_BALANCER_CLASS = "ipam.metal3.io/pool";
@@ -43,14 +37,6 @@ export interface PoolRef {
   kind: string;
   name: string;
 }
-
-const POOL_GROUPS: Record<EndpointPoolKind, string> = {
-  IPPool: IPPOOL.group,
-  InClusterIPPool: INCLUSTER_IPPOOL.group,
-  GlobalInClusterIPPool: GLOBAL_INCLUSTER_IPPOOL.group,
-  NetBoxIPPool: NETBOX_IPPOOL.group,
-  GlobalNetBoxIPPool: GLOBAL_NETBOX_IPPOOL.group,
-};
 
 /** What decisions read of a Service. */
 export interface ServiceView {
@@ -93,7 +79,7 @@ export function selectPool(service: ServiceView): PoolRef | { error: string } | 
   if (value === undefined) return { error: `annotation ${LOAD_BALANCER_POOL_ANNOTATION} is missing` };
   const ref = parseEndpointPool(value);
   if ("error" in ref) return { error: `annotation ${LOAD_BALANCER_POOL_ANNOTATION}: ${ref.error}` };
-  return { apiGroup: POOL_GROUPS[ref.kind], kind: ref.kind, name: ref.name };
+  return { apiGroup: poolDescriptor(ref.kind).group, kind: ref.kind, name: ref.name };
 }
 
 const samePool = (a: PoolRef, b: PoolRef): boolean =>
