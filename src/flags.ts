@@ -1,7 +1,12 @@
 /** Command-line flags of the controller (spec §8), each with an environment-variable equivalent. */
 import { parseArgs } from "node:util";
 import { INSTALLATION_PATTERN } from "./controllers/netbox/identity.js";
-import { DEFAULT_ENDPOINT_PENDING_CLAIMS } from "./ipam/endpoint.js";
+import {
+  DEFAULT_ENDPOINT_CLAIM_GRACE_MS,
+  DEFAULT_ENDPOINT_KINDS,
+  DEFAULT_ENDPOINT_PENDING_CLAIMS,
+  formatGrace,
+} from "./ipam/endpoint.js";
 import { DEFAULT_BURST, DEFAULT_QPS } from "./kube/ratelimit.js";
 
 export interface Flags {
@@ -98,13 +103,13 @@ export const USAGE = `Usage: npm start -- [flags]
   --endpoint-kinds LIST              infrastructure cluster resources, plural.group, comma-separated, whose
                                      spec.controlPlaneEndpoint the endpoint webhook fills from a pool (Clusters always);
                                      each needs a rule in the mutating webhook configuration too (env ENDPOINT_KINDS,
-                                     default metal3clusters.infrastructure.cluster.x-k8s.io)
+                                     default ${DEFAULT_ENDPOINT_KINDS.join(",")})
   --endpoint-claim-grace D           how long a control-plane endpoint claim waits for its Cluster (a create refused
                                      after the webhook made it) before it is deleted (env ENDPOINT_CLAIM_GRACE,
-                                     default 10m)
+                                     default ${formatGrace(DEFAULT_ENDPOINT_CLAIM_GRACE_MS)})
   --endpoint-pending-claims N        most control-plane endpoint claims of one pool waiting for their Cluster at once;
                                      the endpoint webhook refuses to make more (429), which bounds the addresses that
-                                     reviews of Clusters never created can hold (env ENDPOINT_PENDING_CLAIMS, default 64)
+                                     reviews of Clusters never created can hold (env ENDPOINT_PENDING_CLAIMS, default ${DEFAULT_ENDPOINT_PENDING_CLAIMS})
   --serve-load-balancers             give Services of type LoadBalancer with loadBalancerClass ipam.metal3.io/pool an
                                      address from the pool their annotation names, written to kube-vip.io/loadbalancerIPs;
                                      needs config/components/load-balancers (env SERVE_LOAD_BALANCERS=true)`;
@@ -319,12 +324,10 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv): Flags {
       values["incluster-provider-namespace"] ?? env.INCLUSTER_PROVIDER_NAMESPACE ?? "capi-ipam-in-cluster-system",
     ...installationFlag(values["netbox-installation-id"] ?? env.NETBOX_INSTALLATION_ID),
     netBoxAllowHttp: bool(values["netbox-allow-http"], env.NETBOX_ALLOW_HTTP),
-    endpointKinds: endpointKinds(
-      values["endpoint-kinds"] ?? env.ENDPOINT_KINDS ?? "metal3clusters.infrastructure.cluster.x-k8s.io",
-    ),
+    endpointKinds: endpointKinds(values["endpoint-kinds"] ?? env.ENDPOINT_KINDS ?? DEFAULT_ENDPOINT_KINDS.join(",")),
     endpointClaimGraceMs: parseDuration(
       "endpoint-claim-grace",
-      values["endpoint-claim-grace"] ?? env.ENDPOINT_CLAIM_GRACE ?? "10m",
+      values["endpoint-claim-grace"] ?? env.ENDPOINT_CLAIM_GRACE ?? formatGrace(DEFAULT_ENDPOINT_CLAIM_GRACE_MS),
     ),
     endpointPendingClaims: integer(
       "endpoint-pending-claims",

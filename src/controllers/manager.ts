@@ -5,6 +5,7 @@
 import { CLUSTER } from "../../api/registry.js";
 import type { Kube } from "../kube/access.js";
 import { servedVersion } from "../kube/discovery.js";
+import { DEFAULT_ENDPOINT_CLAIM_GRACE_MS } from "../ipam/endpoint.js";
 import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Logger } from "../runtime/logger.js";
 import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
@@ -20,7 +21,7 @@ import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
 import { IPAddressClaimApi } from "./capi/api.js";
 import { CapiBridge } from "./capi/bridge.js";
-import { DEFAULT_ENDPOINT_CLAIM_GRACE_MS, EndpointClaims } from "./capi/endpoint.js";
+import { EndpointClaims } from "./capi/endpoint.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
 import { ProviderGate } from "./pools/gate.js";
@@ -76,7 +77,10 @@ export interface ManagerOptions {
   providerPollMs?: number;
   /** `--netbox-installation-id`: the id in NetBox record keys; default from the kube-system Namespace's uid. */
   netBoxInstallationId?: string;
-  /** `--endpoint-claim-grace`: how long an endpoint claim waits for its Cluster (capi/endpoint.ts). Default 10 min. */
+  /**
+   * `--endpoint-claim-grace`: how long an endpoint claim waits for its Cluster (capi/endpoint.ts). Default
+   * {@link DEFAULT_ENDPOINT_CLAIM_GRACE_MS}.
+   */
   endpointClaimGraceMs?: number;
   /** `--serve-load-balancers`: addresses for Services of type LoadBalancer and our class. Default false. */
   serveLoadBalancers?: boolean;

@@ -31,6 +31,15 @@ export const ENDPOINT_PENDING_LABEL = "ipam.metal3.io/control-plane-endpoint-pen
  */
 export const DEFAULT_ENDPOINT_PENDING_CLAIMS = 64;
 
+/** Default of `--endpoint-claim-grace`: how long an endpoint claim waits for its Cluster before it is deleted. */
+export const DEFAULT_ENDPOINT_CLAIM_GRACE_MS = 10 * 60_000;
+
+/**
+ * Default of `--endpoint-kinds`: the infrastructure cluster resources, as `plural.group`, whose endpoint the webhook
+ * fills (Clusters always).
+ */
+export const DEFAULT_ENDPOINT_KINDS = ["metal3clusters.infrastructure.cluster.x-k8s.io"] as const;
+
 /** The port written when the object gives none: the API server's usual one. */
 export const DEFAULT_ENDPOINT_PORT = 6443;
 
@@ -104,8 +113,8 @@ export function pendingClaimsRefusal(input: PendingClaims): string | undefined {
   );
 }
 
-/** `graceMs` as `10m`, `8s` or `500ms`. */
-function formatGrace(ms: number): string {
+/** `ms` as `--endpoint-claim-grace` spells it: `10m`, `8s` or `500ms`. */
+export function formatGrace(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1_000 === 0) return `${ms / 1_000}s`;
   return `${ms}ms`;

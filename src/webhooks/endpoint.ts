@@ -42,6 +42,7 @@ import {
 } from "../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL } from "../../api/v1alpha1/types.js";
 import {
+  DEFAULT_ENDPOINT_CLAIM_GRACE_MS,
   DEFAULT_ENDPOINT_PENDING_CLAIMS,
   ENDPOINT_CLAIM_LABEL,
   ENDPOINT_PENDING_LABEL,
@@ -60,9 +61,6 @@ import { ResourceClient, type KubeObject } from "../kube/resource.js";
 import { allow, deny, failure, invalid, isRecord } from "./admission.js";
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOp } from "./admission.js";
 import type { Route } from "./route.js";
-
-/** The infrastructure cluster kinds served unless `--endpoint-kinds` says otherwise, as `plural.group`. */
-export const DEFAULT_ENDPOINT_KINDS = ["metal3clusters.infrastructure.cluster.x-k8s.io"] as const;
 
 /** The Cluster API Cluster as this webhook names it: always served. */
 const CLUSTERS = `${CLUSTER.plural}.${CLUSTER.group}`;
@@ -98,7 +96,7 @@ export interface EndpointRouteOptions {
    * {@link DEFAULT_ENDPOINT_PENDING_CLAIMS}.
    */
   pendingLimit?: number;
-  /** `--endpoint-claim-grace`, for the refusal's message. Default 10 min, the flag's. */
+  /** `--endpoint-claim-grace`, for the refusal's message. Default {@link DEFAULT_ENDPOINT_CLAIM_GRACE_MS}. */
   graceMs?: number;
 }
 
@@ -235,7 +233,7 @@ export function endpointRoute(options: EndpointRouteOptions): Route {
   const waitMs = options.waitMs ?? 5_000;
   const firstPollMs = options.pollMs ?? 100;
   const pendingLimit = options.pendingLimit ?? DEFAULT_ENDPOINT_PENDING_CLAIMS;
-  const graceMs = options.graceMs ?? 10 * 60_000;
+  const graceMs = options.graceMs ?? DEFAULT_ENDPOINT_CLAIM_GRACE_MS;
   const oneAtATime = serialQueue();
 
   /** The bound claim's address, or undefined when it is not bound (yet). */

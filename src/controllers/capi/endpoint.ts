@@ -41,9 +41,6 @@ export const ENDPOINT_CLAIM_RULES = [
   { apiGroups: [CAPI_IPADDRESSCLAIM.group], resources: [CAPI_IPADDRESSCLAIM.plural], verbs: ["delete"] },
 ];
 
-/** The default grace of a claim whose Cluster never came (`--endpoint-claim-grace`). */
-export const DEFAULT_ENDPOINT_CLAIM_GRACE_MS = 10 * 60_000;
-
 export type EndpointClaimAction =
   | { kind: "none"; why: string }
   /** Owned by its Cluster: `owner` added when not there yet, {@link ENDPOINT_PENDING_LABEL} removed. */
