@@ -1,10 +1,13 @@
 /**
- * A pool kind's facts (its name, scope, engine, group) are stated in `api/registry.ts`; `kubectl ipam` (src/cli/)
- * reads them from there. Checked on the text of every production file under src/cli/ (tests and fixtures are data):
- * - no string literal spells a pool kind's name: the names come from the registry's descriptors;
- * - only `poolkind.ts` compares a value with one kind's name (`kind === IPPOOL.kind`, `case NETBOX_POOL_KIND:`),
- *   where a switch picks each kind's spec type and address space; elsewhere a fact is asked of the registry
- *   (`poolDescriptor(kind).namespaced`, `isNetBoxKind(kind)`), so a new kind cannot be missed by a stray comparison.
+ * A pool kind's facts (its name, scope, engine, group) are stated in `api/registry.ts`; `kubectl ipam` (src/cli/),
+ * the webhooks (src/webhooks/), the controller (src/controllers/) and the pure domain (src/ipam/) read them from
+ * there. Checked on the text of every production file under those folders (tests and fixtures are data):
+ * - no string literal spells a pool kind's name, and no table is keyed by one (`{ IPPool: ..., NetBoxIPPool: ... }`):
+ *   the names come from the registry's descriptors, a kind's facts from `poolDescriptor(kind)`;
+ * - only a kind's own module (OWN_MODULES) compares a value with one kind's name (`kind === IPPOOL.kind`,
+ *   `case NETBOX_POOL_KIND:`) or lists kinds by name (`[INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND]`);
+ *   elsewhere a fact is asked of the registry (`isGlobalKind(kind)`, `isNetBoxKind(kind)`, `poolKindOfRef(ref)`), so a
+ *   new kind cannot be missed by a stray comparison.
  * Pure reads of the working tree: no server.
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -15,65 +18,108 @@ import { POOL_DESCRIPTORS, type PoolKindName } from "../api/registry.js";
 import type { AnyPool } from "../src/cli/poolkind.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = "src/cli";
-/** The files that may compare with one kind's name: the CLI's per-kind spec switch. */
-const ALLOWED = new Set([`${CLI}/poolkind.ts`]);
+/** The folders whose production files take pool kinds' facts from the registry. */
+const FOLDERS = ["src/cli", "src/webhooks", "src/controllers", "src/ipam"];
+
+/**
+ * A kind's own modules, as path prefixes (a file, a folder, or a file-name stem), each with why it may single out
+ * a kind: these are where that kind's behaviour is written.
+ */
+const OWN_MODULES: Readonly<Record<string, string>> = {
+  "src/cli/poolkind.ts": "the CLI's per-kind switch: each kind's spec type and address space",
+  "src/webhooks/handlers.ts": "Metal3's kinds' admission rules",
+  "src/webhooks/incluster.ts": "the in-cluster pools' admission rules",
+  "src/webhooks/lookup.ts": "the reads behind Metal3's and the in-cluster pools' admission rules",
+  "src/controllers/ippool/": "the Metal3 IPPool kind",
+  "src/controllers/incluster/": "the in-cluster pool kinds",
+  "src/controllers/netbox/": "the NetBox pool kinds",
+  "src/ipam/incluster": "the in-cluster pools' spec, validation and conversion",
+};
 
 /** Names of the registry's pool descriptors and of the api/ constants holding a pool kind's name. */
 const KIND_CONSTANTS =
   /\b(?:(?:GLOBAL_)?(?:INCLUSTER_|NETBOX_)?IPPOOL\.kind|(?:GLOBAL_)?(?:INCLUSTER_|NETBOX_)?(?:IP)?POOL_KIND)\b/;
-const COMPARED = new RegExp(
-  String.raw`(?:[!=]==|\bcase)\s*(?:${KIND_CONSTANTS.source})|(?:${KIND_CONSTANTS.source})\s*[!=]==`,
+const K = KIND_CONSTANTS.source;
+/** A comparison or case with one kind's name, or a list of two or more of them. */
+const SINGLED_OUT = new RegExp(
+  String.raw`(?:[!=]==|\bcase)\s*(?:${K})|(?:${K})\s*[!=]==|\[\s*(?:${K})\s*,\s*(?:${K})`,
   "g",
 );
+
+const names = POOL_DESCRIPTORS.map((d) => d.kind);
+/** A pool kind's name as a whole string literal. */
+const LITERAL = new RegExp(String.raw`(["'\`])(?:${names.join("|")})\1`, "g");
+/** A pool kind's name as a property key of an object or type literal. */
+const KEYED = new RegExp(String.raw`(?<=(?:^|[{,])\s*)(["']?)(?:${names.join("|")})\1\s*:`, "gm");
 
 /** The text with comments blanked, lines kept (a comment may quote a kind's name). */
 const code = (text: string): string =>
   text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, " ")).replace(/^(\s*)\/\/.*$/gm, "$1");
 
-function productionFiles(): string[] {
-  return readdirSync(join(ROOT, CLI))
-    .filter((f) => f.endsWith(".ts") && !/\.(test|testutil)\.ts$/.test(f))
-    .map((f) => `${CLI}/${f}`);
+/** The production .ts files under `dir`, relative to the repository root. */
+function productionFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return productionFiles(path);
+    return entry.name.endsWith(".ts") && !/\.(test|testutil)\.ts$/.test(entry.name) ? [path] : [];
+  });
 }
 
+const FILES = FOLDERS.flatMap(productionFiles);
+const isOwnModule = (file: string): boolean => Object.keys(OWN_MODULES).some((prefix) => file.startsWith(prefix));
 const lineAt = (text: string, index: number): number => text.slice(0, index).split("\n").length;
 
-describe("hack/kindfacts: kubectl ipam takes pool kinds' facts from api/registry.ts", () => {
-  const names = POOL_DESCRIPTORS.map((d) => d.kind);
+/** Every match of `pattern` in the code of `files`, as `file:line match`. */
+function found(files: readonly string[], pattern: RegExp): string[] {
+  return files.flatMap((file) => {
+    const text = code(readFileSync(join(ROOT, file), "utf8"));
+    return [...text.matchAll(pattern)].map((m) => `${file}:${lineAt(text, m.index)} ${m[0].replace(/\s+/g, " ")}`);
+  });
+}
 
+describe("hack/kindfacts: pool kinds' facts come from api/registry.ts", () => {
   it("spells no pool kind's name in a string literal", () => {
-    const literal = new RegExp(String.raw`(["'\`])(?:${names.join("|")})\1`, "g");
-    const found = productionFiles().flatMap((file) => {
-      const text = code(readFileSync(join(ROOT, file), "utf8"));
-      return [...text.matchAll(literal)].map((m) => `${file}:${lineAt(text, m.index)} ${m[0]}`);
-    });
-    expect(found).to.deep.equal([]);
+    expect(found(FILES, LITERAL)).to.deep.equal([]);
   });
 
-  it("compares with one kind's name only in poolkind.ts's spec switch", () => {
-    const found = productionFiles()
-      .filter((file) => !ALLOWED.has(file))
-      .flatMap((file) => {
-        const text = code(readFileSync(join(ROOT, file), "utf8"));
-        return [...text.matchAll(COMPARED)].map((m) => `${file}:${lineAt(text, m.index)} ${m[0]}`);
-      });
-    expect(found).to.deep.equal([]);
+  it("keys no table by a pool kind's name", () => {
+    expect(found(FILES, KEYED)).to.deep.equal([]);
+  });
+
+  it("compares with or lists one kind's name only in that kind's own modules", () => {
+    expect(
+      found(
+        FILES.filter((f) => !isOwnModule(f)),
+        SINGLED_OUT,
+      ),
+    ).to.deep.equal([]);
+  });
+
+  it("names in OWN_MODULES only modules that exist", () => {
+    const stale = Object.keys(OWN_MODULES).filter((prefix) => !FILES.some((f) => f.startsWith(prefix)));
+    expect(stale).to.deep.equal([]);
   });
 
   it("recognises the forms it forbids", () => {
-    const literal = new RegExp(String.raw`(["'\`])(?:${names.join("|")})\1`);
-    expect(literal.test(`p.kind === "GlobalNetBoxIPPool"`)).to.equal(true);
-    expect(literal.test(`p.kind === "GlobalNetBoxIPPoolX"`)).to.equal(false);
+    const once = (pattern: RegExp) => new RegExp(pattern.source, pattern.flags.replace("g", ""));
+    expect(once(LITERAL).test(`p.kind === "GlobalNetBoxIPPool"`)).to.equal(true);
+    expect(once(LITERAL).test(`p.kind === "GlobalNetBoxIPPoolX"`)).to.equal(false);
     for (const form of [
       "kind === IPPOOL.kind",
       "GLOBAL_INCLUSTER_IPPOOL.kind !== k",
       "case NETBOX_POOL_KIND:",
       "ref.kind === IPPOOL_KIND",
       "k === GLOBAL_NETBOX_POOL_KIND",
+      "new Set([GLOBAL_INCLUSTER_POOL_KIND, GLOBAL_NETBOX_POOL_KIND])",
+      "[ GLOBAL_INCLUSTER_IPPOOL.kind,\n  GLOBAL_NETBOX_IPPOOL.kind ]",
     ])
-      expect(new RegExp(COMPARED.source).test(form), form).to.equal(true);
-    expect(new RegExp(COMPARED.source).test("{ kind: IPPOOL.kind, object }")).to.equal(false);
+      expect(once(SINGLED_OUT).test(form), form).to.equal(true);
+    expect(once(SINGLED_OUT).test("{ kind: IPPOOL.kind, object }")).to.equal(false);
+    expect(once(SINGLED_OUT).test("[METAL3_POOL_KIND, INCLUSTER_KIND]")).to.equal(false);
+    for (const form of ["const G = {\n  IPPool: GROUP,", "{ InClusterIPPool: 1 }", `{ a: 1, "NetBoxIPPool": 2 }`])
+      expect(once(KEYED).test(form), form).to.equal(true);
+    for (const form of ["(pool: NetBoxIPPool)", "a ? IPPool : b", "{ kind: IPPool }"])
+      expect(once(KEYED).test(form), form).to.equal(false);
     expect(code('a\n  // "IPPool"\n/* "IPPool" */b')).to.not.include("IPPool");
   });
 
