@@ -38,8 +38,8 @@ export interface CapiInformers {
   version: ClusterApiVersion;
 }
 
-/** A pool object of any kind, as the store keeps it (only its kind's adapter reads spec and status). */
-type AnyPool = KubeObject & { spec?: unknown; status?: unknown };
+/** A pool object of any kind, as the store keeps it (only its kind reads spec and status). */
+export type PoolObject = KubeObject & { spec?: unknown; status?: unknown };
 
 /** RBAC the store's reads and writes need (rendered into config/rbac by `npm run generate`). */
 export const STORE_RULES = [
@@ -49,12 +49,12 @@ export const STORE_RULES = [
   { apiGroups: [GROUP], resources: [IPADDRESS.plural], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
 ];
 
-/** What names a pool kind here: its descriptor's group and kind (a PoolKind has one). */
-export interface PoolKindName {
+/** A pool kind as the store tells kinds apart: by its descriptor's group and kind (a PoolKind has one). */
+export interface DescribedKind {
   descriptor: { group: string; kind: string };
 }
 
-const kindName = (kind: PoolKindName): string => `${kind.descriptor.kind}.${kind.descriptor.group}`;
+const kindName = (kind: DescribedKind): string => `${kind.descriptor.kind}.${kind.descriptor.group}`;
 
 export interface StoreOptions {
   namespace?: string;
@@ -85,7 +85,7 @@ export class Store {
    * The pool informer of each kind being served (Metal3's IPPool always; others once their CRDs are found), by
    * `<Kind>.<group>`.
    */
-  private readonly poolInformers = new Map<string, Informer<AnyPool>>();
+  private readonly poolInformers = new Map<string, Informer<PoolObject>>();
 
   constructor(
     readonly kubeConfig: Kube,
@@ -136,18 +136,18 @@ export class Store {
   }
 
   /** Makes `informer` the pools of `kind` (the manager registers each kind it serves once its CRD is served). */
-  servePools<P extends AnyPool>(kind: PoolKindName, informer: Informer<P>): void {
+  servePools<P extends PoolObject>(kind: DescribedKind, informer: Informer<P>): void {
     // One map for every kind: each entry pairs a kind with the informer of its own object type.
-    this.poolInformers.set(kindName(kind), informer as unknown as Informer<AnyPool>);
+    this.poolInformers.set(kindName(kind), informer as unknown as Informer<PoolObject>);
   }
 
   /** Forgets the pools of `kind`: passes of its pools do nothing until it is served again (pools/discovery.ts). */
-  stopServingPools(kind: PoolKindName): void {
+  stopServingPools(kind: DescribedKind): void {
     this.poolInformers.delete(kindName(kind));
   }
 
   /** The pools of `kind`, or undefined while the kind is not served. */
-  poolInformer(kind: PoolKindName): Informer<AnyPool> | undefined {
+  poolInformer(kind: DescribedKind): Informer<PoolObject> | undefined {
     return this.poolInformers.get(kindName(kind));
   }
 

@@ -14,7 +14,7 @@ export const CLAIM_KINDS: readonly ClaimKind[] = ["IPClaim", "IPAddressClaim"];
 /**
  * The pool a per-pool series is about: its kind (`IPPool`, `InClusterIPPool`, `GlobalInClusterIPPool`; the
  * `pool_kind` label, since `kind` already names the claim kind of the pending series), its namespace ("" for a
- * cluster-scoped kind: the series then has no `namespace` label) and its name (`pool`). A pool's `PoolRef` is one.
+ * cluster-scoped kind: the series then has no `namespace` label) and its name (`pool`). A pool's `PoolLocation` is one.
  */
 export interface PoolLabels {
   kind: string;

@@ -8,7 +8,7 @@
  * the IPAddress of such a claim becomes its Service's key; a Service of another class is queued only while we hold a
  * claim for it (so the claim is released when the Service leaves our class or type).
  */
-import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
+import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../../../api/capi/types.js";
 import { apiVersionOf, CAPI_IPADDRESSCLAIM } from "../../../api/registry.js";
 import type { ObjectMeta } from "../../../api/v1alpha1/types.js";
 import { isAlreadyExists } from "../../kube/errors.js";
@@ -27,7 +27,6 @@ import {
   loadBalancerClaimName,
   type Action,
   type ClaimView,
-  type PoolRef,
   type ServiceView,
 } from "./decide.js";
 
@@ -155,7 +154,7 @@ export class LoadBalancerController {
     }
   }
 
-  private async createClaim(capi: CapiInformers, service: Service, poolRef: PoolRef): Promise<void> {
+  private async createClaim(capi: CapiInformers, service: Service, poolRef: Required<PoolRef>): Promise<void> {
     const name = service.metadata.name ?? "";
     const claim: IPAddressClaim = {
       apiVersion: apiVersionOf(CAPI_IPADDRESSCLAIM, capi.version),

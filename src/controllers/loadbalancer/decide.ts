@@ -14,6 +14,7 @@
  * A Service we do not serve is touched only when we hold a claim for it (it was ours and changed type, class or
  * annotation): then the annotation we wrote is removed, and the claim deleted.
  */
+import type { PoolRef } from "../../../api/capi/types.js";
 import { poolDescriptor } from "../../../api/registry.js";
 import { parseEndpointPool } from "../../ipam/endpoint.js";
 
@@ -30,13 +31,6 @@ const CLAIM_SUFFIX = "-load-balancer";
 
 /** The claim of Service `serviceName`. Service names are at most 63 characters, so the name always fits. */
 export const loadBalancerClaimName = (serviceName: string): string => serviceName + CLAIM_SUFFIX;
-
-/** A claim's `poolRef`. */
-export interface PoolRef {
-  apiGroup: string;
-  kind: string;
-  name: string;
-}
 
 /** What decisions read of a Service. */
 export interface ServiceView {
@@ -56,14 +50,15 @@ export interface ClaimView {
   ours: boolean;
   /** uid of the Service its owner reference names (a previous Service of the same name may have left it). */
   ownerUid?: string;
-  poolRef: PoolRef;
+  /** The claim's `poolRef`, an absent `apiGroup` read as "" so two refs compare field by field. */
+  poolRef: Required<PoolRef>;
   deleting: boolean;
   /** The bound address, once its IPAddress exists. */
   address?: string;
 }
 
 export type Action =
-  | { kind: "create-claim"; poolRef: PoolRef }
+  | { kind: "create-claim"; poolRef: Required<PoolRef> }
   | { kind: "delete-claim" }
   | { kind: "set-annotation"; address: string }
   | { kind: "remove-annotation" }
@@ -73,7 +68,7 @@ export type Action =
  * Whether a Service is ours: undefined when not (other type or class), the pool when it is, or a message for its
  * author when its class is ours but the annotation names no pool.
  */
-export function selectPool(service: ServiceView): PoolRef | { error: string } | undefined {
+export function selectPool(service: ServiceView): Required<PoolRef> | { error: string } | undefined {
   if (service.type !== "LoadBalancer" || service.loadBalancerClass !== LOAD_BALANCER_CLASS) return undefined;
   const value = service.annotations[LOAD_BALANCER_POOL_ANNOTATION];
   if (value === undefined) return { error: `annotation ${LOAD_BALANCER_POOL_ANNOTATION} is missing` };
@@ -82,7 +77,7 @@ export function selectPool(service: ServiceView): PoolRef | { error: string } | 
   return { apiGroup: poolDescriptor(ref.kind).group, kind: ref.kind, name: ref.name };
 }
 
-const samePool = (a: PoolRef, b: PoolRef): boolean =>
+const samePool = (a: Required<PoolRef>, b: Required<PoolRef>): boolean =>
   a.apiGroup === b.apiGroup && a.kind === b.kind && a.name === b.name;
 
 /**

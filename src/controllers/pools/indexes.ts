@@ -17,7 +17,7 @@ export const poolAddressKey = (poolKey: string, address: string): string =>
   `${poolKey}/${canonicalAddress(address) ?? address}`;
 
 /** Where a pool is: its kind's group and kind, its namespace ("" for a cluster-scoped kind) and name. */
-export interface PoolRef {
+export interface PoolLocation {
   group: string;
   kind: string;
   namespace: string;
@@ -28,12 +28,12 @@ export interface PoolRef {
  * The work-queue key of a pool: `<Kind>.<group>/<namespace>/<name>`, namespace empty for a cluster-scoped kind. Keys
  * carry kind and scope, so a GlobalInClusterIPPool and an InClusterIPPool or IPPool of one name never share a slot.
  */
-export function poolKeyOf(ref: PoolRef): string {
+export function poolKeyOf(ref: PoolLocation): string {
   return `${ref.kind}.${ref.group}/${ref.namespace}/${ref.name}`;
 }
 
 /** The inverse of {@link poolKeyOf}; undefined for a string that is not a pool key. */
-export function parsePoolKey(key: string): PoolRef | undefined {
+export function parsePoolKey(key: string): PoolLocation | undefined {
   const first = key.indexOf("/");
   const second = key.indexOf("/", first + 1);
   const dot = key.indexOf(".");

@@ -1,8 +1,8 @@
 import { expect } from "chai";
-import { parsePoolKey, poolKeyOf, type PoolRef } from "./indexes.js";
+import { parsePoolKey, poolKeyOf, type PoolLocation } from "./indexes.js";
 
 describe("pool keys carry group, kind and scope (pure)", () => {
-  const rows: [string, PoolRef, string][] = [
+  const rows: [string, PoolLocation, string][] = [
     [
       "a namespaced Metal3 pool",
       { group: "ipam.metal3.io", kind: "IPPool", namespace: "ns", name: "p" },

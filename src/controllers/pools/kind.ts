@@ -11,11 +11,12 @@ import type { KubeObject } from "../../kube/resource.js";
 import type { Logger } from "../../runtime/logger.js";
 import type { ControllerMetrics } from "../../runtime/metrics.js";
 import type { Cluster } from "../clusters.js";
-import type { Store } from "../store.js";
-import { poolKeyOf, type PoolRef } from "./indexes.js";
+import type { PoolObject, Store } from "../store.js";
+import { poolKeyOf, type PoolLocation } from "./indexes.js";
 
-/** A pool of any kind: the pass reads its metadata; only its kind reads spec and status. */
-export type PoolObject = KubeObject & { spec?: unknown; status?: unknown };
+// A pool of any kind (declared where the store keeps it): the pass reads its metadata; only its kind reads spec and
+// status. Exported here too, with the rest of the contract kinds implement.
+export type { PoolObject };
 
 /** Every record of an allocation (ipam.metal3.io IPAddress, Cluster API IPAddress) as the pass sees it. */
 export interface PoolRecord {
@@ -36,7 +37,7 @@ export interface PoolRecords {
 /** What a kind's status writer is told by the pass. */
 export interface StatusInput {
   /** The pool, as its per-pool metrics series name it (`PoolLabels`: kind, namespace, name). */
-  ref: PoolRef;
+  ref: PoolLocation;
   records: PoolRecords;
   allocator: PoolAllocator;
   /** Addresses skipped because another pool's record bears their name (Metal3's shared namePrefix). */
@@ -111,7 +112,7 @@ export interface ExternalEngine<P extends PoolObject = PoolObject> {
    * The pool `ref` is gone from the cluster: the engine drops whatever it keeps for it (its view of the engine's
    * records, its connections when no other pool uses them), so pools created and deleted leave nothing behind.
    */
-  forget(ref: PoolRef): void;
+  forget(ref: PoolLocation): void;
   /**
    * Optional: the pool is being deleted and no record of it is left: the engine gives back what it holds for the pool
    * itself (NetBox: the addresses it reserved). Resolves false when it could not (the engine's failure, retried after
@@ -206,8 +207,8 @@ export interface PoolKind<P extends PoolObject = PoolObject> {
   readonly external?: ExternalEngine<P>;
 }
 
-/** The {@link PoolRef} of a pool object of `kind`. */
-export function refOf(kind: PoolKind, pool: PoolObject): PoolRef {
+/** The {@link PoolLocation} of a pool object of `kind`. */
+export function refOf(kind: PoolKind, pool: PoolObject): PoolLocation {
   return {
     group: kind.descriptor.group,
     kind: kind.descriptor.kind,

@@ -11,7 +11,7 @@ import type { Logger } from "../../runtime/logger.js";
 import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
-import type { PoolRef } from "./indexes.js";
+import type { PoolLocation } from "./indexes.js";
 import type { ExternalAnswer, ExternalClaim, ExternalHolding, PoolKind, PoolObject, PoolRecord } from "./kind.js";
 
 /** What the pass reads of a claim API's records cache (an Informer of the record type satisfies it). */
@@ -53,7 +53,7 @@ export interface ApplyContext {
 export interface Pass {
   ctx: ApplyContext;
   kind: PoolKind;
-  ref: PoolRef;
+  ref: PoolLocation;
   key: string;
   /** Undefined when the pool does not exist (its claims fail, its orphans are released). */
   pool: PoolObject | undefined;

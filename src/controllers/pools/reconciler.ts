@@ -29,7 +29,7 @@ import {
   type ApiChanges,
   type PoolState,
 } from "./state.js";
-import { parsePoolKey, type PoolRef } from "./indexes.js";
+import { parsePoolKey, type PoolLocation } from "./indexes.js";
 import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
 import type { ApplyContext, ClaimApi, Pass } from "./pass.js";
 import type { PoolKinds } from "./registry.js";
@@ -89,7 +89,7 @@ export class PoolReconciler {
   }
 
   /** The pool a key names, its kind and the kind's informer; undefined for a kind not served (yet). */
-  private resolve(key: string): { ref: PoolRef; kind: PoolKind; pools: Informer<PoolObject> } | undefined {
+  private resolve(key: string): { ref: PoolLocation; kind: PoolKind; pools: Informer<PoolObject> } | undefined {
     const ref = parsePoolKey(key);
     const kind = ref && this.kinds.find(ref.group, ref.kind);
     // A kind whose informer is not running (its CRD not served yet) has nothing to decide from.
@@ -99,7 +99,7 @@ export class PoolReconciler {
 
   private async reconcilePool(
     key: string,
-    ref: PoolRef,
+    ref: PoolLocation,
     kind: PoolKind,
     pools: Informer<PoolObject>,
   ): Promise<ReconcileResult> {
@@ -208,7 +208,7 @@ export class PoolReconciler {
    */
   private async confirmMissing(
     key: string,
-    ref: PoolRef,
+    ref: PoolLocation,
     kind: PoolKind,
     pools: Informer<PoolObject>,
   ): Promise<PoolObject | undefined> {
@@ -306,7 +306,7 @@ export class PoolReconciler {
   private passFor(
     ctx: ApplyContext,
     kind: PoolKind,
-    ref: PoolRef,
+    ref: PoolLocation,
     key: string,
     pool: PoolObject | undefined,
     collisions: string[],
