@@ -1,5 +1,5 @@
 /**
- * Pools whose addresses a NetBox instance hands out (issue 26): `NetBoxIPPool` (namespaced) and `GlobalNetBoxIPPool`
+ * Pools whose addresses a NetBox instance hands out: `NetBoxIPPool` (namespaced) and `GlobalNetBoxIPPool`
  * (cluster-scoped), served through Cluster API's IPAddressClaim contract. NetBox stays the source of truth: it decides
  * each address under its own lock, and every record we make there carries the claim's identity (src/netbox/identity.ts).
  *

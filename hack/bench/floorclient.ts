@@ -1,5 +1,5 @@
 /**
- * The trickle's floor client (issue 27), a process of its own that trickle.ts starts and measures like the
+ * The trickle's floor client, a process of its own that trickle.ts starts and measures like the
  * controller: what any Node client must spend on one claim of a trickle, with no controller logic at all. It watches
  * one namespace's claims and the records it makes (so it receives a claim's four events, as the controller does: the
  * claim, its finalizer, its record, its status) and answers each new claim with the controller's four requests, in the

@@ -1,6 +1,6 @@
 /**
  * The claim kinds a scenario can drive, each on the pool kind it asks: Metal3's IPClaim on an IPPool, and Cluster
- * API's IPAddressClaim on an IPPool, an InClusterIPPool or a GlobalInClusterIPPool (issue 24). A scenario only needs
+ * API's IPAddressClaim on an IPPool, an InClusterIPPool or a GlobalInClusterIPPool. A scenario only needs
  * to create the claim's pool ({@link ClaimKind.pool}) and claims, recognise a bound claim in a watch event, and read
  * back which address each claim got.
  */

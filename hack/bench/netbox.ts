@@ -1,5 +1,5 @@
 /**
- * The NetBox burst (issue 26): `count` IPAddressClaims created at once on one NetBoxIPPool whose addresses a real
+ * The NetBox burst: `count` IPAddressClaims created at once on one NetBoxIPPool whose addresses a real
  * NetBox hands out, served by the compiled controller; beside it, in the same run, a bare client making the NetBox
  * calls those claims need at the least (netboxbare.ts) on a fresh prefix of the same size, once right before the burst
  * and once right after (the machine's load drifts; the ratio is to their mean). Reports the burst's usual

@@ -132,7 +132,7 @@ describe("bench report: the in-cluster pools against the Metal3 pool path", () =
     ).to.equal(true);
   });
 
-  it("a run from before issue 24 keeps its rows and its IPAddressClaim / IPClaim comparison", () => {
+  it("a run whose results name no pool kind keeps its rows and its IPAddressClaim / IPClaim comparison", () => {
     const rows = rowsOf(
       sectionsOf(results([burst("IPClaim", undefined, 2), burst("IPAddressClaim", undefined, 3)])),
       "Efficiency",

@@ -41,7 +41,7 @@ export interface BenchResults {
   error?: string;
 }
 
-/** The pool kind of a result; runs from before issue 24 put every claim on an IPPool. */
+/** The pool kind of a result; a result that names none (older runs) put every claim on an IPPool. */
 const poolOf = (r: { pool?: string }): string => r.pool ?? "IPPool";
 
 /** "IPAddressClaim on InClusterIPPool": what a row is about, and the key rows are matched by. */
@@ -49,7 +49,7 @@ export function kindName(r: { kind: string; pool?: string }): string {
   return `${r.kind} on ${poolOf(r)}`;
 }
 
-/** The path the in-cluster pools' rows are compared with (issue 24): Cluster API claims on a Metal3 IPPool. */
+/** The path the in-cluster pools' rows are compared with: Cluster API claims on a Metal3 IPPool. */
 export const REFERENCE_KIND = "IPAddressClaim on IPPool";
 
 /** " (claims in 3 namespaces)" when a result's claims were spread over several namespaces, else "". */
@@ -275,7 +275,7 @@ function memorySection(r: BenchResults): Section | undefined {
 }
 
 /**
- * The efficiency table (issue 13): per kind and size, seconds, claims/s, controller CPU, RSS, API requests per claim,
+ * The efficiency table: per kind and size, seconds, claims/s, controller CPU, RSS, API requests per claim,
  * and the ratio of the bare client's ceiling to our time (1 = as fast as the writes alone).
  */
 function efficiencySection(r: BenchResults): Section | undefined {

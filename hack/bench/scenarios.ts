@@ -107,9 +107,9 @@ export interface BurstOptions {
 export interface BurstResult {
   /** The claim kind ({@link ClaimKind.label}). */
   kind: string;
-  /** The pool kind ({@link BenchPool.label}); absent in runs from before issue 24, all on IPPools. */
+  /** The pool kind ({@link BenchPool.label}); absent in older runs, all on IPPools. */
   pool?: string;
-  /** Namespaces the claims were spread over; absent in runs from before issue 24 (one). */
+  /** Namespaces the claims were spread over; absent in older runs (one). */
   namespaces?: number;
   count: number;
   concurrency: number;

@@ -1,8 +1,8 @@
 /**
  * The one HTTP door to the API server: JSON requests with a deadline, over one multiplexed HTTP/2 connection per
  * {@link ClusterAccess} (h2.ts; HTTP/1.1 keep-alive connections for `http://` servers and servers without HTTP/2).
- * client-node opened a new connection, with a TLS handshake on both sides, for every request; on two cores that cost
- * the API server much of its CPU (issue 13). Every request:
+ * One connection, not one per request: a new connection costs a TLS handshake on both sides, which would take much
+ * of the API server's CPU. Every request:
  * - carries {@link USER_AGENT};
  * - waits for the process's client-side rate limit (ratelimit.ts);
  * - is sent again after a `429 Too Many Requests` (API Priority and Fairness rejected it unexecuted) once its

@@ -1,5 +1,5 @@
 /**
- * The NetBox client's contract: what the controller asks of an external IPAM (issue 26). Pure data and one
+ * The NetBox client's contract: what the controller asks of an external IPAM. Pure data and one
  * interface; client.ts implements it over NetBox's REST API.
  */
 

@@ -1,9 +1,9 @@
 /**
  * Starts the Cluster API bridge once `ipam.cluster.x-k8s.io` is served (v1beta2 preferred, v1beta1 otherwise).
  *
- * Choice (issue 5): without Cluster API's CRDs the controller runs normally and the bridge stays off, saying so in
- * the log; discovery is retried every 30 s, so CRDs installed later are picked up without a restart. Readiness does
- * not depend on the bridge.
+ * Without Cluster API's CRDs the controller runs normally and the bridge stays off, saying so in the log; discovery
+ * is retried every 30 s, so CRDs installed later are picked up without a restart. Readiness does not depend on the
+ * bridge.
  */
 import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
 import {

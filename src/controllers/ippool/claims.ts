@@ -96,8 +96,8 @@ async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Prom
 
 /**
  * A claim bound the way Metal3's controller leaves it (the address named, no conditions, no error) is adopted as it
- * is: rewriting every migrated claim only to add our Ready condition would change objects nobody changed (issue 12:
- * a migration rewrites nothing). Our condition appears with the claim's next real change.
+ * is: rewriting every migrated claim only to add our Ready condition would change objects nobody changed (a
+ * migration rewrites nothing). Our condition appears with the claim's next real change.
  */
 function boundByMetal3(claim: IPClaim, address: IPAddress): boolean {
   const status = claim.status;

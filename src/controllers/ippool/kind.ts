@@ -126,7 +126,7 @@ function metal3Status(pool: IPPool, input: StatusInput): StatusDecision | undefi
 
 /**
  * A ready pool whose status Metal3's controller wrote (indexes, no conditions) and whose indexes are still right is
- * left as it is: a migration rewrites nothing (issue 12). Our counts and condition appear with the next change.
+ * left as it is: a migration rewrites nothing. Our counts and condition appear with the next change.
  */
 function adoptedAsIs(pool: IPPool, desired: IPPoolStatus): boolean {
   const current = pool.status;

@@ -1,10 +1,10 @@
 /**
  * What the passes of one pool keep between them, so that a pass costs in proportion to what changed, not to the pool
- * (issue 27: a claim arriving in a pool of 10,000 must cost about what it costs in an empty one). A pass is either
- * FULL (every claim planned, the allocator rebuilt from every record, every record checked for orphans: the way every
- * pass used to run) or INCREMENTAL: it plans the claims that changed, the claims whose records changed and the claims
- * not settled yet, and brings the kept allocator up to date from the records that changed (the informers' per-pool
- * change logs, src/kube/journal.ts).
+ * (a claim arriving in a pool of 10,000 must cost about what it costs in an empty one). A pass is either FULL
+ * (every claim planned, the allocator rebuilt from every record, every record checked for orphans) or INCREMENTAL:
+ * it plans the claims that changed, the claims whose records changed and the claims not settled yet, and brings
+ * the kept allocator up to date from the records that changed (the informers' per-pool change logs,
+ * src/kube/journal.ts).
  *
  * A pass is full when nothing is kept yet, the pool changed (spec, generation or metadata: its fingerprint), a change
  * log overflowed, a claim API is served that was not when the state was built, the previous pass failed or lost a race (its changes may be half applied), a Cluster changed, or
