@@ -22,9 +22,13 @@
  *      NetBox (the test kit's), beside a bare client making the NetBox calls they need at the least; NetBox calls per
  *      claim from the controller's /metrics, CPU by process tree, NetBox's records checked (see bench/netbox.ts)
  *   7. admission only: the pool webhooks' validation of pools of 10 to 100,000 entries (bench/admission.ts)
+ *   8. site (only when BENCH_SCENARIOS names it): BENCH_SITE_ADDRESSES addresses (default 100,000) held across
+ *      BENCH_SITE_POOLS pools (default 1,000) of every kind in 10 namespaces, both claim APIs; a trickle into the empty
+ *      site, a restart with the site held, a trickle and a burst on it; CPU of the controller, the API server and
+ *      etcd, requests, RSS and heap per stage (see bench/sitescenario.ts)
  *
- * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox, admission; all but netbox
- * by default); BENCH_POOLS=IPPool (say)
+ * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox, admission, site; all
+ * but netbox and site by default); BENCH_POOLS=IPPool (say)
  * only the claim kinds on the named pool kinds (IPPool, InClusterIPPool, GlobalInClusterIPPool).
  * Scenarios 3 and 7 run first, before the local plane starts, so nothing else competes for the CPU. The others run against a
  * LocalPlane of their own with the compiled controller (dist/, built by `npm run bench`, as is the floor client in .cache/bench/floor) as a child process. Only a crash fails the run; everything started is
@@ -58,6 +62,7 @@ import { LocalPlane } from "./testkit/plane.js";
 import { NetBoxServer } from "./testkit/netbox.js";
 import { netBoxUnavailable } from "./testkit/netboxinstall.js";
 import { netBoxBurst } from "./bench/netbox.js";
+import { siteScenario } from "./bench/sitescenario.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
 /** "IPAddressClaims on InClusterIPPool", for the progress lines. */
@@ -123,6 +128,21 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   if (config.scenarios.includes("memory")) {
     progress(`memory: loading ${config.addresses} IPAddresses, then a controller on them`);
     results.memory = await controllerMemory(ctx, { addresses: config.addresses, concurrency: config.concurrency });
+  }
+  // Last: its controllers serve all namespaces, so a scenario after it would share the cluster with the whole site.
+  if (config.scenarios.includes("site")) {
+    progress(`site: ${config.siteAddresses} addresses across ${config.sitePools} pools in 10 namespaces`);
+    results.site = await siteScenario(ctx, {
+      addresses: config.siteAddresses,
+      pools: config.sitePools,
+      trickle: config.siteTrickle,
+      gapMs: config.trickleGapMs,
+      burst: config.siteBurst,
+      concurrency: config.concurrency,
+      loadConcurrency: config.siteConcurrency,
+      planePids: () => plane?.pids ?? {},
+      progress: (message) => progress(`site: ${message}`),
+    });
   }
 }
 

@@ -52,4 +52,23 @@ describe("bench configuration (trickle knobs)", () => {
       "InClusterIPPool",
     ]);
   });
+
+  it("the site scenario: only when named; 100,000 addresses, 1,000 pools, 300 and 5,000 claims unless set", () => {
+    const c = readConfig({}, "o");
+    expect(c.scenarios).not.to.include("site");
+    expect([c.siteAddresses, c.sitePools, c.siteTrickle, c.siteBurst, c.siteConcurrency]).to.deep.equal([
+      100_000, 1_000, 300, 5_000, 200,
+    ]);
+    const smoke = readConfig(
+      { BENCH_SCENARIOS: "site", BENCH_SITE_ADDRESSES: "2000", BENCH_SITE_POOLS: "20", BENCH_SITE_BURST: "500" },
+      "o",
+    );
+    expect([smoke.scenarios, smoke.siteAddresses, smoke.sitePools, smoke.siteBurst]).to.deep.equal([
+      ["site"],
+      2_000,
+      20,
+      500,
+    ]);
+    expect(() => readConfig({ BENCH_SITE_POOLS: "0" }, "o")).to.throw("BENCH_SITE_POOLS");
+  });
 });

@@ -47,6 +47,16 @@ export interface BenchConfig {
    * window measures what a claim costs once that is over. The warm-up's own figure is reported beside it.
    */
   trickleWarmup: number;
+  /** The site scenario (8): addresses held across the site. BENCH_SITE_ADDRESSES, default 100000. */
+  siteAddresses: number;
+  /** Pools of the site, of every kind (hack/bench/site.ts). BENCH_SITE_POOLS, default 1000. */
+  sitePools: number;
+  /** Claims of each of the site's trickles, spread over its pools. BENCH_SITE_TRICKLE, default 300. */
+  siteTrickle: number;
+  /** Claims of the site's burst, spread over its pools. BENCH_SITE_BURST, default 5000. */
+  siteBurst: number;
+  /** Held claims written at once while the site is built. BENCH_SITE_CONCURRENCY, default 200. */
+  siteConcurrency: number;
   /** Scenarios to run: BENCH_SCENARIOS, comma-separated among {@link SCENARIOS}; default {@link DEFAULT_SCENARIOS}. */
   scenarios: Scenario[];
   /**
@@ -60,16 +70,17 @@ export interface BenchConfig {
   printJson: boolean;
 }
 
-/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5), netbox (6), admission (7). */
-export const SCENARIOS = ["allocator", "burst", "memory", "trickle", "netbox", "admission"] as const;
+/** allocator (3), burst (ceilings, bursts, latency: 1, 2), memory (4), trickle (5), netbox (6), admission (7), site (8). */
+export const SCENARIOS = ["allocator", "burst", "memory", "trickle", "netbox", "admission", "site"] as const;
 /** The scenarios that need no API server: they run first, before the local plane starts. */
 export const PURE_SCENARIOS: readonly Scenario[] = ["allocator", "admission"];
 export type Scenario = (typeof SCENARIOS)[number];
 /**
  * What runs without BENCH_SCENARIOS: all but `netbox`, which needs a NetBox (installed by its first run: minutes,
- * hack/netbox.sh), about 500 MB more memory and about 2 minutes more; BENCH_SCENARIOS names it to run it.
+ * hack/netbox.sh), about 500 MB more memory and about 2 minutes more, and `site`, whose default size takes far longer
+ * than the rest together; BENCH_SCENARIOS names them to run them.
  */
-export const DEFAULT_SCENARIOS: readonly Scenario[] = SCENARIOS.filter((s) => s !== "netbox");
+export const DEFAULT_SCENARIOS: readonly Scenario[] = SCENARIOS.filter((s) => s !== "netbox" && s !== "site");
 
 /** The pools the claim kinds ask (hack/bench/pools.ts labels). */
 export const POOL_LABELS = ["IPPool", "InClusterIPPool", "GlobalInClusterIPPool"] as const;
@@ -133,6 +144,11 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
     trickleHeld: trickleHeld(env, large),
     trickleGapMs: nonNegativeInt(env, "BENCH_TRICKLE_GAP_MS", 100),
     trickleWarmup: nonNegativeInt(env, "BENCH_TRICKLE_WARMUP", 200),
+    siteAddresses: nonNegativeInt(env, "BENCH_SITE_ADDRESSES", 100_000),
+    sitePools: positiveInt(env, "BENCH_SITE_POOLS", 1_000),
+    siteTrickle: positiveInt(env, "BENCH_SITE_TRICKLE", 300),
+    siteBurst: positiveInt(env, "BENCH_SITE_BURST", 5_000),
+    siteConcurrency: positiveInt(env, "BENCH_SITE_CONCURRENCY", 200),
     scenarios: list(env, "BENCH_SCENARIOS", [...DEFAULT_SCENARIOS], scenarioOf),
     pools: list(env, "BENCH_POOLS", [...POOL_LABELS], poolOf),
     outFile: env.BENCH_OUT || defaultOutFile,

@@ -61,12 +61,13 @@ export function netBoxBenchPool(server: NetBoxServer): NetBoxBenchPool {
     },
     async used(kc, namespace, name) {
       try {
-        return (await client(kc).get(namespace, name)).status?.ipAddresses?.used;
+        return this.usedOf(await client(kc).get(namespace, name));
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
       }
     },
+    usedOf: (pool) => (pool as NetBoxIPPool | undefined)?.status?.ipAddresses?.used,
     getRequest: `GET ${NETBOX_IPPOOL.group}/${NETBOX_IPPOOL.plural}`,
     ref: (name) => ({ apiGroup: NETBOX_IPPOOL.group, kind: NETBOX_IPPOOL.kind, name }),
     capiRecord: {

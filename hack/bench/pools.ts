@@ -52,6 +52,8 @@ export interface BenchPool {
   create(kc: KubeConfig, namespace: string, name: string, count: number): Promise<void>;
   /** Addresses the pool's status counts used; undefined while the controller has not written its status yet. */
   used(kc: KubeConfig, namespace: string, name: string): Promise<number | undefined>;
+  /** What {@link used} reads, from a pool object of this kind as a list or a watch delivers it. */
+  usedOf(pool: unknown): number | undefined;
   /** The API server's request key of {@link used}'s read (`GET <group>/<plural>`): the driver's own, left out. */
   readonly getRequest: string;
   /** The pool reference of a Cluster API IPAddressClaim (and of its record) naming pool `name`. */
@@ -119,7 +121,10 @@ export const METAL3_POOL: BenchPool = {
     await createPool(kc, namespace, name, count);
   },
   async used(kc, namespace, name) {
-    const status = (await readPool(kc, namespace, name))?.status;
+    return this.usedOf(await readPool(kc, namespace, name));
+  },
+  usedOf(pool) {
+    const status = (pool as IPPool | undefined)?.status;
     return status?.conditions?.length ? (status.used ?? 0) : undefined;
   },
   getRequest: getRequest(IPPOOL),
@@ -158,12 +163,13 @@ function inClusterPool(descriptor: ResourceDescriptor): BenchPool {
     },
     async used(kc, namespace, name) {
       try {
-        return (await client(kc).get(namespace, name)).status?.ipAddresses?.used;
+        return this.usedOf(await client(kc).get(namespace, name));
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;
       }
     },
+    usedOf: (pool) => (pool as InClusterIPPool | undefined)?.status?.ipAddresses?.used,
     getRequest: getRequest(descriptor),
     ref: (name) => ({ apiGroup: descriptor.group, kind: descriptor.kind, name }),
     capiRecord: {

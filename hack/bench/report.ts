@@ -9,6 +9,7 @@ import { fmt, fmtBytes, fmtMs, fmtRatio, type Summary } from "./stats.js";
 import type { FloorResult, TrickleResult } from "./trickle.js";
 import type { NetBoxBurstResult } from "./netbox.js";
 import { netBoxSection } from "./netboxreport.js";
+import { siteSections, type SiteResult } from "./site.js";
 import type { Row, Section } from "./table.js";
 
 /** Everything a run measured; written as JSON as is. */
@@ -38,6 +39,8 @@ export interface BenchResults {
   floors?: FloorResult[];
   /** IPAddressClaims on a NetBoxIPPool of a real NetBox, and a bare client's NetBox calls (scenario 6). */
   netbox?: NetBoxBurstResult;
+  /** A large site of every pool kind: trickles, restart, burst (scenario 8). */
+  site?: SiteResult;
   error?: string;
 }
 
@@ -500,6 +503,7 @@ export function sectionsOf(r: BenchResults): Section[] {
     trickleSection(r.trickles),
     floorSection(r.floors, r.trickles),
     r.netbox && netBoxSection(r.netbox),
+    ...(r.site ? siteSections(r.site) : []),
   ];
   return sections.filter((s): s is Section => s !== undefined);
 }

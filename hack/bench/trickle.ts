@@ -172,7 +172,7 @@ async function waitPoolUsed(
  * Resolves once the controller used at most {@link IDLE_CPU_S} of CPU over {@link IDLE_SAMPLE_MS}: its start-up
  * passes are over (a controller of all namespaces passes over every pool the cluster holds when it starts).
  */
-async function waitIdle(ctx: BenchContext, controller: BenchController): Promise<void> {
+export async function waitIdle(ctx: BenchContext, controller: BenchController): Promise<void> {
   const deadline = nowMs() + ctx.timeoutMs;
   while (nowMs() < deadline) {
     const before = await cpuSeconds(controller.pid);
@@ -183,7 +183,7 @@ async function waitIdle(ctx: BenchContext, controller: BenchController): Promise
 }
 
 /** Resolves once the controller's /readyz answers 200 (caches synced). */
-async function waitReady(ctx: BenchContext, controller: BenchController): Promise<void> {
+export async function waitReady(ctx: BenchContext, controller: BenchController): Promise<void> {
   const ready = async (): Promise<boolean> => {
     try {
       const res = await fetch(`http://127.0.0.1:${controller.healthPort ?? 0}/readyz`);

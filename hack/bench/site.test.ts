@@ -1,0 +1,198 @@
+import { expect } from "chai";
+import type { Row, Section } from "./table.js";
+import {
+  claimAndRecordWrites,
+  claimsPerPool,
+  heldAddresses,
+  heldClaim,
+  poolStatusWrites,
+  preAllocations,
+  siteCensus,
+  siteLayout,
+  siteSections,
+  SITE_STAGES,
+  stageClaim,
+  type SiteResult,
+  type SiteStage,
+} from "./site.js";
+import { summarize } from "./stats.js";
+
+const SMOKE = { addresses: 2_000, pools: 20, namespaces: 10, newClaims: 5_601 };
+
+/** 10.a.b.c as a number, for block arithmetic. */
+const numeric = (address: string): number => address.split(".").reduce((n, octet) => n * 256 + Number(octet), 0);
+
+describe("bench site: layout", () => {
+  it("mixes the pool kinds 5:3:2, preallocations on 2 IPPools of 5, and holds every address once", () => {
+    const layout = siteLayout(SMOKE);
+    expect(siteCensus(layout)).to.deep.equal({
+      IPPool: 10,
+      InClusterIPPool: 6,
+      GlobalInClusterIPPool: 4,
+      preallocating: 4,
+    });
+    expect(layout.pools.reduce((sum, p) => sum + p.held, 0)).to.equal(2_000);
+    expect(new Set(layout.pools.map((p) => p.name)).size).to.equal(20);
+    expect(layout.pools.map((p) => p.name).slice(0, 3)).to.deep.equal(["site-m3-00", "site-m3-01", "site-m3-02"]);
+    expect(layout.pools[8]?.name).to.equal("site-gic-08");
+    // A remainder goes one by one to the first pools.
+    expect(
+      siteLayout({ ...SMOKE, addresses: 2_003 })
+        .pools.map((p) => p.held)
+        .slice(0, 5),
+    ).to.deep.equal([101, 101, 101, 100, 100]);
+    // Global pools spread their claims over 3 namespaces; namespaced pools keep to theirs; all 10 are used.
+    expect(layout.pools[9]?.claimNamespaces).to.deep.equal([9, 0, 1]);
+    expect(layout.pools[5]?.claimNamespaces).to.deep.equal([5]);
+    expect(new Set(layout.pools.map((p) => p.claimNamespaces[0])).size).to.equal(10);
+  });
+
+  it("gives each pool a block of its own with room for its share of the new claims, its gateway in its /16", () => {
+    const layout = siteLayout({ addresses: 100_000, pools: 1_000, namespaces: 10, newClaims: 5_601 });
+    expect(layout.blockBits).to.equal(8);
+    const blocks = layout.pools.map((p) => {
+      const [network, length] = p.subnet.split("/") as [string, string];
+      return { start: numeric(network), size: 2 ** (32 - Number(length)), gateway: numeric(p.gateway) };
+    });
+    for (const [i, b] of blocks.entries()) {
+      expect(b.start % b.size, `block ${i} aligned`).to.equal(0);
+      expect(b.start >= numeric("10.0.0.0") && b.start + b.size <= numeric("11.0.0.0"), `block ${i}`).to.equal(true);
+      expect(b.gateway, `gateway ${i}`).to.equal((b.start & ~0xffff) + 1);
+      if (i > 0) expect(b.start, `block ${i} after the last`).to.equal((blocks[i - 1]?.start ?? 0) + b.size);
+    }
+    // Smoke: 100 held and 281 new ones per pool need 512 addresses.
+    expect(siteLayout(SMOKE).blockBits).to.equal(9);
+  });
+
+  it("refuses a site that does not fit 10.0.0.0/8, and an empty one", () => {
+    expect(() => siteLayout({ addresses: 10_000_000, pools: 100_000, namespaces: 10, newClaims: 0 })).to.throw(
+      "do not fit 10.0.0.0/8",
+    );
+    expect(() => siteLayout({ ...SMOKE, pools: 0 })).to.throw("at least one pool");
+  });
+});
+
+describe("bench site: held addresses and new claims", () => {
+  const layout = siteLayout(SMOKE);
+
+  it("preallocated claims hold their preallocation; the others skip what records hold already", () => {
+    const pool = layout.pools[0]!;
+    const pre = preAllocations(layout, pool);
+    expect(Object.keys(pre)).to.have.length(10);
+    expect(pre[heldClaim(pool, 0).name]).to.equal("10.0.0.2");
+    const taken = new Set(["10.0.0.12", "10.0.0.14"]);
+    const held = heldAddresses(layout, pool, taken);
+    expect(held).to.have.length(pool.held);
+    expect(held.slice(0, 10)).to.deep.equal(Object.values(pre));
+    expect(held.slice(10, 14)).to.deep.equal(["10.0.0.13", "10.0.0.15", "10.0.0.16", "10.0.0.17"]);
+    expect(new Set(held).size).to.equal(held.length);
+    expect(held.some((a) => taken.has(a) || a === pool.gateway)).to.equal(false);
+    // A pool without preallocations starts past the gateway of its /16.
+    const inCluster = layout.pools[5]!;
+    expect(preAllocations(layout, inCluster)).to.deep.equal({});
+    expect(heldAddresses(layout, inCluster, new Set())[0]).to.equal("10.0.10.2");
+  });
+
+  it("runs out of room loudly instead of writing an address twice", () => {
+    const pool = { ...layout.pools[5]!, held: 2 ** layout.blockBits - 3 };
+    expect(() => heldAddresses(layout, pool, new Set())).not.to.throw();
+    expect(() => heldAddresses(layout, pool, new Set(["10.0.10.2"]))).to.throw("no room");
+  });
+
+  it("alternates the claim APIs on IPPools only; a stage's claims go round robin over the pools", () => {
+    const ipPool = layout.pools[0]!;
+    const global = layout.pools[9]!;
+    expect([0, 1, 2].map((j) => heldClaim(ipPool, j).api)).to.deep.equal(["IPClaim", "IPAddressClaim", "IPClaim"]);
+    expect([0, 1, 2].map((j) => heldClaim(global, j).api)).to.deep.equal(Array(3).fill("IPAddressClaim"));
+    expect([0, 1, 2, 3].map((j) => heldClaim(global, j).namespace)).to.deep.equal([9, 0, 1, 9]);
+    const burst = Array.from({ length: 45 }, (_, t) => stageClaim(layout, "burst", t));
+    expect(burst.map((c) => c.pool.index).slice(18, 23)).to.deep.equal([18, 19, 0, 1, 2]);
+    expect(burst[0]?.name).to.equal("burst-000000");
+    // Both APIs on the IPPools within one pass over the pools, and each IPPool gets both over two passes.
+    const ipClaims = burst.filter((c) => c.pool.kind === "IPPool");
+    expect(new Set(ipClaims.slice(0, 10).map((c) => c.api))).to.deep.equal(new Set(["IPClaim", "IPAddressClaim"]));
+    expect([burst[0]?.api, burst[20]?.api]).to.deep.equal(["IPClaim", "IPAddressClaim"]);
+    expect(burst.filter((c) => c.pool.kind !== "IPPool").every((c) => c.api === "IPAddressClaim")).to.equal(true);
+    // claimsPerPool counts what stageClaim places.
+    const counted = claimsPerPool(layout, 45);
+    expect(counted.reduce((a, b) => a + b, 0)).to.equal(45);
+    expect(counted.map((n, i) => n - burst.filter((c) => c.pool.index === i).length)).to.deep.equal(Array(20).fill(0));
+  });
+});
+
+describe("bench site: report", () => {
+  const MiB = 1024 * 1024;
+  const stage = (name: string, claims: number, cpu: number, rss: number, heap: number): SiteStage => ({
+    stage: name,
+    claims,
+    wallMs: claims * 200,
+    cpu: { controller: cpu, apiServer: 2, etcd: 1 },
+    requests: { writes: 3, reads: 0, byVerb: {} },
+    ...(claims > 0 ? { bindMs: summarize([20, 30]) } : {}),
+    timedOut: 0,
+    memory: { rss, peakRss: rss + 10 * MiB, rssAnon: rss },
+    heapUsed: heap,
+  });
+  const result: SiteResult = {
+    addresses: 2_000,
+    pools: 20,
+    namespaces: 10,
+    census: { IPPool: 10, InClusterIPPool: 6, GlobalInClusterIPPool: 4, preallocating: 4 },
+    loadMs: 5_000,
+    loadConcurrency: 200,
+    stages: [
+      stage(SITE_STAGES.idle, 0, 0.5, 80 * MiB, 20 * MiB),
+      stage(SITE_STAGES.emptyTrickle, 300, 1.5, 82 * MiB, 22 * MiB),
+      stage(SITE_STAGES.restart, 0, 3, 80 * MiB + 2_000 * 6 * 1024, 20 * MiB + 2_000 * 2 * 1024),
+      stage(SITE_STAGES.trickle, 300, 2.4, 90 * MiB, 30 * MiB),
+      stage(SITE_STAGES.burst, 5_000, 10, 120 * MiB, 60 * MiB),
+    ],
+    restart: {
+      readyMs: 900,
+      firstBoundMs: 1_200,
+      poolsCurrentMs: 3_000,
+      writes: {
+        "PATCH ipam.metal3.io/ippools/status": 10,
+        "PATCH ipam.cluster.x-k8s.io/inclusterippools/status": 6,
+        "PATCH ipam.cluster.x-k8s.io/globalinclusterippools/status": 4,
+        "PATCH ipam.metal3.io/ipclaims": 1,
+        "PATCH ipam.metal3.io/ipclaims/status": 1,
+        "POST ipam.metal3.io/ipaddresses": 1,
+        "POST events": 2,
+      },
+    },
+  };
+  const rows = (sections: Section[]): Row[] => {
+    const derived = sections[1];
+    return derived && "rows" in derived ? derived.rows : [];
+  };
+  const value = (sections: Section[], metric: string): string | undefined =>
+    rows(sections).find((r) => r.metric.startsWith(metric))?.value;
+
+  it("one grid line per stage with CPU per claim; the restart's writes split into claims/records and pool statuses", () => {
+    const sections = siteSections(result);
+    const grid = sections[0]!;
+    expect(grid.title).to.include("2,000 addresses held across 20 pools").and.include("4 of them with preallocations");
+    if (!("cells" in grid)) throw new Error("the stages are a grid");
+    expect(grid.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
+    expect(grid.cells[1]?.[4]).to.equal("5.00");
+    expect(grid.cells[0]?.[4]).to.equal("-");
+    expect(claimAndRecordWrites(result.restart.writes)).to.equal(3);
+    expect(poolStatusWrites(result.restart.writes)).to.equal(20);
+    expect(value(sections, "(c) restart: writes to claims and records")).to.equal("3");
+    expect(value(sections, "(c) restart: pool status writes")).to.equal("20");
+    expect(value(sections, "(c) restart: start → first new claim bound")).to.equal("1.20 s");
+  });
+
+  it("the site's trickle over the empty site's, and memory per held address beyond the idle floor", () => {
+    const sections = siteSections(result);
+    expect(value(sections, "(a) trickle: CPU per claim, site held / empty site")).to.equal("1.60×");
+    expect(value(sections, "(d) per held address beyond the idle floor: RSS")).to.equal("6.00 KiB");
+    expect(rows(sections).find((r) => r.metric.startsWith("(d)"))?.detail).to.include("heap used 2.00 KiB");
+    expect(value(sections, "(b) burst: 5000 claims bound in")).to.equal("1,000 s");
+    // A run that failed before the held site has no derived rows about it.
+    const partial = siteSections({ ...result, stages: result.stages.slice(0, 2) });
+    expect(value(partial, "(a) trickle")).to.equal(undefined);
+    expect(value(partial, "(d)")).to.equal(undefined);
+  });
+});

@@ -1,0 +1,436 @@
+/**
+ * Scenario 8, the large site (issue 41): the pools site.ts lays out, in 10 namespaces of their own, then one
+ * controller of all namespaces after another:
+ *
+ *   1. a controller on the empty site: its idle reading once every pool's status is written, then the trickle into
+ *      the empty site (the reference of the site's trickle);
+ *   2. with no controller running, the held claims and their records written directly as a controller leaves them
+ *      (kinds.ts's bareWrites: the claim, its finalizer, the record, the bound status) at high concurrency, plus one
+ *      new claim;
+ *   3. a controller started on that (c): until its /readyz, the new claim bound, every pool's status counting what it
+ *      holds, and the writes it made; then the trickle (a) and the burst (b) on it.
+ *
+ * Every stage reads the controller's CPU, the API server's and etcd's (from /proc), the controller's API requests
+ * (the API server's apiserver_request_total, the bench's own creates left out), and at its end the controller's RSS
+ * (/proc) and V8 heap in use (its /metrics).
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { InClusterIPPool } from "../../api/incluster/types.js";
+import { CAPI_IPADDRESS, resourceType } from "../../api/registry.js";
+import { Informer } from "../../src/kube/informer.js";
+import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
+import { silentLogger } from "../../src/runtime/logger.js";
+import { freshNamespace } from "../testkit/cluster.js";
+import { clients, pool as ipPool } from "../testkit/ipam.js";
+import { metricSample, scrapeMetrics } from "../testkit/metrics.js";
+import { poll, sleep } from "../testkit/wait.js";
+import { startBenchController, type BenchController } from "./controller.js";
+import { cpuSeconds, perClaim, readRequestCounts, requestDelta, type RequestCounts } from "./efficiency.js";
+import {
+  CAPI_IPADDRESSCLAIM,
+  CAPI_ON_GLOBAL_INCLUSTER,
+  CAPI_ON_INCLUSTER,
+  METAL3_IPCLAIM,
+  type ClaimKind,
+} from "./kinds.js";
+import { BENCH_PREFIX, GLOBAL_INCLUSTER_POOL, INCLUSTER_POOL, METAL3_POOL, type BenchPool } from "./pools.js";
+import { runLimited, type BenchContext } from "./scenarios.js";
+import {
+  claimsPerPool,
+  heldAddresses,
+  heldClaim,
+  preAllocations,
+  siteCensus,
+  siteLayout,
+  SITE_STAGES,
+  stageClaim,
+  type SiteClaim,
+  type SiteClaimApi,
+  type SiteLayout,
+  type SitePool,
+  type SitePoolKind,
+  type SiteResult,
+  type SiteStage,
+} from "./site.js";
+import { nowMs, summarize } from "./stats.js";
+import { waitIdle, waitReady } from "./trickle.js";
+import { ClaimWatch } from "./watch.js";
+
+/** Options of {@link siteScenario}. */
+export interface SiteScenarioOptions {
+  addresses: number;
+  pools: number;
+  /** Claims of each trickle, created one at a time `gapMs` after the last create returned. */
+  trickle: number;
+  gapMs: number;
+  /** Claims of the burst, created `concurrency` at a time. */
+  burst: number;
+  concurrency: number;
+  /** Held claims written at once while the site is built (each takes four requests, one after another). */
+  loadConcurrency: number;
+  /** The plane's processes, for their CPU. */
+  planePids: () => { etcd?: number; apiServer?: number };
+  /** Where the scenario says what it is doing (the site takes minutes to build). */
+  progress: (message: string) => void;
+}
+
+/** Namespaces of a site. */
+const NAMESPACES = 10;
+/** Idle time after a stage's last claim is counted, inside its CPU and request readings (trailing events). */
+const TRAIL_MS = 1_000;
+/** The controller's V8 heap in use, from prom-client's default metrics under our prefix. */
+const HEAP_USED = "metal3_ipam_nodejs_heap_size_used_bytes";
+
+const BENCH_POOLS: Record<SitePoolKind, BenchPool> = {
+  IPPool: METAL3_POOL,
+  InClusterIPPool: INCLUSTER_POOL,
+  GlobalInClusterIPPool: GLOBAL_INCLUSTER_POOL,
+};
+const CAPI_KINDS: Record<SitePoolKind, ClaimKind> = {
+  IPPool: CAPI_IPADDRESSCLAIM,
+  InClusterIPPool: CAPI_ON_INCLUSTER,
+  GlobalInClusterIPPool: CAPI_ON_GLOBAL_INCLUSTER,
+};
+const kindOf = (c: SiteClaim): ClaimKind => (c.api === "IPClaim" ? METAL3_IPCLAIM : CAPI_KINDS[c.pool.kind]);
+
+/** Every pool's `used` as its status says, kept current by a watch of each pool kind (no polling in the windows). */
+class PoolWatch {
+  private readonly used = new Map<string, number | undefined>();
+
+  private constructor(private readonly informers: Informer<KubeObject>[]) {}
+
+  static async start(kc: KubeConfig): Promise<PoolWatch> {
+    const informers = Object.values(BENCH_POOLS).map(
+      (pool) =>
+        new Informer<KubeObject>(kc, new ResourceClient<KubeObject>(kc, resourceType(pool.descriptor)), {
+          resyncMs: 0,
+          logger: silentLogger(),
+        }),
+    );
+    const watch = new PoolWatch(informers);
+    for (const [i, informer] of informers.entries()) {
+      const pool = Object.values(BENCH_POOLS)[i] as BenchPool;
+      informer.on((event, obj) => {
+        if (event !== "delete") watch.used.set(obj.metadata.name ?? "", pool.usedOf(obj));
+      });
+    }
+    await Promise.all(informers.map((informer) => informer.start()));
+    return watch;
+  }
+
+  /** Resolves once every pool of `layout` counts at least `expected[index]` used (its status written). */
+  async waitUsed(
+    ctx: BenchContext,
+    controller: BenchController,
+    layout: SiteLayout,
+    expected: readonly number[],
+  ): Promise<void> {
+    const current = (): boolean => layout.pools.every((p) => (this.used.get(p.name) ?? -1) >= (expected[p.index] ?? 0));
+    if (!(await controller.guard(poll(() => Promise.resolve(current()), ctx.timeoutMs, 20))))
+      throw new Error(
+        `the site's pools did not count their addresses within ${ctx.timeoutMs / 1000} s (log ${controller.logFile})`,
+      );
+  }
+
+  stop(): void {
+    for (const informer of this.informers) informer.stop();
+  }
+}
+
+/** What a run of the scenario shares. */
+interface Site {
+  ctx: BenchContext;
+  options: SiteScenarioOptions;
+  layout: SiteLayout;
+  namespaces: string[];
+  /** Bound claims as seen by a watch per claim API, over the site's namespaces. */
+  claims: Record<SiteClaimApi, ClaimWatch>;
+  pools: PoolWatch;
+  /** What each pool should count used once the controller caught up. */
+  expected: number[];
+}
+
+const namespaceOf = (site: Site, c: SiteClaim): string => site.namespaces[c.namespace] as string;
+
+async function createSitePool(site: Site, p: SitePool): Promise<void> {
+  const { kc } = site.ctx;
+  const namespace = site.namespaces[p.claimNamespaces[0] as number] as string;
+  if (p.kind === "IPPool") {
+    const preallocated = preAllocations(site.layout, p);
+    await clients(kc).pools.create(
+      namespace,
+      ipPool(namespace, p.name, {
+        pools: [{ subnet: p.subnet }],
+        prefix: BENCH_PREFIX,
+        gateway: p.gateway,
+        ...(p.preallocated > 0 ? { preAllocations: preallocated } : {}),
+      }),
+    );
+    return;
+  }
+  const descriptor = BENCH_POOLS[p.kind].descriptor;
+  await new ResourceClient<InClusterIPPool>(kc, resourceType(descriptor)).create(namespace, {
+    metadata: descriptor.namespaced ? { name: p.name, namespace } : { name: p.name },
+    spec: { addresses: [p.subnet], prefix: BENCH_PREFIX, gateway: p.gateway },
+  });
+}
+
+/** Pool name → addresses its records hold now (the claims the empty site's trickle bound), both record kinds. */
+async function takenAddresses(kc: KubeConfig): Promise<Map<string, Set<string>>> {
+  const taken = new Map<string, Set<string>>();
+  const note = (pool: string | undefined, address: string | undefined): void => {
+    if (pool === undefined || address === undefined) return;
+    taken.set(pool, (taken.get(pool) ?? new Set()).add(address));
+  };
+  const [metal3, capi] = await Promise.all([
+    clients(kc).addresses.list(),
+    new ResourceClient<KubeObject & { spec?: { address?: string; poolRef?: { name?: string } } }>(
+      kc,
+      resourceType(CAPI_IPADDRESS),
+    ).list(),
+  ]);
+  for (const a of metal3.items) note(a.spec?.pool?.name, a.spec?.address);
+  for (const a of capi.items) note(a.spec?.poolRef?.name, a.spec?.address);
+  return taken;
+}
+
+/** The held claims and records of every pool, written with no controller running; ms. */
+async function writeHeld(site: Site, taken: Map<string, Set<string>>): Promise<number> {
+  const work = site.layout.pools.flatMap((p) => {
+    const addresses = heldAddresses(site.layout, p, taken.get(p.name) ?? new Set());
+    return addresses.map((address, j) => ({ claim: heldClaim(p, j), address }));
+  });
+  const start = nowMs();
+  await runLimited(work, site.options.loadConcurrency, async ({ claim, address }) => {
+    await kindOf(claim).bareWrites(site.ctx.kc, namespaceOf(site, claim), claim.name, claim.pool.name, address);
+  });
+  return nowMs() - start;
+}
+
+/** CPU of the controller and the plane, the API server's request counters. */
+interface Reading {
+  controller: number;
+  apiServer: number;
+  etcd: number;
+  requests: RequestCounts;
+}
+
+/** The readings now; the controller's CPU is 0 when none runs (`controller` undefined). */
+async function read(site: Site, controller: BenchController | undefined): Promise<Reading> {
+  const pids = site.options.planePids();
+  const cpu = (pid: number | undefined, none: number): Promise<number> =>
+    pid === undefined ? Promise.resolve(none) : cpuSeconds(pid);
+  const [c, apiServer, etcd, requests] = await Promise.all([
+    cpu(controller?.pid, 0),
+    cpu(pids.apiServer, Number.NaN),
+    cpu(pids.etcd, Number.NaN),
+    readRequestCounts(site.ctx.kc),
+  ]);
+  return { controller: c, apiServer, etcd, requests };
+}
+
+/** The bench's own creates of `claims`, by request key (left out of the controller's requests). */
+function ownCreates(claims: readonly SiteClaim[]): Record<string, number> {
+  const own: Record<string, number> = {};
+  for (const c of claims) {
+    const key = kindOf(c).createRequest;
+    own[key] = (own[key] ?? 0) + 1;
+  }
+  return own;
+}
+
+/** A stage's figures from its readings; requests per claim, or per stage when it created none. */
+async function stageOf(
+  site: Site,
+  controller: BenchController,
+  stage: string,
+  window: { before: Reading; after: Reading; wallMs: number },
+  claims: readonly SiteClaim[],
+  bind?: number[],
+): Promise<SiteStage> {
+  const { before, after } = window;
+  const heap = metricSample(await scrapeMetrics(controller.metricsPort ?? 0), HEAP_USED) ?? Number.NaN;
+  return {
+    stage,
+    claims: claims.length,
+    wallMs: window.wallMs,
+    cpu: {
+      controller: after.controller - before.controller,
+      apiServer: after.apiServer - before.apiServer,
+      etcd: after.etcd - before.etcd,
+    },
+    requests: perClaim(requestDelta(before.requests, after.requests), Math.max(1, claims.length), ownCreates(claims)),
+    ...(bind ? { bindMs: summarize(bind) } : {}),
+    timedOut: bind ? claims.length - bind.length : 0,
+    memory: await controller.memory(),
+    heapUsed: heap,
+  };
+}
+
+/** Resolves once every claim of `claims` was seen bound (false at the deadline); create → bound of each bound one. */
+async function waitBound(
+  site: Site,
+  controller: BenchController,
+  claims: readonly SiteClaim[],
+  sentAt: ReadonlyMap<string, number>,
+): Promise<number[]> {
+  for (const api of ["IPClaim", "IPAddressClaim"] as const) {
+    const names = claims.filter((c) => c.api === api).map((c) => c.name);
+    await controller.guard(site.claims[api].waitBound(names, site.ctx.timeoutMs));
+  }
+  return claims.flatMap((c) => {
+    const [bound, sent] = [site.claims[c.api].boundAt.get(c.name), sentAt.get(c.name)];
+    return bound !== undefined && sent !== undefined ? [bound - sent] : [];
+  });
+}
+
+/**
+ * A stage of `count` new claims spread over the pools: one at a time (each `gapMs` after the last create returned)
+ * or `concurrency` at a time; its window ends once all are bound and every pool's status counts them.
+ */
+async function claimStage(
+  site: Site,
+  controller: BenchController,
+  stage: string,
+  prefix: string,
+  count: number,
+  oneAtATime: boolean,
+): Promise<SiteStage> {
+  const claims = Array.from({ length: count }, (_, t) => stageClaim(site.layout, prefix, t));
+  claimsPerPool(site.layout, count).forEach((n, i) => (site.expected[i] = (site.expected[i] ?? 0) + n));
+  const sentAt = new Map<string, number>();
+  const create = async (c: SiteClaim): Promise<void> => {
+    sentAt.set(c.name, nowMs());
+    await kindOf(c).create(site.ctx.kc, namespaceOf(site, c), c.name, c.pool.name);
+  };
+  const before = await read(site, controller);
+  const start = nowMs();
+  if (oneAtATime)
+    for (const c of claims) {
+      await controller.guard(create(c));
+      if (site.options.gapMs > 0) await sleep(site.options.gapMs);
+    }
+  else await controller.guard(runLimited(claims, site.options.concurrency, create));
+  const bind = await waitBound(site, controller, claims, sentAt);
+  await site.pools.waitUsed(site.ctx, controller, site.layout, site.expected);
+  const wallMs = nowMs() - start;
+  await controller.guard(sleep(TRAIL_MS));
+  return await stageOf(site, controller, stage, { before, after: await read(site, controller), wallMs }, claims, bind);
+}
+
+/** A controller of all namespaces with /metrics and /readyz, on its own CPU profile when BENCH_CPU_PROF asks. */
+async function startSiteController(site: Site, profile: string): Promise<BenchController> {
+  return await startBenchController(site.ctx.kubeconfigPath, site.ctx.logDir, {
+    ports: true,
+    profileName: `site-${profile}.cpuprofile`,
+  });
+}
+
+/** Stage 1: a controller on the empty site; its idle reading, then the trickle into the empty site. */
+async function emptySite(site: Site): Promise<SiteStage[]> {
+  const before = await read(site, undefined);
+  const controller = await startSiteController(site, "empty");
+  try {
+    const start = nowMs();
+    await waitReady(site.ctx, controller);
+    await site.pools.waitUsed(site.ctx, controller, site.layout, site.expected);
+    const wallMs = nowMs() - start;
+    await waitIdle(site.ctx, controller);
+    // From the controller's start: the plane's CPU and the requests of its start-up, its whole CPU.
+    const idle = await stageOf(
+      site,
+      controller,
+      SITE_STAGES.idle,
+      { before, after: await read(site, controller), wallMs },
+      [],
+    );
+    const trickle = await claimStage(site, controller, SITE_STAGES.emptyTrickle, "empty", site.options.trickle, true);
+    return [idle, trickle];
+  } finally {
+    await controller.stop();
+  }
+}
+
+/** Stage 3: a controller started on the held site (c), then the trickle (a) and the burst (b) on it. */
+async function heldSite(site: Site): Promise<{ stages: SiteStage[]; restart: SiteResult["restart"] }> {
+  // Created while no controller runs: the start-up serves it among everything it finds.
+  const first = stageClaim(site.layout, "first", site.layout.pools.length - 1);
+  site.expected[first.pool.index] = (site.expected[first.pool.index] ?? 0) + 1;
+  await kindOf(first).create(site.ctx.kc, namespaceOf(site, first), first.name, first.pool.name);
+  const before = await read(site, undefined);
+  const controller = await startSiteController(site, "held");
+  try {
+    const start = nowMs();
+    const ready = waitReady(site.ctx, controller).then(() => nowMs() - start);
+    const firstBound = waitBound(site, controller, [first], new Map([[first.name, start]])).then(
+      ([ms]) => ms ?? Number.NaN,
+    );
+    const poolsCurrent = site.pools
+      .waitUsed(site.ctx, controller, site.layout, site.expected)
+      .then(() => nowMs() - start);
+    const [readyMs, firstBoundMs, poolsCurrentMs] = await Promise.all([ready, firstBound, poolsCurrent]);
+    await waitIdle(site.ctx, controller);
+    const window = { before, after: await read(site, controller) };
+    const restart = await stageOf(site, controller, SITE_STAGES.restart, { ...window, wallMs: poolsCurrentMs }, []);
+    // Totals: the stage created no claims of the bench's in its window (the first one came before it).
+    const writes = Object.fromEntries(
+      [...requestDelta(window.before.requests, window.after.requests)].filter(([key]) =>
+        /^(POST|PUT|PATCH|DELETE|APPLY) /.test(key),
+      ),
+    );
+    const trickle = await claimStage(site, controller, SITE_STAGES.trickle, "trickle", site.options.trickle, true);
+    const burst = await claimStage(site, controller, SITE_STAGES.burst, "burst", site.options.burst, false);
+    return { stages: [restart, trickle, burst], restart: { readyMs, firstBoundMs, poolsCurrentMs, writes } };
+  } finally {
+    await controller.stop();
+  }
+}
+
+/** Scenario 8 (see the top of this file). */
+export async function siteScenario(ctx: BenchContext, options: SiteScenarioOptions): Promise<SiteResult> {
+  const layout = siteLayout({
+    addresses: options.addresses,
+    pools: options.pools,
+    namespaces: NAMESPACES,
+    newClaims: 2 * options.trickle + options.burst + 1,
+  });
+  const namespaces = await Promise.all(Array.from({ length: NAMESPACES }, () => freshNamespace(ctx.kc, "bench-site")));
+  const [ipClaims, capiClaims, pools] = await Promise.all([
+    ClaimWatch.start(ctx.kc, METAL3_IPCLAIM, namespaces),
+    ClaimWatch.start(ctx.kc, CAPI_IPADDRESSCLAIM, namespaces),
+    PoolWatch.start(ctx.kc),
+  ]);
+  const site: Site = {
+    ctx,
+    options,
+    layout,
+    namespaces,
+    claims: { IPClaim: ipClaims, IPAddressClaim: capiClaims },
+    pools,
+    expected: layout.pools.map(() => 0),
+  };
+  try {
+    options.progress(`creating ${layout.pools.length} pools, then a controller on the empty site`);
+    await runLimited(layout.pools, options.loadConcurrency, (p) => createSitePool(site, p));
+    const empty = await emptySite(site);
+    options.progress(`writing ${options.addresses} held claims and records, ${options.loadConcurrency} at a time`);
+    const loadMs = await writeHeld(site, await takenAddresses(ctx.kc));
+    options.progress("starting a controller on the held site: restart, trickle, burst");
+    layout.pools.forEach((p) => (site.expected[p.index] = (site.expected[p.index] ?? 0) + p.held));
+    const held = await heldSite(site);
+    return {
+      addresses: options.addresses,
+      pools: options.pools,
+      namespaces: NAMESPACES,
+      census: siteCensus(layout),
+      loadMs,
+      loadConcurrency: options.loadConcurrency,
+      stages: [...empty, ...held.stages],
+      restart: held.restart,
+    };
+  } finally {
+    ipClaims.stop();
+    capiClaims.stop();
+    pools.stop();
+  }
+}
