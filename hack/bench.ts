@@ -62,6 +62,7 @@ import { LocalPlane } from "./testkit/plane.js";
 import { NetBoxServer } from "./testkit/netbox.js";
 import { netBoxUnavailable } from "./testkit/netboxinstall.js";
 import { netBoxBurst } from "./bench/netbox.js";
+import { siteChecks } from "./bench/site.js";
 import { siteScenario } from "./bench/sitescenario.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
@@ -296,6 +297,8 @@ async function main(): Promise<number> {
     await cleanup();
   }
   output(config, results);
+  const over = config.siteCheck && results.site ? siteChecks(results.site).filter((c) => !c.ok) : [];
+  if (over.length > 0) failure ??= new Error(`the site is over its bounds: ${over.map((c) => c.check).join("; ")}`);
   if (failure !== undefined) {
     console.error(failure instanceof Error ? (failure.stack ?? failure.message) : describeError(failure));
     return 1;

@@ -70,5 +70,6 @@ describe("bench configuration (trickle knobs)", () => {
       500,
     ]);
     expect(() => readConfig({ BENCH_SITE_POOLS: "0" }, "o")).to.throw("BENCH_SITE_POOLS");
+    expect([c.siteCheck, readConfig({ BENCH_SITE_CHECK: "1" }, "o").siteCheck]).to.deep.equal([false, true]);
   });
 });

@@ -57,6 +57,8 @@ export interface BenchConfig {
   siteBurst: number;
   /** Held claims written at once while the site is built. BENCH_SITE_CONCURRENCY, default 200. */
   siteConcurrency: number;
+  /** Fail the run when the site is over a bound of hack/bench/site.ts's SITE_BOUNDS. BENCH_SITE_CHECK=1. */
+  siteCheck: boolean;
   /** Scenarios to run: BENCH_SCENARIOS, comma-separated among {@link SCENARIOS}; default {@link DEFAULT_SCENARIOS}. */
   scenarios: Scenario[];
   /**
@@ -149,6 +151,7 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
     siteTrickle: positiveInt(env, "BENCH_SITE_TRICKLE", 300),
     siteBurst: positiveInt(env, "BENCH_SITE_BURST", 5_000),
     siteConcurrency: positiveInt(env, "BENCH_SITE_CONCURRENCY", 200),
+    siteCheck: env.BENCH_SITE_CHECK === "1" || env.BENCH_SITE_CHECK === "true",
     scenarios: list(env, "BENCH_SCENARIOS", [...DEFAULT_SCENARIOS], scenarioOf),
     pools: list(env, "BENCH_POOLS", [...POOL_LABELS], poolOf),
     outFile: env.BENCH_OUT || defaultOutFile,

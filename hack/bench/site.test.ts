@@ -8,6 +8,7 @@ import {
   poolStatusWrites,
   preAllocations,
   siteCensus,
+  siteChecks,
   siteLayout,
   siteSections,
   SITE_STAGES,
@@ -194,5 +195,52 @@ describe("bench site: report", () => {
     const partial = siteSections({ ...result, stages: result.stages.slice(0, 2) });
     expect(value(partial, "(a) trickle")).to.equal(undefined);
     expect(value(partial, "(d)")).to.equal(undefined);
+  });
+
+  it("checks a run against the bounds: no rewrite at start-up beyond the new claim's, memory per held address", () => {
+    const verdicts = (r: SiteResult): Record<string, boolean> =>
+      Object.fromEntries(siteChecks(r).map((c) => [c.check, c.ok]));
+    expect(verdicts(result)).to.deep.equal({
+      "start-up writes to claims and records": true,
+      "start-up pool status writes": true,
+      "RSS per held address beyond the idle floor, KiB": false,
+      "claims not bound": true,
+    });
+    const lean = {
+      ...result,
+      stages: result.stages.map((s) =>
+        s.stage === SITE_STAGES.restart ? { ...s, memory: { ...s.memory, rss: 80 * MiB + 2_000 * 3 * 1024 } } : s,
+      ),
+    };
+    expect(siteChecks(lean).every((c) => c.ok)).to.equal(true);
+    const rewrote = {
+      ...lean,
+      restart: {
+        ...lean.restart,
+        writes: { ...lean.restart.writes, "PATCH ipam.cluster.x-k8s.io/ipaddressclaims/status": 1 },
+      },
+    };
+    expect(
+      siteChecks(rewrote)
+        .filter((c) => !c.ok)
+        .map((c) => c.check),
+    ).to.deep.equal(["start-up writes to claims and records"]);
+    const twice = {
+      ...lean,
+      restart: { ...lean.restart, writes: { ...lean.restart.writes, "PATCH ipam.metal3.io/ippools/status": 11 } },
+    };
+    expect(
+      siteChecks(twice)
+        .filter((c) => !c.ok)
+        .map((c) => c.check),
+    ).to.deep.equal(["start-up pool status writes"]);
+    const unbound = { ...lean, stages: lean.stages.map((s) => ({ ...s, timedOut: 1 })) };
+    expect(
+      siteChecks(unbound)
+        .filter((c) => !c.ok)
+        .map((c) => c.check),
+    ).to.deep.equal(["claims not bound"]);
+    const table = siteSections(result)[2];
+    expect(table && "rows" in table ? table.rows.map((r) => r.detail) : []).to.include("OVER: at most 3");
   });
 });

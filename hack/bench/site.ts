@@ -269,7 +269,64 @@ export function poolStatusWrites(writes: Record<string, number>): number {
     .reduce((sum, [, n]) => sum + n, 0);
 }
 
-const stageOf = (r: SiteResult, name: string): SiteStage | undefined => r.stages.find((s) => s.stage === name);
+/**
+ * The bounds a site is held to (issue 41), as the `8 checks` rows show and BENCH_SITE_CHECK=1 enforces: a start-up
+ * rewrites nothing that is current (it binds the one claim created while no controller ran: its finalizer, its record,
+ * its status) and writes each pool's status at most once; a held address (its claim and its record together) costs at
+ * most {@link SITE_BOUNDS.rssPerAddressKiB} of RSS beyond the idle floor; every claim of every stage is bound.
+ */
+export const SITE_BOUNDS = { startupClaimWrites: 3, rssPerAddressKiB: 3 } as const;
+
+/** One check of a run against {@link SITE_BOUNDS}. */
+export interface SiteCheck {
+  check: string;
+  value: number;
+  bound: number;
+  ok: boolean;
+}
+
+/** The checks `r` can be held to (those whose stages ran). */
+export function siteChecks(
+  r: SiteResult,
+  bounds: { startupClaimWrites: number; rssPerAddressKiB: number } = SITE_BOUNDS,
+): SiteCheck[] {
+  const checks: SiteCheck[] = [];
+  const atMost = (check: string, value: number, bound: number): void => {
+    checks.push({ check, value, bound, ok: value <= bound });
+  };
+  const [idle, restart] = [stageOf(r, SITE_STAGES.idle), stageOf(r, SITE_STAGES.restart)];
+  if (restart) {
+    atMost("start-up writes to claims and records", claimAndRecordWrites(r.restart.writes), bounds.startupClaimWrites);
+    atMost("start-up pool status writes", poolStatusWrites(r.restart.writes), r.pools);
+  }
+  if (idle && restart && r.addresses > 0)
+    atMost(
+      "RSS per held address beyond the idle floor, KiB",
+      (restart.memory.rss - idle.memory.rss) / r.addresses / 1024,
+      bounds.rssPerAddressKiB,
+    );
+  atMost(
+    "claims not bound",
+    r.stages.reduce((sum, s) => sum + s.timedOut, 0),
+    0,
+  );
+  return checks;
+}
+
+function stageOf(r: SiteResult, name: string): SiteStage | undefined {
+  return r.stages.find((s) => s.stage === name);
+}
+
+function checkSection(r: SiteResult): Section {
+  return {
+    title: "8 checks: the bounds a site is held to (BENCH_SITE_CHECK=1 fails the run on any over)",
+    rows: siteChecks(r).map((c) => ({
+      metric: c.check,
+      value: fmt(c.value),
+      detail: `${c.ok ? "OK" : "OVER"}: at most ${c.bound}`,
+    })),
+  };
+}
 
 /** The site's table: one line per stage, then the derived figures. */
 export function siteSections(r: SiteResult): Section[] {
@@ -313,7 +370,11 @@ export function siteSections(r: SiteResult): Section[] {
       s.timedOut > 0 ? `${s.timedOut} TIMED OUT` : "OK",
     ]),
   };
-  return [grid, { title: "8 derived: the site against the empty site, same run", rows: derivedRows(r) }];
+  return [
+    grid,
+    { title: "8 derived: the site against the empty site, same run", rows: derivedRows(r) },
+    checkSection(r),
+  ];
 }
 
 function derivedRows(r: SiteResult): Row[] {
