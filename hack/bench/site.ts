@@ -5,7 +5,7 @@
  *
  * Every pool has a block of 10.0.0.0/8 of its own (a power of two, at least a /24), so pools never share an address
  * and the in-cluster pools never overlap; every pool's `prefix` is pools.ts's BENCH_PREFIX (16) and its gateway the
- * first host of the /16 its block lies in, so the records the bench writes (kinds.ts's bareBind) carry the prefix
+ * first host of the /16 its block lies in, so the records the bench writes (sitefixtures.ts) carry the prefix
  * their pool hands out.
  * A held address's offset in its block is 2 or more and at most the block's size − 2: never the network, the gateway
  * or the broadcast of a /16, which an in-cluster pool does not hand out.
@@ -382,7 +382,7 @@ function derivedRows(r: SiteResult): Row[] {
     {
       metric: `writing ${r.addresses.toLocaleString("en-US")} held claims and records (no controller)`,
       value: fmtMs(r.loadMs),
-      detail: `${r.loadConcurrency} claims in flight; kinds.ts's bareWrites, as the ceiling's`,
+      detail: `${r.loadConcurrency} claims in flight, 3 requests each (claim, record, status)`,
     },
   ];
   const [idle, empty, restart, trickle, burst] = [

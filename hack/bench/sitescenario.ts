@@ -5,8 +5,7 @@
  *   1. a controller on the empty site: its idle reading once every pool's status is written, then the trickle into
  *      the empty site (the reference of the site's trickle);
  *   2. with no controller running, the held claims and their records written directly as a controller leaves them
- *      (kinds.ts's bareWrites: the claim, its finalizer, the record, the bound status) at high concurrency, plus one
- *      new claim;
+ *      (sitefixtures.ts) at high concurrency, plus one new claim;
  *   3. a controller started on that (c): until its /readyz, the new claim bound, every pool's status counting what it
  *      holds, and the writes it made; then the trickle (a) and the burst (b) on it.
  *
@@ -18,6 +17,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
 import { CAPI_IPADDRESS, resourceType } from "../../api/registry.js";
 import { Informer } from "../../src/kube/informer.js";
+import type { PoolObject } from "../../src/controllers/pools/kind.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { silentLogger } from "../../src/runtime/logger.js";
 import { freshNamespace } from "../testkit/cluster.js";
@@ -35,6 +35,7 @@ import {
 } from "./kinds.js";
 import { BENCH_PREFIX, GLOBAL_INCLUSTER_POOL, INCLUSTER_POOL, METAL3_POOL, type BenchPool } from "./pools.js";
 import { runLimited, type BenchContext } from "./scenarios.js";
+import { fixtureClients, writeHeldClaim } from "./sitefixtures.js";
 import {
   claimsPerPool,
   heldAddresses,
@@ -148,16 +149,22 @@ interface Site {
   pools: PoolWatch;
   /** What each pool should count used once the controller caught up. */
   expected: number[];
+  /** The pools as created (their uids name them in the records' owners), by name. */
+  created: Map<string, PoolObject>;
 }
 
 const namespaceOf = (site: Site, c: SiteClaim): string => site.namespaces[c.namespace] as string;
 
 async function createSitePool(site: Site, p: SitePool): Promise<void> {
+  site.created.set(p.name, await createPoolObject(site, p));
+}
+
+async function createPoolObject(site: Site, p: SitePool): Promise<PoolObject> {
   const { kc } = site.ctx;
   const namespace = site.namespaces[p.claimNamespaces[0] as number] as string;
   if (p.kind === "IPPool") {
     const preallocated = preAllocations(site.layout, p);
-    await clients(kc).pools.create(
+    return await clients(kc).pools.create(
       namespace,
       ipPool(namespace, p.name, {
         pools: [{ subnet: p.subnet }],
@@ -166,10 +173,9 @@ async function createSitePool(site: Site, p: SitePool): Promise<void> {
         ...(p.preallocated > 0 ? { preAllocations: preallocated } : {}),
       }),
     );
-    return;
   }
   const descriptor = BENCH_POOLS[p.kind].descriptor;
-  await new ResourceClient<InClusterIPPool>(kc, resourceType(descriptor)).create(namespace, {
+  return await new ResourceClient<InClusterIPPool>(kc, resourceType(descriptor)).create(namespace, {
     metadata: descriptor.namespaced ? { name: p.name, namespace } : { name: p.name },
     spec: { addresses: [p.subnet], prefix: BENCH_PREFIX, gateway: p.gateway },
   });
@@ -200,9 +206,12 @@ async function writeHeld(site: Site, taken: Map<string, Set<string>>): Promise<n
     const addresses = heldAddresses(site.layout, p, taken.get(p.name) ?? new Set());
     return addresses.map((address, j) => ({ claim: heldClaim(p, j), address }));
   });
+  const k = fixtureClients(site.ctx.kc);
   const start = nowMs();
   await runLimited(work, site.options.loadConcurrency, async ({ claim, address }) => {
-    await kindOf(claim).bareWrites(site.ctx.kc, namespaceOf(site, claim), claim.name, claim.pool.name, address);
+    const pool = site.created.get(claim.pool.name);
+    if (!pool) throw new Error(`pool ${claim.pool.name} was not created`);
+    await writeHeldClaim(k, namespaceOf(site, claim), claim, pool, address);
   });
   return nowMs() - start;
 }
@@ -408,6 +417,7 @@ export async function siteScenario(ctx: BenchContext, options: SiteScenarioOptio
     claims: { IPClaim: ipClaims, IPAddressClaim: capiClaims },
     pools,
     expected: layout.pools.map(() => 0),
+    created: new Map(),
   };
   try {
     options.progress(`creating ${layout.pools.length} pools, then a controller on the empty site`);

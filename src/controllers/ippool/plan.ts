@@ -155,7 +155,11 @@ function allocate(input: ClaimPlanInput, claim: IPClaim, pool: IPPool, allocator
   return { kind: "create", claim, address: newAddress(pool, claim, choice.name, choice.result) };
 }
 
-function newAddress(
+/**
+ * The IPAddress this controller creates for `claim` in `pool`: its labels, finalizer and owners (the pool as
+ * controller, the claim). Exported for the bench, which writes held addresses as the controller leaves them.
+ */
+export function newAddress(
   pool: IPPool,
   claim: IPClaim,
   name: string,
