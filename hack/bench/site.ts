@@ -401,7 +401,7 @@ function derivedRows(r: SiteResult): Row[] {
       {
         metric: "(c) restart: writes to claims and records",
         value: String(claimAndRecordWrites(w)),
-        detail: "the first new claim's own included (about 3)",
+        detail: "the first new claim's own included (3: finalizer, record, status)",
       },
       {
         metric: "(c) restart: pool status writes",
