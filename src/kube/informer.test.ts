@@ -35,6 +35,10 @@ class FakeApi {
   /** "hang": watch requests get no response headers at all. */
   watchMode: "stream" | "hang" = "stream";
   lists = 0;
+  /** Objects per list page (all on one page when unset); the continue token is the next page's offset. */
+  pageSize?: number;
+  /** Called as each list request arrives, with its continue token (null for a list's first page). */
+  onListRequest?: (continueToken: string | null) => void;
   readonly watches: WatchCall[] = [];
   private server?: Server;
   port = 0;
@@ -79,7 +83,9 @@ class FakeApi {
       if (this.watchMode === "stream") res.writeHead(200, { "Content-Type": "application/json" }).flushHeaders();
       return;
     }
-    this.lists++;
+    const continueToken = url.searchParams.get("continue");
+    this.onListRequest?.(continueToken);
+    if (continueToken === null) this.lists++;
     if (this.listing === "hang") return;
     if (this.listing === "fail") {
       res
@@ -87,10 +93,15 @@ class FakeApi {
         .end(JSON.stringify({ kind: "Status", code: 503, message: "unavailable" }));
       return;
     }
+    const offset = Number(continueToken ?? 0);
+    const end = this.pageSize === undefined ? this.listing.items.length : offset + this.pageSize;
     const body = {
       kind: "ThingList",
-      items: this.listing.items,
-      metadata: { resourceVersion: String(this.listing.resourceVersion) },
+      items: this.listing.items.slice(offset, end),
+      metadata: {
+        resourceVersion: String(this.listing.resourceVersion),
+        ...(end < this.listing.items.length ? { continue: String(end) } : {}),
+      },
     };
     res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body));
   }
@@ -157,6 +168,62 @@ describe("Informer (fake API server)", function () {
     expect(api.latest().resourceVersion).to.equal("20");
     expect(inf.stats.expired).to.equal(1);
     expect(inf.synced).to.equal(true);
+  });
+
+  it("folds each list page into the cache as it arrives, and drops what the list lacks only after the last page", async () => {
+    api.pageSize = 2;
+    const cachedAtPage: string[][] = [];
+    api.onListRequest = (token) => {
+      if (token !== null && informer) cachedAtPage.push(names(informer));
+    };
+    api.listing = { items: ["a", "b", "c", "d", "e"].map((n) => thing(n, 10)), resourceVersion: 10 };
+    const inf = makeInformer();
+    await inf.start();
+    expect(cachedAtPage, "the first list: pages folded before the next is asked for").to.deep.equal([
+      ["a", "b"],
+      ["a", "b", "c", "d"],
+    ]);
+    expect(names(inf)).to.deep.equal(["a", "b", "c", "d", "e"]);
+    await until("a watch", () => api.watches.length === 1);
+
+    cachedAtPage.length = 0;
+    api.listing = { items: ["c", "d", "f"].map((n) => thing(n, 20)), resourceVersion: 20 };
+    api.send("ERROR", { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" });
+    await until("the relist", () => api.watches.length === 2);
+    expect(cachedAtPage, "a relist: nothing dropped before its last page").to.deep.equal([["a", "b", "c", "d", "e"]]);
+    expect(names(inf)).to.deep.equal(["c", "d", "f"]);
+    expect(inf.get("ns", "c")?.metadata.resourceVersion).to.equal("20");
+    expect(inf.synced).to.equal(true);
+  });
+
+  it("finds objects by index through buckets growing from one object to several and back to none", async () => {
+    const tagged = (name: string, tag: string, rv: number): KubeObject => ({
+      metadata: { ...thing(name, rv).metadata, labels: { tag } },
+    });
+    const inf = makeInformer();
+    inf.addIndex("tag", (o) => [o.metadata.labels?.["tag"] ?? ""]);
+    await inf.start();
+    const byTag = (tag: string): string[] =>
+      inf
+        .byIndex("tag", tag)
+        .map((o) => o.metadata.name ?? "")
+        .sort();
+    inf.upsert(tagged("a", "x", 2));
+    inf.upsert(tagged("a", "x", 3));
+    expect(byTag("x"), "one object, written twice").to.deep.equal(["a"]);
+    inf.upsert(tagged("b", "x", 4));
+    inf.upsert(tagged("c", "x", 5));
+    expect(byTag("x")).to.deep.equal(["a", "b", "c"]);
+    inf.upsert(tagged("b", "y", 6));
+    inf.remove(tagged("c", "x", 7));
+    expect(byTag("x"), "back to one").to.deep.equal(["a"]);
+    expect(byTag("y")).to.deep.equal(["b"]);
+    inf.upsert(tagged("a", "y", 8));
+    expect(byTag("x"), "none left").to.deep.equal([]);
+    expect(byTag("y")).to.deep.equal(["a", "b"]);
+    inf.remove(tagged("b", "y", 9));
+    inf.remove(tagged("a", "y", 10));
+    expect(byTag("y")).to.deep.equal([]);
   });
 
   it("tells a writer when its watch has delivered as far as a resourceVersion (our own upserts do not count)", async () => {

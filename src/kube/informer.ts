@@ -19,7 +19,7 @@
  */
 import type { Kube } from "./access.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
-import type { KubeObject, ListResult, ResourceClient } from "./resource.js";
+import type { KubeObject, ResourceClient } from "./resource.js";
 import { IndexJournal, type BucketChange } from "./journal.js";
 import { StringPool } from "./strings.js";
 import { streamWatch, type WatchEvent } from "./watch.js";
@@ -156,13 +156,21 @@ function everyPeriod(periodMs: number, check: () => void): () => void {
   };
 }
 
+/** The cache keys of one index bucket: one key alone, or a Set of two or more. */
+type Bucket = string | Set<string>;
+
 /** A watch that lasted this long, or delivered anything, was healthy: the failure count starts over. */
 const PRODUCTIVE_WATCH_MS = 1_000;
 
 export class Informer<T extends KubeObject> {
   private readonly store = new Map<string, T>();
   private readonly indexers = new Map<string, (obj: T) => string[]>();
-  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  /**
+   * Each index's buckets: index key → the cache keys of its objects. A bucket of one object holds its cache key
+   * itself, not a Set of one: most index keys name one object (a claim's record, an address of a pool), and a Set
+   * costs more than the entry that names it, per cached object.
+   */
+  private readonly indexes = new Map<string, Map<string, Bucket>>();
   /** Change logs of the indexes a reader asked to follow (see {@link journal}). */
   private readonly journals = new Map<string, IndexJournal<T>>();
   private readonly handlers: Handler<T>[] = [];
@@ -239,9 +247,10 @@ export class Informer<T extends KubeObject> {
   }
 
   byIndex(index: string, key: string): T[] {
-    const keys = this.indexes.get(index)?.get(key);
-    if (!keys) return [];
-    return [...keys].map((k) => this.store.get(k)).filter((o): o is T => o !== undefined);
+    const bucket = this.indexes.get(index)?.get(key);
+    if (bucket === undefined) return [];
+    const keys = typeof bucket === "string" ? [bucket] : [...bucket];
+    return keys.map((k) => this.store.get(k)).filter((o): o is T => o !== undefined);
   }
 
   /**
@@ -407,9 +416,10 @@ export class Informer<T extends KubeObject> {
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name)!;
       for (const k of fn(obj)) {
-        let set = idx.get(k);
-        if (!set) idx.set(k, (set = new Set()));
-        set.add(key);
+        const bucket = idx.get(k);
+        if (bucket === undefined || bucket === key) idx.set(k, key);
+        else if (typeof bucket === "string") idx.set(k, new Set([bucket, key]));
+        else bucket.add(key);
       }
     }
   }
@@ -418,9 +428,9 @@ export class Informer<T extends KubeObject> {
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name)!;
       for (const k of fn(obj)) {
-        const set = idx.get(k);
-        set?.delete(key);
-        if (set?.size === 0) idx.delete(k);
+        const bucket = idx.get(k);
+        if (bucket === key) idx.delete(k);
+        else if (typeof bucket !== "string" && bucket?.delete(key) && bucket.size === 1) idx.set(k, [...bucket][0]!);
       }
     }
   }
@@ -526,47 +536,63 @@ export class Informer<T extends KubeObject> {
     this.wake = undefined;
   }
 
-  /** Replaces the cache with a fresh list, emitting the differences. A failure marks the cache not synced. */
+  /**
+   * Replaces the cache with a fresh list, emitting the differences. Each page is folded in as it arrives, so the list
+   * costs one page of memory, not the whole collection (its objects as the server sends them are larger than what
+   * the cache keeps of them). A failure marks the cache not synced.
+   */
   private async relist(): Promise<void> {
-    let result: ListResult<T>;
+    const seen = new Set<string>();
+    let resourceVersion: string;
     try {
-      result = await this.client.list(this.options.namespace, { timeoutMs: this.listTimeoutMs });
+      resourceVersion = await this.client.listPages(
+        this.options.namespace,
+        { timeoutMs: this.listTimeoutMs },
+        (items) => this.fold(items, seen),
+      );
     } catch (err) {
       this.counters.listFailures++;
       this.inSync = false;
       throw err;
     }
-    this.merge(result);
-    this.observe(result.resourceVersion);
+    this.dropUnlisted(seen, resourceVersion);
+    this.observe(resourceVersion);
     this.counters.lists++;
     // After failures operators want to see the recovery; routine relists (410 Gone) stay at debug.
     if (this.recovering)
       this.options.logger.info("Cache resynced after failures", {
         ...this.logFields,
-        items: result.items.length,
+        items: seen.size,
         failures: this.failures,
       });
-    else if (this.counters.lists > 1)
-      this.options.logger.debug("Relisted", { ...this.logFields, items: result.items.length });
+    else if (this.counters.lists > 1) this.options.logger.debug("Relisted", { ...this.logFields, items: seen.size });
     this.inSync = true;
     this.recovering = false;
     for (const w of this.readyWaiters.splice(0)) w();
   }
 
   /**
-   * Folds a list into the cache. Objects the list shows older than the cache are kept (the cache has our own newer
-   * write); cached objects missing from the list are dropped, except those written after the list's snapshot: our
-   * own creates (read-your-writes), whose fate the watch from the list's resourceVersion will tell. Dropping them
-   * would let the next decision miss an address this process just created.
+   * Folds one page of a list into the cache, adding each object's key to `seen`. Objects the list shows older than
+   * the cache are kept (the cache has our own newer write). Between pages the cache holds, for each object, the
+   * version the list showed or the one it held before: never older than before the list began, so a reader between
+   * pages sees what it would have seen before the list, with some objects already newer.
    */
-  private merge({ items, resourceVersion }: ListResult<T>): void {
-    const seen = new Set<string>();
+  private fold(items: readonly T[], seen: Set<string>): void {
     for (const obj of items) {
       const key = keyOf(obj);
       seen.add(key);
       const old = this.store.get(key);
       if (laterVersion(obj, old) && !this.buried(key, obj)) this.put(key, obj, old);
     }
+  }
+
+  /**
+   * After a list's last page: drops the cached objects it did not show, except those written after its snapshot
+   * (`resourceVersion`): our own creates (read-your-writes), whose fate the watch from the list's resourceVersion will
+   * tell. Dropping them would let the next decision miss an address this process just created. Only after the last
+   * page: an object missing from the pages so far may be on the next.
+   */
+  private dropUnlisted(seen: ReadonlySet<string>, resourceVersion: string): void {
     const listed = Number(resourceVersion);
     for (const [key, old] of [...this.store]) {
       if (seen.has(key)) continue;

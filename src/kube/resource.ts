@@ -109,6 +109,17 @@ export class ResourceClient<T extends KubeObject> {
    */
   async list(namespace?: string, options: ListOptions = {}): Promise<ListResult<T>> {
     const items: T[] = [];
+    const resourceVersion = await this.listPages(namespace, options, (page) => items.push(...page));
+    return { items, resourceVersion };
+  }
+
+  /**
+   * Lists like {@link list}, handing each page to `onPage` as it arrives instead of gathering them: a caller that
+   * folds pages into its own structure holds one page at a time, not the whole collection. Every page is of one
+   * snapshot; resolves to its resourceVersion after the last page. A page that fails rejects, after the earlier
+   * pages were handed over.
+   */
+  async listPages(namespace: string | undefined, options: ListOptions, onPage: (items: T[]) => void): Promise<string> {
     let continueToken: string | undefined;
     let resourceVersion = "";
     do {
@@ -127,11 +138,11 @@ export class ResourceClient<T extends KubeObject> {
         { method: "GET", path: this.collectionPath(namespace), query },
         options.timeoutMs,
       );
-      items.push(...page.items);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
+      onPage(page.items);
     } while (continueToken);
-    return { items, resourceVersion };
+    return resourceVersion;
   }
 
   /**
