@@ -111,6 +111,17 @@ export function atOrPast(rv: string, target: string): boolean {
 
 export const keyOf = (obj: KubeObject): string => `${obj.metadata.namespace ?? ""}/${obj.metadata.name ?? ""}`;
 
+/**
+ * `s`, its characters made one piece. V8 keeps a string built by concatenation (a cache key, an index key built from
+ * a pool key and an address) as a tree of its parts, and hashing it as a Map key leaves the tree as it is: every key
+ * the cache keeps would hold its parts' nodes for as long as it lives. Reading a character flattens the string in
+ * place, so a kept key holds its characters and one node.
+ */
+function flattened(s: string): string {
+  s.charCodeAt(0);
+  return s;
+}
+
 function newer(candidate: KubeObject, current: KubeObject | undefined): boolean {
   if (!current) return true;
   const a = Number(candidate.metadata.resourceVersion);
@@ -385,6 +396,7 @@ export class Informer<T extends KubeObject> {
     const kept = this.options.keep ? (this.options.keep(received) as T) : withoutManagedFields(received);
     const obj = this.strings.internAll(kept);
     this.tombstones.delete(key);
+    flattened(key);
     if (old) this.unindex(key, old);
     this.store.set(key, obj);
     this.index(key, obj);
@@ -417,7 +429,8 @@ export class Informer<T extends KubeObject> {
       const idx = this.indexes.get(name)!;
       for (const k of fn(obj)) {
         const bucket = idx.get(k);
-        if (bucket === undefined || bucket === key) idx.set(k, key);
+        if (bucket === undefined) idx.set(flattened(k), key);
+        else if (bucket === key) continue;
         else if (typeof bucket === "string") idx.set(k, new Set([bucket, key]));
         else bucket.add(key);
       }
