@@ -6,7 +6,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { IPADDRESS_FINALIZER, IPCLAIM_FINALIZER, IPPOOL_FINALIZER, type IPClaim } from "../api/v1alpha1/types.js";
 import { freshNamespace, sharedCluster } from "../hack/testkit/cluster.js";
 import { addressOf, claim, clients, cluster, eventReasons, exists, pool, type Clients } from "../hack/testkit/ipam.js";
-import { withController as withControllerIn } from "../hack/testkit/ipam.js";
+import { startController, withController as withControllerIn } from "../hack/testkit/ipam.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 import { readRequestCounts } from "../hack/bench/efficiency.js";
 import { startObservedController } from "../hack/testkit/faults.js";
@@ -340,6 +340,34 @@ describe("IPAM controller (real API server)", function () {
       expect([...after.entries()].sort()).to.deep.equal([...before.entries()].sort());
       expect((await c.addresses.list(ns)).items.map((a) => a.metadata.uid).sort()).to.deep.equal(uidsBefore);
     });
+  });
+
+  it("serves a new claim before the status refreshes a start-up queued for every pool", async () => {
+    // Pools whose status no pass has written yet, as after a restart of a large site: the start-up queues them all.
+    // A claim of the pool listed last, made while they run, must not wait behind them.
+    const ns = await freshNamespace(kc, "waiting");
+    const others = Array.from({ length: 60 }, (_, i) => `p-${String(i).padStart(2, "0")}`);
+    for (const [i, name] of others.entries())
+      await c.pools.create(ns, pool(ns, name, { pools: [{ subnet: `10.31.${i}.0/24` }], prefix: 24 }));
+    await c.pools.create(ns, pool(ns, "zz", { pools: [{ subnet: "10.31.200.0/24" }], prefix: 24 }));
+    const ctl = await startController(kc, ns, 1);
+    try {
+      await c.claims.create(ns, claim(ns, "c", "zz"));
+      await eventually("the claim bound", () => addressOf(c, ns, "c"));
+      const refreshed = await eventually("every pool's status written", async () => {
+        const pools = (await c.pools.list(ns)).items.filter((p) => p.metadata.name !== "zz");
+        return pools.every((p) => p.status?.lastUpdated) ? pools : undefined;
+      });
+      // resourceVersions of one etcd are ordered: a pool last written before the claim was served before it.
+      const boundAt = BigInt((await c.claims.get(ns, "c")).metadata.resourceVersion ?? "0");
+      const before = refreshed.filter((p) => BigInt(p.metadata.resourceVersion ?? "0") < boundAt);
+      expect(before.length, "pools refreshed before the claim was bound").to.be.below(others.length / 2);
+    } catch (err) {
+      process.stderr.write(`--- the controller's last log lines ---\n${ctl.recentLog()}\n---\n`);
+      throw err;
+    } finally {
+      await ctl.stop();
+    }
   });
 
   it("keeps a deleting pool until its addresses are gone", async () => {

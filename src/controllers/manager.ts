@@ -12,7 +12,7 @@ import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
-import { addressToPool, claimToPool, poolKey } from "./ippool/indexes.js";
+import { addressToPool, claimToPool, claimWaits, poolKey } from "./ippool/indexes.js";
 import { IPClaimApi } from "./ippool/api.js";
 import { METAL3_POOL_KIND } from "./ippool/kind.js";
 import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "./incluster/kind.js";
@@ -149,9 +149,9 @@ export class Manager {
       },
     });
     this.queue = queue;
-    const add = (key: string): void => queue.add(key);
+    const add = (key: string, waiting?: boolean): void => queue.add(key, waiting);
     store.pools.on((_kind, p: IPPool) => add(poolKey(p)));
-    store.claims.on((_kind, c: IPClaim) => add(claimToPool(c)));
+    store.claims.on((_kind, c: IPClaim) => add(claimToPool(c), claimWaits(c)));
     store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     // A Cluster's change (pause, deletion, creation) can change decisions of claims that did not change themselves.
     store.clusters.on((_kind, c: Cluster) =>

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { exponentialBackoffMs } from "./backoff.js";
 import type { Cancel, Clock, ReconcileResult } from "./workqueue.js";
-import { WorkQueue } from "./workqueue.js";
+import { WAITING_STREAK, WorkQueue } from "./workqueue.js";
 
 /** A clock whose timers fire only when the test advances time, in due order. */
 class FakeClock implements Clock {
@@ -172,7 +172,7 @@ describe("WorkQueue", () => {
             if (random() < 0.5) {
               const other = keys[Math.floor(random() * keys.length)]!;
               lastAdd.set(other, ++tick);
-              queue.add(other);
+              queue.add(other, random() < 0.3);
             }
             await randomPause(random);
             active.set(key, (active.get(key) ?? 0) - 1);
@@ -187,7 +187,7 @@ describe("WorkQueue", () => {
           for (let i = 0; i < burst; i++) {
             const key = keys[Math.floor(random() * keys.length)]!;
             lastAdd.set(key, ++tick);
-            queue.add(key);
+            queue.add(key, random() < 0.3);
           }
           await randomPause(random);
         }
@@ -271,6 +271,95 @@ describe("WorkQueue", () => {
       handler.release("a", new Error("boom"));
       await flush();
       expect(handler.started).to.deep.equal(["a", "a"]);
+    });
+  });
+
+  describe("keys someone waits on", () => {
+    /** Runs a concurrency-1 queue over `adds` (key, waiting) until idle; returns the start order. */
+    async function order(adds: Array<[string, boolean]>): Promise<string[]> {
+      const started: string[] = [];
+      const queue = newQueue(
+        (key) => {
+          started.push(key);
+          return Promise.resolve();
+        },
+        { concurrency: 1 },
+      );
+      for (const [key, waiting] of adds) queue.add(key, waiting);
+      queue.start();
+      await queue.onIdle();
+      return started;
+    }
+
+    it("start before keys queued earlier, in their own add order", async () => {
+      const started = await order([
+        ["a", false],
+        ["b", false],
+        ["w1", true],
+        ["c", false],
+        ["w2", true],
+      ]);
+      expect(started).to.deep.equal(["w1", "w2", "a", "b", "c"]);
+    });
+
+    it("move a key already queued ahead of the others, once", async () => {
+      const started = await order([
+        ["a", false],
+        ["b", false],
+        ["c", false],
+        ["c", true],
+        ["c", false],
+        ["b", true],
+      ]);
+      expect(started).to.deep.equal(["c", "b", "a"]);
+    });
+
+    it(`let one other key start after every ${WAITING_STREAK} of theirs in a row`, async () => {
+      const waited = Array.from({ length: 2 * WAITING_STREAK + 3 }, (_, i) => `w${i}`);
+      const started = await order([
+        ["o1", false],
+        ["o2", false],
+        ["o3", false],
+        ...waited.map((key): [string, boolean] => [key, true]),
+      ]);
+      expect(started).to.deep.equal([
+        ...waited.slice(0, WAITING_STREAK),
+        "o1",
+        ...waited.slice(WAITING_STREAK, 2 * WAITING_STREAK),
+        "o2",
+        ...waited.slice(2 * WAITING_STREAK),
+        "o3",
+      ]);
+    });
+
+    it("re-run a key marked while in flight ahead of the others", async () => {
+      const handler = new GatedHandler();
+      const queue = newQueue(handler.handle, { concurrency: 1 });
+      queue.start();
+      queue.add("a");
+      await flush();
+      queue.add("b");
+      queue.add("a", true);
+      queue.add("a");
+      for (let i = 0; i < 3; i++) {
+        handler.release();
+        await flush();
+      }
+      expect(handler.started).to.deep.equal(["a", "a", "b"]);
+      expect(handler.blocked()).to.equal(0);
+    });
+
+    it("count in len() and the depth metric", () => {
+      const depths: number[] = [];
+      const queue = newQueue(() => Promise.resolve(), {
+        concurrency: 1,
+        onMetrics: { queued: (depth) => depths.push(depth), processed: () => undefined },
+      });
+      queue.add("a");
+      queue.add("w", true);
+      queue.add("a", true);
+      expect(queue.len()).to.equal(2);
+      expect(depths).to.deep.equal([1, 2]);
     });
   });
 

@@ -5,7 +5,10 @@
  * 1. A key is never handled by two runs at once. Allocation for a pool is serialised by keying the queue by pool.
  * 2. A key is queued at most once; adding a queued key is a no-op.
  * 3. A key added while its handler runs is handled exactly once more, after the current run settles.
- * 4. At most `concurrency` handlers run at once, and keys start in the order they were queued.
+ * 4. At most `concurrency` handlers run at once, and keys start in the order they were queued within their lane.
+ * 5. A key someone is waiting on (added with `waiting`, e.g. the pool of a claim that has no address yet) starts before
+ *    the other queued keys, but never starves them: after {@link WAITING_STREAK} such starts in a row, the oldest other
+ *    key starts. After a restart every pool is queued to refresh its status; a new claim must not wait behind them all.
  */
 import { assertBackoffBounds, exponentialBackoffMs } from "./backoff.js";
 
@@ -83,6 +86,9 @@ interface DelayedAdd {
   cancel: Cancel;
 }
 
+/** Starts of waited-on keys in a row after which one other queued key starts, if any is queued (invariant 5). */
+export const WAITING_STREAK = 8;
+
 const DEFAULT_BASE_BACKOFF_MS = 50;
 const DEFAULT_MAX_BACKOFF_MS = 30_000;
 
@@ -101,12 +107,20 @@ export class WorkQueue {
   readonly #metrics: WorkQueueMetrics | undefined;
   readonly #clock: Clock;
 
-  /** Keys waiting to run. A Set iterates in insertion order, which gives FIFO with O(1) membership. */
+  /**
+   * Keys waiting to run, in two disjoint lanes: those someone waits on, and the others. A Set iterates in insertion
+   * order, which gives FIFO with O(1) membership.
+   */
+  readonly #waited = new Set<string>();
   readonly #queued = new Set<string>();
+  /** Waited-on keys started in a row since an other key last started (invariant 5). */
+  #streak = 0;
   /** Keys whose handler is running. Invariant 1: a key in here is never started again. */
   readonly #processing = new Set<string>();
   /** In-flight keys added again; each is re-queued once when its run settles (invariant 3). Subset of #processing. */
   readonly #dirty = new Set<string>();
+  /** Those of #dirty added with `waiting`: their re-run goes into the waited-on lane. */
+  readonly #dirtyWaited = new Set<string>();
   /** Time of the first add not yet picked up by a run, per key, for the wait-latency metric. */
   readonly #addedAt = new Map<string, number>();
   readonly #delayed = new Map<string, DelayedAdd>();
@@ -137,17 +151,22 @@ export class WorkQueue {
   }
 
   /**
-   * Queues `key` to be handled. No-op when it is already queued (invariant 2) or the queue is shutting down. When
-   * the key is in flight it is marked to run once more after the current run (invariant 3). Never throws.
+   * Queues `key` to be handled. No-op when it is already queued (invariant 2) or the queue is shutting down, except
+   * that `waiting` moves a queued key into the waited-on lane (invariant 5). When the key is in flight it is marked to
+   * run once more after the current run (invariant 3). Never throws.
    */
-  add(key: string): void {
-    if (this.#stopping || this.#queued.has(key) || this.#dirty.has(key)) return;
+  add(key: string, waiting = false): void {
+    if (this.#stopping) return;
+    if (waiting && this.#queued.delete(key)) this.#waited.add(key);
+    if (waiting && this.#dirty.has(key)) this.#dirtyWaited.add(key);
+    if (this.#waited.has(key) || this.#queued.has(key) || this.#dirty.has(key)) return;
     if (!this.#addedAt.has(key)) this.#addedAt.set(key, this.#clock.now());
     if (this.#processing.has(key)) {
       this.#dirty.add(key);
+      if (waiting) this.#dirtyWaited.add(key);
       return;
     }
-    this.#queued.add(key);
+    (waiting ? this.#waited : this.#queued).add(key);
     this.#emitDepth();
     this.#pump();
   }
@@ -195,8 +214,10 @@ export class WorkQueue {
     this.#stopping = true;
     for (const pending of this.#delayed.values()) pending.cancel();
     this.#delayed.clear();
+    this.#waited.clear();
     this.#queued.clear();
     this.#dirty.clear();
+    this.#dirtyWaited.clear();
     this.#addedAt.clear();
     this.#emitDepth();
     this.#abort.abort(new Error("work queue shutting down"));
@@ -217,7 +238,7 @@ export class WorkQueue {
 
   /** Number of keys waiting to run (excluding in-flight keys and pending delayed adds). */
   len(): number {
-    return this.#queued.size;
+    return this.#waited.size + this.#queued.size;
   }
 
   /** Number of handlers running now; never more than `concurrency`. */
@@ -250,10 +271,14 @@ export class WorkQueue {
     }
   }
 
+  /** The next key to start, by invariants 4 and 5. */
   #takeNext(): string | undefined {
-    const first = this.#queued.values().next();
+    const otherDue = this.#waited.size === 0 || (this.#streak >= WAITING_STREAK && this.#queued.size > 0);
+    const lane = otherDue ? this.#queued : this.#waited;
+    const first = lane.values().next();
     if (first.done === true) return undefined;
-    this.#queued.delete(first.value);
+    lane.delete(first.value);
+    this.#streak = otherDue ? 0 : this.#streak + 1;
     this.#emitDepth();
     return first.value;
   }
@@ -277,8 +302,8 @@ export class WorkQueue {
     callSafely(() => this.#metrics?.processed(key, waitMs, workMs, outcome.ok));
     if (outcome.ok) this.#succeeded(key, outcome.requeueAfterMs);
     else this.#failed(key, outcome.error);
-    // Invariant 3: the extra run goes to the back of the queue, behind keys that waited while this one ran.
-    if (this.#dirty.delete(key)) this.add(key);
+    // Invariant 3: the extra run goes to the back of its lane, behind keys that waited while this one ran.
+    if (this.#dirty.delete(key)) this.add(key, this.#dirtyWaited.delete(key));
     this.#pump();
     this.#notifyIdle();
   }
@@ -301,7 +326,7 @@ export class WorkQueue {
   }
 
   #isIdle(): boolean {
-    return this.#queued.size === 0 && this.#processing.size === 0;
+    return this.len() === 0 && this.#processing.size === 0;
   }
 
   #notifyIdle(): void {
@@ -310,7 +335,7 @@ export class WorkQueue {
   }
 
   #emitDepth(): void {
-    callSafely(() => this.#metrics?.queued(this.#queued.size));
+    callSafely(() => this.#metrics?.queued(this.len()));
   }
 }
 

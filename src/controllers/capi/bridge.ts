@@ -19,7 +19,13 @@ import type { Logger } from "../../runtime/logger.js";
 import { BY_CLAIM, BY_CLUSTER, BY_POOL, BY_POOL_ADDRESS, poolAddressKey } from "../pools/indexes.js";
 import type { PoolKinds } from "../pools/registry.js";
 import type { CapiInformers, Store } from "../store.js";
-import { capiAddressToClaim, capiAddressToPool, capiClaimToCluster, capiClaimToPool } from "./translate.js";
+import {
+  capiAddressToClaim,
+  capiAddressToPool,
+  capiClaimToCluster,
+  capiClaimToPool,
+  capiClaimWaits,
+} from "./translate.js";
 
 /** RBAC of the Cluster API side: claims (and their status) and the IPAddresses made for them. */
 export const BRIDGE_RULES = [
@@ -58,7 +64,8 @@ export interface BridgeOptions {
    * Enqueues a pool of the pool controller. Cluster API claims are served in their pool's pass, by the same queue
    * slot and allocator as IPClaims (spec §3.4), so every event of the bridge's kinds becomes a pool key.
    */
-  enqueuePool: (key: string) => void;
+  /** Queues a pool's pass; `waiting`: a claim of it waits on that pass (see src/runtime/workqueue.ts). */
+  enqueuePool: (key: string, waiting?: boolean) => void;
   /** The pool kinds served: a claim or record is mapped onto its pool's key through them. */
   kinds: PoolKinds;
   /** How often discovery is retried while Cluster API's IPAM is not served. Default 30 s. */
@@ -117,9 +124,12 @@ export class CapiBridge {
       a.spec?.address ? capiAddressToPool(kinds, a).map((pool) => poolAddressKey(pool, a.spec.address)) : [],
     );
     const enqueue = this.options.enqueuePool;
-    claims.on((_kind, c) => capiClaimToPool(kinds, c).forEach(enqueue));
+    claims.on((_kind, c) => {
+      const waiting = capiClaimWaits(c);
+      for (const key of capiClaimToPool(kinds, c)) enqueue(key, waiting);
+    });
     claims.on(store.recordMovedAway);
-    addresses.on((_kind, a) => capiAddressToPool(kinds, a).forEach(enqueue));
+    addresses.on((_kind, a) => capiAddressToPool(kinds, a).forEach((key) => enqueue(key)));
     store.capi = { claims, addresses, version };
     this.options.onInformers?.(store.capi);
     this.version = version;

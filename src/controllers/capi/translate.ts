@@ -288,6 +288,10 @@ export function capiClaimToPool(kinds: PoolKinds, c: IPAddressClaim): string[] {
   return target === undefined ? [] : [target.key];
 }
 
+/** Like Metal3's `claimWaits` (ippool/indexes.ts): the claim has no address yet, or its deletion waits for its release. */
+export const capiClaimWaits = (c: IPAddressClaim): boolean =>
+  !c.status?.addressRef?.name || !!c.metadata.deletionTimestamp;
+
 /** `<namespace>/<cluster>` of a Cluster API claim's own Cluster (spec.clusterName, else the label). */
 export function capiClaimToCluster(c: IPAddressClaim): string[] {
   const name = c.spec?.clusterName || c.metadata.labels?.[CLUSTER_NAME_LABEL];

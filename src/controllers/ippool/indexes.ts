@@ -18,6 +18,12 @@ export const ipPoolKey = (namespace: string, name: string): string =>
  */
 export const claimToPool = (c: IPClaim): string => ipPoolKey(c.metadata.namespace ?? "", c.spec?.pool?.name ?? "");
 
+/**
+ * Whether someone waits on the pass of this claim's pool: the claim has no address yet, or its deletion waits for its
+ * release. Such a pool goes ahead of pools queued only to refresh their status (src/runtime/workqueue.ts).
+ */
+export const claimWaits = (c: IPClaim): boolean => !c.status?.address?.name || !!c.metadata.deletionTimestamp;
+
 /** Key of the pool an IPAddress belongs to (its own namespace: pools and addresses share one). */
 export const addressToPool = (a: IPAddress): string => ipPoolKey(a.metadata.namespace ?? "", a.spec?.pool?.name ?? "");
 
