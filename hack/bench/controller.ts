@@ -97,6 +97,8 @@ export interface BenchControllerOptions {
    */
   profile?: boolean;
   profileName?: string;
+  /** Controller flags added after the bench's own. */
+  flags?: readonly string[];
 }
 
 /**
@@ -137,6 +139,7 @@ export async function startBenchController(
     ...(ports.health ? { healthProbeBindAddress: `127.0.0.1:${ports.health}` } : {}),
     logLevel: "warn",
     nodeFlags: [...profile, ...extraNodeFlags()],
+    ...(options.flags ? { flags: options.flags } : {}),
   });
   return track(proc, ports);
 }

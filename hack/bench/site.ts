@@ -215,9 +215,22 @@ export interface SiteStage {
   bindMs?: Summary;
   /** Claims not seen bound before the deadline. */
   timedOut: number;
-  /** The controller's memory at the window's end, and its V8 heap in use (its /metrics). */
+  /** The controller's memory at the window's end, and its V8 heap in use (its /metrics), as read then. */
   memory: ProcMemory;
   heapUsed: number;
+  /** The same once the controller's memory release ran after the window: what it holds, garbage and freed pages out. */
+  settled: SettledMemory;
+}
+
+/**
+ * A stage's memory after the window, once the controller's memory release (src/runtime/memory.ts: a memory-reducing
+ * collection) ran: RSS without the freed heap pages V8 keeps, heap used without the garbage not yet collected.
+ */
+export interface SettledMemory {
+  rss: number;
+  heapUsed: number;
+  /** Whether a release ran; false: none was due within the wait, and the figures are read at its end. */
+  released: boolean;
 }
 
 /** The restart with the site held (stage c), beyond its {@link SiteStage} figures. */
@@ -301,8 +314,8 @@ export function siteChecks(
   }
   if (idle && restart && r.addresses > 0)
     atMost(
-      "RSS per held address beyond the idle floor, KiB",
-      (restart.memory.rss - idle.memory.rss) / r.addresses / 1024,
+      "RSS per held address beyond the idle floor (settled), KiB",
+      (restart.settled.rss - idle.settled.rss) / r.addresses / 1024,
       bounds.rssPerAddressKiB,
     );
   atMost(
@@ -336,7 +349,8 @@ export function siteSections(r: SiteResult): Section[] {
       `8. Site: ${r.addresses.toLocaleString("en-US")} addresses held across ${r.pools.toLocaleString("en-US")} pools ` +
       `(${c.IPPool} IPPools, ${c.preallocating} of them with preallocations; ${c.InClusterIPPool} InClusterIPPools; ` +
       `${c.GlobalInClusterIPPool} GlobalInClusterIPPools) in ${r.namespaces} namespaces, both claim APIs; one ` +
-      "controller of all namespaces; per claim where a stage creates claims, per stage otherwise; CPU = seconds in the window",
+      "controller of all namespaces; per claim where a stage creates claims, per stage otherwise; CPU = seconds in the window; " +
+      "RSS and heap as read at the stage's end, then settled: after the controller's memory release",
     header: [
       "stage",
       "claims",
@@ -351,6 +365,8 @@ export function siteSections(r: SiteResult): Section[] {
       "p99",
       "RSS",
       "heap used",
+      "RSS settled",
+      "heap settled",
       "check",
     ],
     cells: r.stages.map((s) => [
@@ -367,6 +383,8 @@ export function siteSections(r: SiteResult): Section[] {
       s.bindMs ? fmtMs(s.bindMs.p99) : "-",
       fmtBytes(s.memory.rss),
       fmtBytes(s.heapUsed),
+      fmtBytes(s.settled.rss),
+      `${fmtBytes(s.settled.heapUsed)}${s.settled.released ? "" : " (no release)"}`,
       s.timedOut > 0 ? `${s.timedOut} TIMED OUT` : "OK",
     ]),
   };
@@ -432,11 +450,11 @@ function derivedRows(r: SiteResult): Row[] {
   if (idle && restart && r.addresses > 0) {
     const per = (bytes: number): string => `${fmt(bytes / r.addresses / 1024)} KiB`;
     rows.push({
-      metric: "(d) per held address beyond the idle floor: RSS",
-      value: per(restart.memory.rss - idle.memory.rss),
-      detail: `heap used ${per(restart.heapUsed - idle.heapUsed)}; peak RSS at start-up ${fmtBytes(
-        restart.memory.peakRss,
-      )}`,
+      metric: "(d) per held address beyond the idle floor: RSS, settled",
+      value: per(restart.settled.rss - idle.settled.rss),
+      detail: `heap used ${per(restart.settled.heapUsed - idle.settled.heapUsed)}, settled; as read at the stage's end: RSS ${per(
+        restart.memory.rss - idle.memory.rss,
+      )}, heap used ${per(restart.heapUsed - idle.heapUsed)}; peak RSS at start-up ${fmtBytes(restart.memory.peakRss)}`,
     });
   }
   return rows;

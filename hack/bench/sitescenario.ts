@@ -11,7 +11,7 @@
  *
  * Every stage reads the controller's CPU, the API server's and etcd's (from /proc), the controller's API requests
  * (the API server's apiserver_request_total, the bench's own creates left out), and at its end the controller's RSS
- * (/proc) and V8 heap in use (its /metrics).
+ * (/proc) and V8 heap in use (its /metrics), as read and settled: after the controller's next memory release.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
@@ -20,6 +20,7 @@ import { Informer } from "../../src/kube/informer.js";
 import type { PoolObject } from "../../src/controllers/pools/kind.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { silentLogger } from "../../src/runtime/logger.js";
+import { MAX_DEFERRED_CHECKS } from "../../src/runtime/memory.js";
 import { freshNamespace } from "../testkit/cluster.js";
 import { clients, pool as ipPool } from "../testkit/ipam.js";
 import { metricSample, scrapeMetrics } from "../testkit/metrics.js";
@@ -51,6 +52,7 @@ import {
   type SitePool,
   type SitePoolKind,
   type SiteResult,
+  type SettledMemory,
   type SiteStage,
 } from "./site.js";
 import { nowMs, summarize } from "./stats.js";
@@ -81,6 +83,16 @@ const NAMESPACES = 10;
 const TRAIL_MS = 1_000;
 /** The controller's V8 heap in use, from prom-client's default metrics under our prefix. */
 const HEAP_USED = "metal3_ipam_nodejs_heap_size_used_bytes";
+/** The controller's memory releases so far (src/runtime/memory.ts). */
+const MEMORY_RELEASES = "metal3_ipam_memory_releases_total";
+/**
+ * How often the site's controllers check for a memory release (the default is a minute): a release that is due runs
+ * within seconds of a stage instead of a minute. One due during a busy stage runs at most every few checks, inside
+ * that stage's CPU, as it would in production at the default interval.
+ */
+const RELEASE_INTERVAL_S = 2;
+/** How long a stage's settled reading waits for a release: the checks a due release waits through while busy, and two. */
+const RELEASE_WAIT_MS = (MAX_DEFERRED_CHECKS + 2) * RELEASE_INTERVAL_S * 1000;
 
 const BENCH_POOLS: Record<SitePoolKind, BenchPool> = {
   IPPool: METAL3_POOL,
@@ -259,6 +271,7 @@ async function stageOf(
 ): Promise<SiteStage> {
   const { before, after } = window;
   const heap = metricSample(await scrapeMetrics(controller.metricsPort ?? 0), HEAP_USED) ?? Number.NaN;
+  const memory = await controller.memory();
   return {
     stage,
     claims: claims.length,
@@ -271,9 +284,27 @@ async function stageOf(
     requests: perClaim(requestDelta(before.requests, after.requests), Math.max(1, claims.length), ownCreates(claims)),
     ...(bind ? { bindMs: summarize(bind) } : {}),
     timedOut: bind ? claims.length - bind.length : 0,
-    memory: await controller.memory(),
+    memory,
     heapUsed: heap,
+    settled: await settledMemory(controller),
   };
+}
+
+/**
+ * The controller's memory once its next memory release ran (within {@link RELEASE_WAIT_MS}; at its end when none was
+ * due: RSS had not grown enough since the last one).
+ */
+async function settledMemory(controller: BenchController): Promise<SettledMemory> {
+  const sample = async (metric: string): Promise<number> =>
+    metricSample(await scrapeMetrics(controller.metricsPort ?? 0), metric) ?? Number.NaN;
+  const before = await sample(MEMORY_RELEASES);
+  // Once a second: a scrape costs the controller a few ms, and scraping faster would keep its loop from counting as
+  // quiet, deferring the release it waits for.
+  const released =
+    (await controller.guard(poll(async () => (await sample(MEMORY_RELEASES)) > before, RELEASE_WAIT_MS, 1_000))) ===
+    true;
+  const [memory, heapUsed] = await Promise.all([controller.memory(), sample(HEAP_USED)]);
+  return { rss: memory.rss, heapUsed, released };
 }
 
 /** Resolves once every claim of `claims` was seen bound (false at the deadline); create → bound of each bound one. */
@@ -332,6 +363,7 @@ async function startSiteController(site: Site, profile: string): Promise<BenchCo
   return await startBenchController(site.ctx.kubeconfigPath, site.ctx.logDir, {
     ports: true,
     profileName: `site-${profile}.cpuprofile`,
+    flags: [`--memory-release-interval=${RELEASE_INTERVAL_S}s`],
   });
 }
 
