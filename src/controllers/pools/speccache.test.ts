@@ -101,6 +101,17 @@ describe("full passes compile a pool's spec once per generation (pools/speccache
     expect(cache.compiled).to.equal(7);
   });
 
+  it("grows when more pools are served than it keeps: a round over them compiles each once, not every time", () => {
+    // eslint-disable-next-line require-yield
+    const cache = new SpecCache(function* (p: PoolObject) {
+      return p.metadata.name;
+    }, 2);
+    const pools = ["a", "b", "c"].map((uid): PoolObject => ({ metadata: { name: uid, uid, generation: 1 } }));
+    for (let round = 0; round < 4; round++) for (const p of pools) cache.get(p);
+    // Three compilations, then "a" once more: dropped for "c" and asked for again, it shows the cache too small.
+    expect(cache.compiled).to.equal(4);
+  });
+
   it("load lets the event loop run between the steps of a compilation, and keeps its result for get", async () => {
     const ran: string[] = [];
     const cache = new SpecCache(function* (p: PoolObject) {
