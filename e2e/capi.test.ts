@@ -26,6 +26,9 @@ import { CAPI_CRDS, freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluste
 import { addressOf, claim, clients, cluster, gone, pool, startController, type Clients } from "../hack/testkit/ipam.js";
 import { withController as withControllerIn } from "../hack/testkit/ipam.js";
 import { consistently, eventually } from "../hack/testkit/wait.js";
+import { lagWatch, startObservedController } from "../hack/testkit/faults.js";
+import { readRequestCounts } from "../hack/bench/efficiency.js";
+import type { Store } from "../src/controllers/store.js";
 
 const POOL_REF = (name: string) => ({ apiGroup: "ipam.metal3.io", kind: "IPPool", name });
 
@@ -280,6 +283,57 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
         "p-10-36-0-1",
       ]);
     });
+  });
+
+  it("never gives an IPClaim the address a Cluster API IPAddress made by hand just before it holds, while that watch lags", async function () {
+    // It slows the watch of a controller in this process; a deployed controller would serve the claims instead.
+    if (process.env.E2E_EXTERNAL_CONTROLLER === "true") this.skip();
+    const ns = await freshNamespace(kc, "capi-race");
+    const ctl = await startObservedController(kc, ns);
+    try {
+      const store = (ctl.manager as unknown as { store: Store }).store;
+      await eventually("the bridge started", () => Promise.resolve(store.capi ? true : undefined));
+      // The Cluster API IPAddresses' watch delivers every event 400 ms late: an IPClaim's event then arrives before
+      // the event of a Cluster API IPAddress made just before it. The pass makes no record of that kind, so its
+      // barrier reads the namespace's printed rows and the records of the pool the cache lacks (spec §3.4).
+      lagWatch(ctl.manager, (s) => s.capi?.addresses, 400);
+      await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.38.0.1", end: "10.38.0.250" }] }));
+      // Records of another pool of the namespace, which the rows show too.
+      await c.pools.create(ns, pool(ns, "other", { pools: [{ start: "10.39.0.1", end: "10.39.0.250" }] }));
+      const gets = async (): Promise<number> =>
+        (await readRequestCounts(kc)).get("GET ipam.cluster.x-k8s.io/ipaddresses") ?? 0;
+      const getsBefore = await gets();
+      // Each round: a person-made record takes the next free address (sequential pool), then a claim arrives at once.
+      for (let i = 0; i < 10; i++) {
+        await capi.addresses.create(ns, {
+          metadata: { name: `other-${i}`, namespace: ns },
+          spec: {
+            claimRef: { name: `elsewhere-${i}` },
+            poolRef: POOL_REF("other"),
+            address: `10.39.0.${i + 1}`,
+            prefix: 24,
+          },
+        });
+        await capi.addresses.create(ns, {
+          metadata: { name: `manual-${i}`, namespace: ns },
+          spec: {
+            claimRef: { name: `outside-${i}` },
+            poolRef: POOL_REF("p"),
+            address: `10.38.0.${2 * i + 1}`,
+            prefix: 24,
+          },
+        });
+        await c.claims.create(ns, claim(ns, `r-${i}`, "p"));
+        await eventually(`r-${i} bound`, () => addressOf(c, ns, `r-${i}`), 30_000, 20);
+      }
+      const bound = await Promise.all(Array.from({ length: 10 }, (_, i) => addressOf(c, ns, `r-${i}`)));
+      expect(new Set(bound).size).to.equal(10);
+      for (const address of bound) expect(Number(address?.split(".")[3]) % 2, `${address}`).to.equal(0);
+      // The race did happen, and the barrier read the records it lacked one by one rather than the whole namespace.
+      expect((await gets()) - getsBefore, "Cluster API IPAddresses read one by one").to.be.greaterThan(0);
+    } finally {
+      await ctl.stop();
+    }
   });
 
   it("deletes in order: the Cluster API IPAddress first, the claim last, and the address is released", async () => {

@@ -29,6 +29,7 @@ import {
   poolToCluster,
 } from "./ippool/indexes.js";
 import { BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, BY_POOL_ADDRESS } from "./pools/indexes.js";
+import { unseenRecords, type CachedRecord, type PrintedColumns } from "./pools/printed.js";
 
 /** The Cluster API side of the store, present once the bridge found `ipam.cluster.x-k8s.io` served. */
 export interface CapiInformers {
@@ -53,6 +54,9 @@ export const STORE_RULES = [
 export interface DescribedKind {
   descriptor: { group: string; kind: string };
 }
+
+/** The most records a printed barrier reads one by one (Store.refreshPrinted); past it a list is cheaper. */
+const MAX_UNSEEN_READS = 16;
 
 const kindName = (kind: DescribedKind): string => `${kind.descriptor.kind}.${kind.descriptor.group}`;
 
@@ -254,6 +258,33 @@ export class Store {
       notOlderThan ? { notOlderThan } : {},
     );
     for (const item of items) informer.upsert(item);
+  }
+
+  /**
+   * The barrier of {@link refreshWhere} for a kind the API server does not filter by the pool's field, from a printed
+   * list of the namespace (pools/printed.ts): only the records of pool `value` that the cache lacks, as the rows show
+   * them, are read in full. False when it cannot serve: the server filters the field (refreshWhere lists just the
+   * pool), the list would span namespaces, the kind is printed without those columns, or more than
+   * {@link MAX_UNSEEN_READS} records are missing (one list is then cheaper); the caller then uses refreshWhere.
+   */
+  async refreshPrinted<T extends KubeObject>(
+    informer: Informer<T>,
+    namespace: string,
+    columns: PrintedColumns,
+    value: string,
+    notOlderThan: string | undefined,
+    cachedAs: (obj: T) => CachedRecord,
+  ): Promise<boolean> {
+    if (informer.client.filtersFields) return false;
+    const printed = await informer.client.listPrinted(namespace, notOlderThan ? { notOlderThan } : {});
+    const cached = (name: string): CachedRecord | undefined => {
+      const obj = informer.get(namespace, name);
+      return obj && cachedAs(obj);
+    };
+    const unseen = printed && unseenRecords(printed, columns, value, cached);
+    if (!unseen || unseen.length > MAX_UNSEEN_READS) return false;
+    await Promise.all(unseen.map((name) => this.fetch(informer, namespace, name)));
+    return true;
   }
 
   /** Reads one object from the API server, bypassing the cache; undefined when it does not exist. */

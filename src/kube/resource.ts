@@ -4,7 +4,14 @@
  */
 import type { Kube } from "./access.js";
 import { statusCodeOf } from "./errors.js";
-import { apiRequest, PARTIAL_OBJECT_METADATA, RequestTimeoutError, type ApiRequest, type Query } from "./transport.js";
+import {
+  apiRequest,
+  PARTIAL_OBJECT_METADATA,
+  PRINTED_TABLE,
+  RequestTimeoutError,
+  type ApiRequest,
+  type Query,
+} from "./transport.js";
 import type { ResourceType } from "../../api/registry.js";
 import type { ObjectMeta } from "../../api/v1alpha1/types.js";
 
@@ -62,6 +69,18 @@ export interface ListOptions {
   notOlderThan?: string;
   /** Stop after the first page of at most this many objects (a probe). */
   limit?: number;
+}
+
+/**
+ * A collection as the API server prints it (server-side printing: `Name`, then the kind's printer columns), without
+ * the objects: a few cells per object instead of the whole object.
+ */
+export interface PrintedList {
+  /** Column names, in cell order. */
+  columns: string[];
+  /** One row of cells per object. */
+  rows: unknown[][];
+  resourceVersion: string;
 }
 
 export interface ResourceClientOptions {
@@ -166,6 +185,51 @@ export class ResourceClient<T extends KubeObject> {
       }
     }
     return (await this.list(namespace, options)).items.filter((obj) => read(obj) === value);
+  }
+
+  /** Whether lists by a selectable field are filtered by the API server (false once it answered 400). */
+  get filtersFields(): boolean {
+    return this.fieldSelectorsWork;
+  }
+
+  /**
+   * Lists one namespace's objects as printed rows (all pages), at least as fresh as `notOlderThan` when given (the same
+   * barrier as {@link list}); undefined for a namespace-less list of a namespaced type, whose rows would not say
+   * which namespace each name is in.
+   */
+  async listPrinted(
+    namespace: string,
+    options: Pick<ListOptions, "notOlderThan" | "timeoutMs"> = {},
+  ): Promise<PrintedList | undefined> {
+    if (!namespace && this.type.namespaced) return undefined;
+    const rows: unknown[][] = [];
+    let columns: string[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion = "";
+    do {
+      const query: Query = {
+        limit: 500,
+        continue: continueToken,
+        includeObject: "None",
+        ...(!continueToken && options.notOlderThan
+          ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" }
+          : {}),
+      };
+      const page = await this.send<{
+        columnDefinitions?: { name: string }[];
+        rows?: { cells?: unknown[] }[];
+        metadata?: { resourceVersion?: string; continue?: string };
+      }>(
+        "list",
+        { method: "GET", path: this.collectionPath(namespace), query, accept: PRINTED_TABLE },
+        options.timeoutMs,
+      );
+      if (page.columnDefinitions) columns = page.columnDefinitions.map((c) => c.name);
+      for (const row of page.rows ?? []) rows.push(row.cells ?? []);
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      continueToken = page.metadata?.continue || undefined;
+    } while (continueToken);
+    return { columns, rows, resourceVersion };
   }
 
   /** Whether the API server serves this resource at all (a one-object list; 404 means not served). */

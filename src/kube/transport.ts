@@ -50,6 +50,8 @@ export interface ApiRequest {
 
 /** The `Accept` of a metadata-only read: the object as a `meta.k8s.io/v1` PartialObjectMetadata. */
 export const PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/** Accept header of a list printed by the API server (a `meta.k8s.io/v1` Table). */
+export const PRINTED_TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1";
 
 /** Requests to one API server in flight at once; more wait their turn. */
 export const MAX_IN_FLIGHT = 64;

@@ -13,6 +13,7 @@ import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
 import type { BucketChange } from "../../kube/journal.js";
 import type { PoolKinds } from "../pools/registry.js";
 import type { ExternalClaim, ExternalHolding, PoolKind, PoolRecord } from "../pools/kind.js";
+import type { CachedRecord } from "../pools/printed.js";
 import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
@@ -25,6 +26,10 @@ import {
   capiClaimToPool,
   capiHolderName,
 } from "./translate.js";
+
+/** Cluster API's printer columns of an IPAddress (its CRDs), for the barrier's printed list (Store.refreshPrinted). */
+const CAPI_ADDRESS_COLUMNS = { name: "Name", address: "Address", pool: "Pool Name" };
+const cachedAs = (a: CapiIPAddress): CachedRecord => ({ address: a.spec?.address, pool: a.spec?.poolRef?.name });
 
 /** The selectable field naming the pool of a Cluster API IPAddress (not selectable in Cluster API's CRDs: read here). */
 const CAPI_ADDRESS_POOL_FIELD = {
@@ -99,15 +104,19 @@ export class IPAddressClaimApi implements ClaimApi {
 
   async listRecords(pass: Pick<Pass, "kind" | "ref">, notOlderThan: string | undefined): Promise<void> {
     const capi = this.capi;
+    if (!capi) return;
+    const { namespace, name } = pass.ref;
+    // The API server cannot filter these by pool: the namespace's printed rows say which records the cache lacks.
+    if (await this.store.refreshPrinted(capi.addresses, namespace, CAPI_ADDRESS_COLUMNS, name, notOlderThan, cachedAs))
+      return;
     // A cluster-scoped pool's records live in every namespace: "" lists them all.
-    if (capi)
-      await this.store.refreshWhere(
-        capi.addresses,
-        pass.ref.namespace,
-        CAPI_ADDRESS_POOL_FIELD,
-        pass.ref.name,
-        notOlderThan,
-      );
+    await this.store.refreshWhere(
+      capi.addresses,
+      pass.ref.namespace,
+      CAPI_ADDRESS_POOL_FIELD,
+      pass.ref.name,
+      notOlderThan,
+    );
   }
 
   work(pass: Pass, object: KubeObject): ClaimWork {
