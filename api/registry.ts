@@ -13,12 +13,12 @@ import {
   MACHINE_KIND,
 } from "./capi/types.js";
 import {
-  GLOBAL_INCLUSTER_POOL_KIND,
+  GLOBAL_INCLUSTER_IPPOOL_KIND,
   INCLUSTER_GROUP,
-  INCLUSTER_POOL_KIND,
+  INCLUSTER_IPPOOL_KIND,
   INCLUSTER_VERSION,
 } from "./incluster/types.js";
-import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, NETBOX_GROUP, NETBOX_IPPOOL_KIND, NETBOX_VERSION } from "./netbox/types.js";
 import { GROUP, IPADDRESS_KIND, IPCLAIM_KIND, IPPOOL_KIND, VERSION } from "./v1alpha1/types.js";
 
 /** A resource kind and every version of it we can speak. */
@@ -112,7 +112,7 @@ export const CAPI_IPADDRESS = {
 /** The in-cluster provider's namespaced pool (`ipam.cluster.x-k8s.io/v1alpha2`), served when its CRD is installed. */
 export const INCLUSTER_IPPOOL = {
   group: INCLUSTER_GROUP,
-  kind: INCLUSTER_POOL_KIND,
+  kind: INCLUSTER_IPPOOL_KIND,
   plural: "inclusterippools",
   versions: [INCLUSTER_VERSION],
   namespaced: true,
@@ -121,7 +121,7 @@ export const INCLUSTER_IPPOOL = {
 /** The in-cluster provider's cluster-scoped pool, used by claims of every namespace. */
 export const GLOBAL_INCLUSTER_IPPOOL = {
   group: INCLUSTER_GROUP,
-  kind: GLOBAL_INCLUSTER_POOL_KIND,
+  kind: GLOBAL_INCLUSTER_IPPOOL_KIND,
   plural: "globalinclusterippools",
   versions: [INCLUSTER_VERSION],
   namespaced: false,
@@ -131,7 +131,7 @@ export const GLOBAL_INCLUSTER_IPPOOL = {
 /** A pool whose addresses NetBox hands out (`netbox.ipam.cluster.x-k8s.io/v1alpha1`), served when its CRD is installed. */
 export const NETBOX_IPPOOL = {
   group: NETBOX_GROUP,
-  kind: NETBOX_POOL_KIND,
+  kind: NETBOX_IPPOOL_KIND,
   plural: "netboxippools",
   versions: [NETBOX_VERSION],
   namespaced: true,
@@ -140,7 +140,7 @@ export const NETBOX_IPPOOL = {
 /** The cluster-scoped NetBox pool, used by claims of every namespace. */
 export const GLOBAL_NETBOX_IPPOOL = {
   group: NETBOX_GROUP,
-  kind: GLOBAL_NETBOX_POOL_KIND,
+  kind: GLOBAL_NETBOX_IPPOOL_KIND,
   plural: "globalnetboxippools",
   versions: [NETBOX_VERSION],
   namespaced: false,

@@ -23,7 +23,7 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import type { IPAddressClaim } from "../api/capi/types.js";
-import { NETBOX_POOL_KIND } from "../api/netbox/types.js";
+import { NETBOX_IPPOOL_KIND } from "../api/netbox/types.js";
 import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
 import {
   DEFAULT_ENDPOINT_PENDING_CLAIMS,
@@ -723,7 +723,7 @@ describe("control-plane endpoints from a pool (two replicas, webhooks through th
     const prefix = await nb.admin.freshPrefix(28);
     await writeToken(k, ns, nb.token);
     await k.pools.create(ns, netBoxPool(ns, "nb-vips", { prefix: { id: prefix.id } }));
-    const pool = `${NETBOX_POOL_KIND}/nb-vips`;
+    const pool = `${NETBOX_IPPOOL_KIND}/nb-vips`;
     const cluster = await createRetrying(clustersV1beta2, clusterV1beta2("nb", { pool }));
     const host = cluster.spec?.controlPlaneEndpoint?.host;
     const infra = await createRetrying(

@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { GLOBAL_NETBOX_POOL_KIND, type NetBoxIPPool } from "../api/netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, type NetBoxIPPool } from "../api/netbox/types.js";
 import { RECHECK_AFTER_START_MS } from "../src/controllers/netbox/engine.js";
 import { freshNamespace } from "../hack/testkit/cluster.js";
 import { startControllerProcess } from "../hack/testkit/controller.js";
@@ -76,7 +76,7 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
     try {
       for (const ns of namespaces)
         for (const name of ["m-0", "m-1", "m-2"])
-          await k.claims.create(ns, addressClaim(ns, name, netBoxRef(poolName, GLOBAL_NETBOX_POOL_KIND)));
+          await k.claims.create(ns, addressClaim(ns, name, netBoxRef(poolName, GLOBAL_NETBOX_IPPOOL_KIND)));
       const bound = await eventually(
         "9 claims bound",
         async () => {

@@ -7,7 +7,7 @@ import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
 import {
   ALLOWED_NAMESPACES_ANNOTATION,
   NETBOX_GROUP,
-  NETBOX_POOL_KIND,
+  NETBOX_IPPOOL_KIND,
   type NetBoxIPPool,
   type NetBoxIPPoolSpec,
 } from "../api/netbox/types.js";
@@ -85,7 +85,7 @@ export function netBoxPool(
   };
 }
 
-export const netBoxRef = (name: string, kind = NETBOX_POOL_KIND) => ({ apiGroup: NETBOX_GROUP, kind, name });
+export const netBoxRef = (name: string, kind = NETBOX_IPPOOL_KIND) => ({ apiGroup: NETBOX_GROUP, kind, name });
 
 /** An IP address record as the admin reads it from NetBox. */
 export interface NetBoxRecordView {

@@ -5,7 +5,7 @@
  * - no string literal spells a pool kind's name, and no table is keyed by one (`{ IPPool: ..., NetBoxIPPool: ... }`):
  *   the names come from the registry's descriptors, a kind's facts from `poolDescriptor(kind)`;
  * - only a kind's own module (OWN_MODULES) compares a value with one kind's name (`kind === IPPOOL.kind`,
- *   `case NETBOX_POOL_KIND:`) or lists kinds by name (`[INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND]`);
+ *   `case NETBOX_IPPOOL_KIND:`) or lists kinds by name (`[INCLUSTER_IPPOOL_KIND, GLOBAL_INCLUSTER_IPPOOL_KIND]`);
  *   elsewhere a fact is asked of the registry (`isGlobalKind(kind)`, `isNetBoxKind(kind)`, `poolKindOfRef(ref)`), so a
  *   new kind cannot be missed by a stray comparison.
  * Pure reads of the working tree: no server.
@@ -107,10 +107,10 @@ describe("hack/kindfacts: pool kinds' facts come from api/registry.ts", () => {
     for (const form of [
       "kind === IPPOOL.kind",
       "GLOBAL_INCLUSTER_IPPOOL.kind !== k",
-      "case NETBOX_POOL_KIND:",
+      "case NETBOX_IPPOOL_KIND:",
       "ref.kind === IPPOOL_KIND",
-      "k === GLOBAL_NETBOX_POOL_KIND",
-      "new Set([GLOBAL_INCLUSTER_POOL_KIND, GLOBAL_NETBOX_POOL_KIND])",
+      "k === GLOBAL_NETBOX_IPPOOL_KIND",
+      "new Set([GLOBAL_INCLUSTER_IPPOOL_KIND, GLOBAL_NETBOX_IPPOOL_KIND])",
       "[ GLOBAL_INCLUSTER_IPPOOL.kind,\n  GLOBAL_NETBOX_IPPOOL.kind ]",
     ])
       expect(once(SINGLED_OUT).test(form), form).to.equal(true);

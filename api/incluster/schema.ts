@@ -25,10 +25,10 @@ import type {
   ServedVersion,
 } from "../v1alpha1/schema.js";
 import {
-  GLOBAL_INCLUSTER_POOL_KIND,
+  GLOBAL_INCLUSTER_IPPOOL_KIND,
   INCLUSTER_DEPRECATED_VERSION,
   INCLUSTER_GROUP,
-  INCLUSTER_POOL_KIND,
+  INCLUSTER_IPPOOL_KIND,
   INCLUSTER_VERSION,
 } from "./types.js";
 
@@ -185,8 +185,8 @@ function deprecatedVersion(kind: string, description: string): ServedVersion {
 export const INCLUSTER_IPPOOL_CRD: CrdDefinition = {
   group: INCLUSTER_GROUP,
   version: INCLUSTER_VERSION,
-  kind: INCLUSTER_POOL_KIND,
-  listKind: `${INCLUSTER_POOL_KIND}List`,
+  kind: INCLUSTER_IPPOOL_KIND,
+  listKind: `${INCLUSTER_IPPOOL_KIND}List`,
   plural: INCLUSTER_IPPOOL.plural,
   singular: "inclusterippool",
   scope: "Namespaced",
@@ -197,7 +197,7 @@ export const INCLUSTER_IPPOOL_CRD: CrdDefinition = {
   schema: poolSchema("InClusterIPPool is a pool of addresses for the IPAddressClaims of its namespace."),
   servedVersions: [
     deprecatedVersion(
-      INCLUSTER_POOL_KIND,
+      INCLUSTER_IPPOOL_KIND,
       "InClusterIPPool is a pool of addresses for the IPAddressClaims of its namespace.",
     ),
   ],
@@ -208,8 +208,8 @@ export const INCLUSTER_IPPOOL_CRD: CrdDefinition = {
 export const GLOBAL_INCLUSTER_IPPOOL_CRD: CrdDefinition = {
   group: INCLUSTER_GROUP,
   version: INCLUSTER_VERSION,
-  kind: GLOBAL_INCLUSTER_POOL_KIND,
-  listKind: `${GLOBAL_INCLUSTER_POOL_KIND}List`,
+  kind: GLOBAL_INCLUSTER_IPPOOL_KIND,
+  listKind: `${GLOBAL_INCLUSTER_IPPOOL_KIND}List`,
   plural: GLOBAL_INCLUSTER_IPPOOL.plural,
   singular: "globalinclusterippool",
   scope: "Cluster",
@@ -222,7 +222,7 @@ export const GLOBAL_INCLUSTER_IPPOOL_CRD: CrdDefinition = {
   ),
   servedVersions: [
     deprecatedVersion(
-      GLOBAL_INCLUSTER_POOL_KIND,
+      GLOBAL_INCLUSTER_IPPOOL_KIND,
       "GlobalInClusterIPPool is a cluster-scoped pool of addresses for IPAddressClaims of any namespace.",
     ),
   ],

@@ -19,8 +19,9 @@ export const INCLUSTER_DEPRECATED_VERSION = "v1alpha1";
  * written by the conversion that would lose them and consumed by the conversion back.
  */
 export const CONVERSION_DATA_ANNOTATION = "cluster.x-k8s.io/conversion-data";
-export const INCLUSTER_POOL_KIND = "InClusterIPPool";
-export const GLOBAL_INCLUSTER_POOL_KIND = "GlobalInClusterIPPool";
+/** The pools' `kind` names (`*_IPPOOL_KIND`, like `IPPOOL_KIND`); the controller's `PoolKind` objects are `*_POOL_KIND`. */
+export const INCLUSTER_IPPOOL_KIND = "InClusterIPPool";
+export const GLOBAL_INCLUSTER_IPPOOL_KIND = "GlobalInClusterIPPool";
 
 /** On the in-cluster pools until no IPAddress refers to them. */
 export const PROTECT_POOL_FINALIZER = "ipam.cluster.x-k8s.io/ProtectPool";

@@ -7,7 +7,7 @@
  */
 import { GLOBAL_NETBOX_IPPOOL, NETBOX_IPPOOL } from "../registry.js";
 import type { CrdDefinition, JSONSchemaProps, PrinterColumn, ValidationRule } from "../v1alpha1/schema.js";
-import { GLOBAL_NETBOX_POOL_KIND, MAX_FALLBACKS, NETBOX_GROUP, NETBOX_POOL_KIND, NETBOX_VERSION } from "./types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, MAX_FALLBACKS, NETBOX_GROUP, NETBOX_IPPOOL_KIND, NETBOX_VERSION } from "./types.js";
 
 const str = (description: string, extra: Partial<JSONSchemaProps> = {}): JSONSchemaProps => ({
   type: "string",
@@ -285,8 +285,8 @@ function printerColumns(): PrinterColumn[] {
 export const NETBOX_IPPOOL_CRD: CrdDefinition = {
   group: NETBOX_GROUP,
   version: NETBOX_VERSION,
-  kind: NETBOX_POOL_KIND,
-  listKind: `${NETBOX_POOL_KIND}List`,
+  kind: NETBOX_IPPOOL_KIND,
+  listKind: `${NETBOX_IPPOOL_KIND}List`,
   plural: NETBOX_IPPOOL.plural,
   singular: "netboxippool",
   scope: "Namespaced",
@@ -300,8 +300,8 @@ export const NETBOX_IPPOOL_CRD: CrdDefinition = {
 export const GLOBAL_NETBOX_IPPOOL_CRD: CrdDefinition = {
   group: NETBOX_GROUP,
   version: NETBOX_VERSION,
-  kind: GLOBAL_NETBOX_POOL_KIND,
-  listKind: `${GLOBAL_NETBOX_POOL_KIND}List`,
+  kind: GLOBAL_NETBOX_IPPOOL_KIND,
+  listKind: `${GLOBAL_NETBOX_IPPOOL_KIND}List`,
   plural: GLOBAL_NETBOX_IPPOOL.plural,
   singular: "globalnetboxippool",
   scope: "Cluster",

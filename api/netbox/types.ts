@@ -13,8 +13,9 @@ import type { ObjectMeta } from "../v1alpha1/types.js";
 
 export const NETBOX_GROUP = "netbox.ipam.cluster.x-k8s.io";
 export const NETBOX_VERSION = "v1alpha1";
-export const NETBOX_POOL_KIND = "NetBoxIPPool";
-export const GLOBAL_NETBOX_POOL_KIND = "GlobalNetBoxIPPool";
+/** The pools' `kind` names (`*_IPPOOL_KIND`, like `IPPOOL_KIND`); the controller's `PoolKind` objects are `*_POOL_KIND`. */
+export const NETBOX_IPPOOL_KIND = "NetBoxIPPool";
+export const GLOBAL_NETBOX_IPPOOL_KIND = "GlobalNetBoxIPPool";
 
 /** On NetBox pools until no IPAddress refers to them. */
 export const NETBOX_POOL_FINALIZER = "netbox.ipam.cluster.x-k8s.io/ProtectPool";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { IPAddressClaim } from "../../api/capi/types.js";
-import { GLOBAL_NETBOX_POOL_KIND, NETBOX_POOL_KIND, type NetBoxIPPool } from "../../api/netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, NETBOX_IPPOOL_KIND, type NetBoxIPPool } from "../../api/netbox/types.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import { LocalPlane } from "../../hack/testkit/plane.js";
 import { freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "../../hack/testkit/cluster.js";
@@ -101,8 +101,8 @@ describe("kubectl ipam on NetBox pools (real API server; the CLI never calls Net
     await writeBound(k, ns, "m-0", netBoxRef("nb"), "10.83.0.1");
     await writeBound(k, ns, "m-1", netBoxRef("nb"), "10.83.0.2");
     await k.claims.create(ns, { metadata: { name: "m-2", namespace: ns }, spec: { poolRef: netBoxRef("nb") } });
-    await writeBound(k, ns, "g-0", netBoxRef(globalName, GLOBAL_NETBOX_POOL_KIND), "10.84.0.7");
-    await writeBound(k, other, "g-1", netBoxRef(globalName, GLOBAL_NETBOX_POOL_KIND), "10.84.0.9");
+    await writeBound(k, ns, "g-0", netBoxRef(globalName, GLOBAL_NETBOX_IPPOOL_KIND), "10.84.0.7");
+    await writeBound(k, other, "g-1", netBoxRef(globalName, GLOBAL_NETBOX_IPPOOL_KIND), "10.84.0.9");
     // A Metal3 pool beside them: the tools still show it as before.
     await clients(kc).pools.create(ns, pool(ns, "m3", { pools: [{ start: "10.85.0.1", end: "10.85.0.4" }] }));
   });
@@ -135,7 +135,7 @@ describe("kubectl ipam on NetBox pools (real API server; the CLI never calls Net
     const parsed = JSON.parse(json.stdout) as { pools: Record<string, unknown>[] };
     const pick = (name: string) => parsed.pools.find((p) => p.name === name);
     expect(pick("nb")).to.deep.include({
-      kind: NETBOX_POOL_KIND,
+      kind: NETBOX_IPPOOL_KIND,
       namespace: ns,
       strategy: "netbox",
       total: 62,
@@ -144,7 +144,7 @@ describe("kubectl ipam on NetBox pools (real API server; the CLI never calls Net
       countedBy: "netbox",
       bound: 2,
     });
-    expect(pick(globalName)).to.deep.include({ kind: GLOBAL_NETBOX_POOL_KIND, namespace: null, used: 10, bound: 2 });
+    expect(pick(globalName)).to.deep.include({ kind: GLOBAL_NETBOX_IPPOOL_KIND, namespace: null, used: 10, bound: 2 });
     expect(pick("fresh")).to.deep.include({ total: null, used: null, free: null, percent: null, bound: 0 });
     expect(pick("m3")).to.not.have.property("countedBy");
   });
@@ -161,7 +161,7 @@ describe("kubectl ipam on NetBox pools (real API server; the CLI never calls Net
       address: "10.84.0.9",
       namespace: other,
       pool: globalName,
-      poolKind: GLOBAL_NETBOX_POOL_KIND,
+      poolKind: GLOBAL_NETBOX_IPPOOL_KIND,
     });
   });
 
@@ -180,7 +180,7 @@ describe("kubectl ipam on NetBox pools (real API server; the CLI never calls Net
     const global = await cli("free", `globalnetboxippool/${globalName}`, "-n", other, "-o", "json");
     expect(global.code, global.stderr).to.equal(0);
     expect(JSON.parse(global.stdout)).to.deep.include({
-      kind: GLOBAL_NETBOX_POOL_KIND,
+      kind: GLOBAL_NETBOX_IPPOOL_KIND,
       namespace: null,
       countedBy: "netbox",
       netbox: "prefix 10.84.0.0/24 (#8)",

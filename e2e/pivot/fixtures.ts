@@ -10,11 +10,11 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
-  type GLOBAL_INCLUSTER_POOL_KIND,
+  type GLOBAL_INCLUSTER_IPPOOL_KIND,
   INCLUSTER_GROUP,
-  type INCLUSTER_POOL_KIND,
+  type INCLUSTER_IPPOOL_KIND,
 } from "../../api/incluster/types.js";
-import { GLOBAL_NETBOX_POOL_KIND, NETBOX_GROUP, NETBOX_POOL_KIND } from "../../api/netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, NETBOX_GROUP, NETBOX_IPPOOL_KIND } from "../../api/netbox/types.js";
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
@@ -102,15 +102,15 @@ export interface ClaimPlan {
   pool: string;
   /** For an IPAddressClaim: the in-cluster provider's or a NetBox pool kind it names instead of Metal3's IPPool. */
   poolKind?:
-    | typeof INCLUSTER_POOL_KIND
-    | typeof GLOBAL_INCLUSTER_POOL_KIND
-    | typeof NETBOX_POOL_KIND
-    | typeof GLOBAL_NETBOX_POOL_KIND;
+    | typeof INCLUSTER_IPPOOL_KIND
+    | typeof GLOBAL_INCLUSTER_IPPOOL_KIND
+    | typeof NETBOX_IPPOOL_KIND
+    | typeof GLOBAL_NETBOX_IPPOOL_KIND;
 }
 
 /** The API group of a claim plan's pool kind. */
 const groupOfPoolKind = (kind: NonNullable<ClaimPlan["poolKind"]>): string =>
-  kind === NETBOX_POOL_KIND || kind === GLOBAL_NETBOX_POOL_KIND ? NETBOX_GROUP : INCLUSTER_GROUP;
+  kind === NETBOX_IPPOOL_KIND || kind === GLOBAL_NETBOX_IPPOOL_KIND ? NETBOX_GROUP : INCLUSTER_GROUP;
 
 /** A workload cluster: its machines, the claims each machine's data object makes, and per-claim requests. */
 export interface ClusterPlan {

@@ -15,7 +15,7 @@
  * deleted, and a move between them re-keys the moved claims' records only.
  */
 import { expect } from "chai";
-import { GLOBAL_NETBOX_POOL_KIND, NETBOX_ADDRESS_FINALIZER, NETBOX_CLAIM_FINALIZER } from "../../api/netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, NETBOX_ADDRESS_FINALIZER, NETBOX_CLAIM_FINALIZER } from "../../api/netbox/types.js";
 import type { NetBoxIPPool } from "../../api/netbox/types.js";
 import { RECORDS_CONDITION } from "../../src/controllers/netbox/kind.js";
 import {
@@ -86,7 +86,7 @@ function topology(cluster: string, machines: number, local?: string): Topology {
           ...(local
             ? [{ suffix: "nb", kind: "IPAddressClaim" as const, pool: local, poolKind: "NetBoxIPPool" as const }]
             : []),
-          { suffix: "g", kind: "IPAddressClaim", pool: GLOBAL, poolKind: GLOBAL_NETBOX_POOL_KIND },
+          { suffix: "g", kind: "IPAddressClaim", pool: GLOBAL, poolKind: GLOBAL_NETBOX_IPPOOL_KIND },
         ],
       },
     ],

@@ -30,10 +30,10 @@
 import type { InClusterIPPoolSpec, InClusterIPPoolV1Alpha1Spec } from "../../api/incluster/types.js";
 import {
   CONVERSION_DATA_ANNOTATION,
-  GLOBAL_INCLUSTER_POOL_KIND,
+  GLOBAL_INCLUSTER_IPPOOL_KIND,
   INCLUSTER_DEPRECATED_VERSION,
   INCLUSTER_GROUP,
-  INCLUSTER_POOL_KIND,
+  INCLUSTER_IPPOOL_KIND,
   INCLUSTER_VERSION,
 } from "../../api/incluster/types.js";
 import { familyBits, formatAddress, maxValue, parseAddress } from "./address.js";
@@ -45,7 +45,7 @@ export const V1ALPHA1 = `${INCLUSTER_GROUP}/${INCLUSTER_DEPRECATED_VERSION}`;
 /** `apiVersion` of the hub (storage) version. */
 export const V1ALPHA2 = `${INCLUSTER_GROUP}/${INCLUSTER_VERSION}`;
 /** The kinds this conversion serves. */
-export const CONVERTIBLE_KINDS: readonly string[] = [INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND];
+export const CONVERTIBLE_KINDS: readonly string[] = [INCLUSTER_IPPOOL_KIND, GLOBAL_INCLUSTER_IPPOOL_KIND];
 
 /** The v1alpha2 fields v1alpha1 has no place for. */
 const HUB_ONLY_FIELDS = ["excludedAddresses", "allocateReservedIPAddresses", "addressReuseGracePeriodSeconds"] as const;

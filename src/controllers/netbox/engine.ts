@@ -17,7 +17,7 @@
  * A claim's record is found by its description in every source (one exact listing per source), wherever it was made.
  */
 import { Reasons } from "../../../api/v1alpha1/types.js";
-import { GLOBAL_NETBOX_POOL_KIND, NETBOX_POOL_KIND, type NetBoxIPPool } from "../../../api/netbox/types.js";
+import { GLOBAL_NETBOX_IPPOOL_KIND, NETBOX_IPPOOL_KIND, type NetBoxIPPool } from "../../../api/netbox/types.js";
 import type {
   ClaimIdentity,
   ExternalAnswer,
@@ -698,8 +698,8 @@ export class NetBoxEngine implements ExternalEngine<NetBoxIPPool> {
 export function reservationDescription(pool: NetBoxIPPool): string {
   const { namespace, name } = pool.metadata;
   const which = namespace
-    ? `${NETBOX_POOL_KIND} ${namespace}/${name ?? ""}`
-    : `${GLOBAL_NETBOX_POOL_KIND} ${name ?? ""}`;
+    ? `${NETBOX_IPPOOL_KIND} ${namespace}/${name ?? ""}`
+    : `${GLOBAL_NETBOX_IPPOOL_KIND} ${name ?? ""}`;
   const text = `Reserved by metal3-ipam-ts for ${which}: its gateway, or a network or broadcast address; never handed out`;
   return [...text].slice(0, MAX_DESCRIPTION).join("");
 }
@@ -734,7 +734,7 @@ function requestOf(pool: NetBoxIPPool, a: Asked): AllocationRequest {
   return {
     description: a.description,
     tags: [OWNER_TAG.slug, ...(spec.tags ?? [])],
-    comments: ownerComments(a.owner, `${pool.kind ?? NETBOX_POOL_KIND} ${pool.metadata.name ?? ""}`),
+    comments: ownerComments(a.owner, `${pool.kind ?? NETBOX_IPPOOL_KIND} ${pool.metadata.name ?? ""}`),
     ...(spec.tenantId !== undefined ? { tenantId: spec.tenantId } : {}),
     ...(dnsName ? { dnsName } : {}),
     ...(spec.customFields ? { customFields: spec.customFields } : {}),
