@@ -127,7 +127,7 @@ function allocate(
     claimName: claim.metadata.name ?? "",
     holderName: capiHolderName(kind, claim.metadata.namespace ?? "", claim.metadata.name ?? ""),
     claimKind: IPADDRESSCLAIM_KIND,
-    requestedAddress: kind.honoursRequests ? requestedAddressOf(claim.metadata) : undefined,
+    requestedAddress: kind.style.honoursRequests ? requestedAddressOf(claim.metadata) : undefined,
     kind,
     pool,
     allocator,

@@ -103,7 +103,7 @@ export function recordRepair(
 ): Partial<ObjectMeta> | undefined {
   const finalizers = address.metadata.finalizers ?? [];
   const owners = [...(address.metadata.ownerReferences ?? [])];
-  if (kind.repairsRecordOwners) {
+  if (kind.style.repairsRecordOwners) {
     const has = (uid: string | undefined): boolean => !uid || owners.some((o) => o.uid === uid);
     if (!has(claim.metadata.uid)) {
       owners.push({

@@ -15,7 +15,7 @@ import { GLOBAL_INCLUSTER_IPPOOL, INCLUSTER_IPPOOL, type ResourceDescriptor } fr
 import { compileSteps, PoolAllocator } from "../../ipam/allocator.js";
 import { inClusterSpaceSteps, inClusterUsage } from "../../ipam/incluster.js";
 import { poolKindRules } from "../pools/rbac.js";
-import type { PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
+import { PROVIDER_STYLE, type PoolKind, type StatusDecision, type StatusInput } from "../pools/kind.js";
 import { SpecCache } from "../pools/speccache.js";
 
 /**
@@ -30,11 +30,8 @@ export const inClusterSpecs = new SpecCache(function* (pool: InClusterIPPool) {
 function inClusterKind(descriptor: ResourceDescriptor): PoolKind<InClusterIPPool> {
   return {
     descriptor,
-    servesIPClaims: false,
+    style: PROVIDER_STYLE,
     finalizers: { pool: PROTECT_POOL_FINALIZER, claim: RELEASE_ADDRESS_FINALIZER, record: PROTECT_ADDRESS_FINALIZER },
-    recordNamedByAddress: false,
-    repairsRecordOwners: true,
-    honoursRequests: false,
     // These pools name no Cluster; their claims do (spec.clusterName or the cluster-name label).
     clusterName: () => undefined,
     poolMetadata(pool, _cluster, unpaused) {

@@ -1,6 +1,6 @@
 /**
  * The IPClaim lifecycle (Metal3's claim API, spec §3) as the pool pass drives it. IPClaims name a pool by name alone,
- * so only kinds that say `servesIPClaims` (Metal3's IPPool) take them; their records are ipam.metal3.io IPAddresses.
+ * so only kinds that say `style.servesIPClaims` (Metal3's IPPool) take them; their records are ipam.metal3.io IPAddresses.
  */
 import {
   CLUSTER_NAME_LABEL,
@@ -43,7 +43,7 @@ export class IPClaimApi implements ClaimApi {
   }
 
   serves(kind: PoolKind): boolean {
-    return kind.servesIPClaims;
+    return kind.style.servesIPClaims;
   }
 
   claimsOf(key: string): KubeObject[] {

@@ -21,7 +21,7 @@ import type { CapiIPAddress } from "../../../api/capi/types.js";
 import { compileSteps, PoolAllocator } from "../../ipam/allocator.js";
 import { ipAddressName } from "../../ipam/naming.js";
 import type { Cluster } from "../clusters.js";
-import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
+import { METAL3_STYLE, type KindContext, type PoolKind, type StatusDecision, type StatusInput } from "../pools/kind.js";
 import { BY_NAMESPACE } from "../pools/indexes.js";
 import { SpecCache } from "../pools/speccache.js";
 import { desiredPoolStatus, indexesPatch, sameStatus } from "./status.js";
@@ -34,11 +34,8 @@ const NO_SPEC = "spec is missing: the pool has no namePrefix and no address rang
 
 export const METAL3_POOL_KIND: PoolKind<IPPool> = {
   descriptor: IPPOOL,
-  servesIPClaims: true,
+  style: METAL3_STYLE,
   finalizers: { pool: IPPOOL_FINALIZER, claim: IPADDRESSCLAIM_FINALIZER, record: CAPI_IPADDRESS_FINALIZER },
-  recordNamedByAddress: true,
-  repairsRecordOwners: false,
-  honoursRequests: true,
 
   clusterName: (pool) => pool.spec?.clusterName || undefined,
 

@@ -19,7 +19,13 @@ import { PoolAllocator, type AddressSpace } from "../../ipam/allocator.js";
 import type { CompiledEntry } from "../../ipam/entries.js";
 import { setCondition } from "../conditions.js";
 import { poolKindRules } from "../pools/rbac.js";
-import type { KindContext, PoolKind, StatusDecision, StatusInput } from "../pools/kind.js";
+import {
+  PROVIDER_STYLE,
+  type KindContext,
+  type PoolKind,
+  type StatusDecision,
+  type StatusInput,
+} from "../pools/kind.js";
 import { isNetBoxError, type NetBoxError } from "../../netbox/client.js";
 import type { NetBoxEngine } from "./engine.js";
 import type { ResolvedParent } from "./parent.js";
@@ -30,11 +36,8 @@ import { displayOf, sourceSpecsOf, usageOf } from "./sources.js";
 function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolKind<NetBoxIPPool> {
   return {
     descriptor,
-    servesIPClaims: false,
+    style: PROVIDER_STYLE,
     finalizers: { pool: NETBOX_POOL_FINALIZER, claim: NETBOX_CLAIM_FINALIZER, record: NETBOX_ADDRESS_FINALIZER },
-    recordNamedByAddress: false,
-    repairsRecordOwners: true,
-    honoursRequests: false,
     clusterName: () => undefined,
     poolMetadata(pool, _cluster, unpaused) {
       const finalizers = pool.metadata.finalizers ?? [];

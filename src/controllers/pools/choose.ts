@@ -76,7 +76,7 @@ export function chooseAddress(input: AddressChoiceInput): AddressChoice {
     const otherPool = input.nameHeldByOtherPool(name);
     if (otherPool !== undefined) {
       const message = kind.describeNameCollision(pool, name, result.address, otherPool);
-      if (!kind.recordNamedByAddress) return { ok: false, reason: Reasons.AllocationFailed, message };
+      if (!kind.style.recordNamedByAddress) return { ok: false, reason: Reasons.AllocationFailed, message };
       allocator.reserve(result.address, { kind: "other", description: `IPAddress ${name} of another pool` });
       input.onCollision(message);
       if (requestedAddress !== undefined || kind.preallocated(pool, claimName))

@@ -135,17 +135,14 @@ export interface ClaimIdentity {
   cluster: string | undefined;
 }
 
-/** One kind of pool. `P` is its object type. */
-export interface PoolKind<P extends PoolObject = PoolObject> {
-  /** Group, kind, plural, scope and versions (api/registry.ts). A cluster-scoped kind serves claims of every namespace. */
-  readonly descriptor: ResourceDescriptor;
+/**
+ * How a kind's claims and records behave, stated once per kind: Metal3's IPPool ({@link METAL3_STYLE}) or the
+ * Cluster API provider's pools (in-cluster, NetBox: {@link PROVIDER_STYLE}). Each answer is read in one place.
+ */
+export interface RecordStyle {
+  readonly name: "metal3" | "provider";
   /** Whether Metal3 IPClaims may use pools of this kind (only Metal3's IPPool: IPClaim names a pool by name alone). */
   readonly servesIPClaims: boolean;
-  /**
-   * Finalizers: `pool` on the pool until no record refers to it; `claim` on the IPAddressClaims it serves until their
-   * address is released; `record` on the Cluster API IPAddresses made for them until then.
-   */
-  readonly finalizers: { pool: string; claim: string; record: string };
   /**
    * Whether a record's name follows from its address alone (Metal3's `<namePrefix>-<address>`): a second record for an
    * address then cannot be created, which makes AlreadyExists a last line of defence. Kinds that name records after
@@ -158,6 +155,42 @@ export interface PoolKind<P extends PoolObject = PoolObject> {
    * Metal3 adds its finalizer only.
    */
   readonly repairsRecordOwners: boolean;
+  /**
+   * Whether claims of this kind's pools may ask for an address: the `ipAddress` annotation and `preAllocations` are
+   * Metal3's; other kinds hand out the next free address only.
+   */
+  readonly honoursRequests: boolean;
+}
+
+/** Metal3's IPPool: serves IPClaims, names records `<namePrefix>-<address>`, honours requests, keeps owners as found. */
+export const METAL3_STYLE: RecordStyle = {
+  name: "metal3",
+  servesIPClaims: true,
+  recordNamedByAddress: true,
+  repairsRecordOwners: false,
+  honoursRequests: true,
+};
+
+/** The Cluster API provider's pools: IPAddressClaims only, records named after their claim, next free address. */
+export const PROVIDER_STYLE: RecordStyle = {
+  name: "provider",
+  servesIPClaims: false,
+  recordNamedByAddress: false,
+  repairsRecordOwners: true,
+  honoursRequests: false,
+};
+
+/** One kind of pool. `P` is its object type. */
+export interface PoolKind<P extends PoolObject = PoolObject> {
+  /** Group, kind, plural, scope and versions (api/registry.ts). A cluster-scoped kind serves claims of every namespace. */
+  readonly descriptor: ResourceDescriptor;
+  /** How its claims and records behave: Metal3's or the Cluster API provider's ({@link RecordStyle}). */
+  readonly style: RecordStyle;
+  /**
+   * Finalizers: `pool` on the pool until no record refers to it; `claim` on the IPAddressClaims it serves until their
+   * address is released; `record` on the Cluster API IPAddresses made for them until then.
+   */
+  readonly finalizers: { pool: string; claim: string; record: string };
 
   /** The Cluster the pool belongs to, if it names one (pause, labels, owner references). */
   clusterName(pool: P): string | undefined;
@@ -181,11 +214,6 @@ export interface PoolKind<P extends PoolObject = PoolObject> {
   recordName(pool: P, claimName: string, address: string): string;
   /** Why the record name `name` for `address` cannot be used: another pool's object `otherPool` bears it. */
   describeNameCollision(pool: P, name: string, address: string, otherPool: string): string;
-  /**
-   * Whether claims of this kind's pools may ask for an address: the `ipAddress` annotation and `preAllocations` are
-   * Metal3's; other kinds hand out the next free address only.
-   */
-  readonly honoursRequests: boolean;
   /** Whether `claimName` has an address set aside in the spec (served even while the pool is being deleted). */
   preallocated(pool: P, claimName: string): boolean;
   /**
