@@ -5,16 +5,15 @@
  */
 import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL } from "../../../api/v1alpha1/types.js";
-import { keyOf } from "../../kube/informer.js";
+import { keyOf, type Informer } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { pauseState } from "../clusters.js";
 import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
-import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
-import type { BucketChange } from "../../kube/journal.js";
+import { ClaimIndex } from "../pools/claimindex.js";
 import type { PoolKinds } from "../pools/registry.js";
 import type { ExternalClaim, ExternalHolding, PoolKind, PoolRecord } from "../pools/kind.js";
 import type { CachedRecord } from "../pools/printed.js";
-import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
+import type { ClaimApi, ClaimWork, Pass } from "../pools/pass.js";
 import type { CapiInformers, Store } from "../store.js";
 import { applyCapiClaimAction, capiRecordHolder, releaseCapiAddress } from "./claims.js";
 import { endpointAllocationPause } from "./endpoint.js";
@@ -37,61 +36,43 @@ const CAPI_ADDRESS_POOL_FIELD = {
   read: (a: CapiIPAddress): string | undefined => a.spec?.poolRef?.name,
 };
 
-export class IPAddressClaimApi implements ClaimApi {
+export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress> implements ClaimApi {
   readonly claimKind = IPADDRESSCLAIM_KIND;
   readonly recordKind = "CapiIPAddress";
 
   constructor(
     private readonly store: Store,
     private readonly kinds: PoolKinds,
-  ) {}
+  ) {
+    super();
+  }
 
   private get capi(): CapiInformers | undefined {
     return this.store.capi;
   }
 
-  records(): RecordCache | undefined {
+  protected claimCache(): Informer<IPAddressClaim> | undefined {
+    return this.capi?.claims;
+  }
+
+  protected recordCache(): Informer<CapiIPAddress> | undefined {
     return this.capi?.addresses;
+  }
+
+  protected claimBelongsTo(claim: IPAddressClaim, key: string): boolean {
+    return capiClaimToPool(this.kinds, claim).includes(key);
+  }
+
+  protected recordBelongsTo(address: CapiIPAddress, key: string): boolean {
+    return capiAddressToPool(this.kinds, address).includes(key);
+  }
+
+  protected claimNameOf(address: CapiIPAddress): string | undefined {
+    return address.spec?.claimRef?.name;
   }
 
   serves(): boolean {
     return true;
-  }
-
-  claimsOf(key: string): KubeObject[] {
-    return this.capi?.claims.byIndex(BY_POOL, key) ?? [];
-  }
-
-  recordsOf(key: string): CapiIPAddress[] {
-    return this.capi?.addresses.byIndex(BY_POOL, key) ?? [];
-  }
-
-  claimInPool(cacheKey: string, key: string): KubeObject | undefined {
-    const [namespace, name] = splitCacheKey(cacheKey);
-    const claim = this.capi?.claims.get(namespace, name);
-    return claim && capiClaimToPool(this.kinds, claim).includes(key) ? claim : undefined;
-  }
-
-  claimKeyOf(record: PoolRecord): string | undefined {
-    const name = (record as CapiIPAddress).spec?.claimRef?.name;
-    return name ? `${record.metadata.namespace ?? ""}/${name}` : undefined;
-  }
-
-  recordsOfClaim(cacheKey: string, key: string): CapiIPAddress[] {
-    const records = this.capi?.addresses.byIndex(BY_CLAIM, cacheKey) ?? [];
-    return records.filter((a) => capiAddressToPool(this.kinds, a).includes(key));
-  }
-
-  claimChanges(key: string): BucketChange<KubeObject>[] | undefined {
-    return this.capi ? this.capi.claims.changesIn(BY_POOL, key) : [];
-  }
-
-  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined {
-    return this.capi ? this.capi.addresses.changesIn(BY_POOL, key) : [];
-  }
-
-  needsAllocation(claim: KubeObject): boolean {
-    return !isDeleting(claim.metadata) && (this.capi?.addresses.byIndex(BY_CLAIM, keyOf(claim)) ?? []).length === 0;
   }
 
   interrupted(claim: KubeObject, kind: PoolKind): boolean {
@@ -131,7 +112,7 @@ export class IPAddressClaimApi implements ClaimApi {
           claim,
           kind,
           pool,
-          claimAddresses: capi.addresses.byIndex(BY_CLAIM, keyOf(claim)),
+          claimAddresses: this.claimRecords(keyOf(claim)),
           pause: endpointAllocationPause(
             claim,
             pauseState(claim.metadata, capiClaimClusterName(claim, kind, pool), this.store.lookupCluster),
@@ -194,8 +175,7 @@ export class IPAddressClaimApi implements ClaimApi {
   externalHoldings(pass: Pass): ExternalHolding[] {
     return this.claimsOf(pass.key)
       .filter((c) => !isDeleting(c.metadata))
-      .map((object) => {
-        const claim = object as IPAddressClaim;
+      .map((claim) => {
         const record = this.recordsOfClaim(keyOf(claim), pass.key)[0];
         return {
           namespace: claim.metadata.namespace ?? "",

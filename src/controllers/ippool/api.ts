@@ -11,16 +11,15 @@ import {
   type IPPool,
 } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
-import { keyOf } from "../../kube/informer.js";
+import { keyOf, type Informer } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { pauseState } from "../clusters.js";
-import { hasFinalizer, isDeleting } from "../meta.js";
+import { hasFinalizer } from "../meta.js";
 import type { PoolKind, PoolRecord } from "../pools/kind.js";
-import type { ClaimApi, ClaimWork, Pass, RecordCache } from "../pools/pass.js";
+import type { ClaimApi, ClaimWork, Pass } from "../pools/pass.js";
 import type { Store } from "../store.js";
 import { applyClaimAction, holderOf, releaseAddress } from "./claims.js";
-import { BY_CLAIM, BY_POOL, splitCacheKey } from "../pools/indexes.js";
-import type { BucketChange } from "../../kube/journal.js";
+import { ClaimIndex } from "../pools/claimindex.js";
 import { planClaim } from "./plan.js";
 import { addressToPool, claimToPool } from "./indexes.js";
 
@@ -32,53 +31,36 @@ export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): stri
   return claim.metadata.labels?.[CLUSTER_NAME_LABEL] ?? pool?.spec?.clusterName ?? undefined;
 }
 
-export class IPClaimApi implements ClaimApi {
+export class IPClaimApi extends ClaimIndex<IPClaim, IPAddress> implements ClaimApi {
   readonly claimKind = IPCLAIM_KIND;
   readonly recordKind = "IPAddress";
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store) {
+    super();
+  }
 
-  records(): RecordCache {
+  protected claimCache(): Informer<IPClaim> {
+    return this.store.claims;
+  }
+
+  protected recordCache(): Informer<IPAddress> {
     return this.store.addresses;
+  }
+
+  protected claimBelongsTo(claim: IPClaim, key: string): boolean {
+    return claimToPool(claim) === key;
+  }
+
+  protected recordBelongsTo(address: IPAddress, key: string): boolean {
+    return addressToPool(address) === key;
+  }
+
+  protected claimNameOf(address: IPAddress): string | undefined {
+    return address.spec?.claim?.name;
   }
 
   serves(kind: PoolKind): boolean {
     return kind.style.servesIPClaims;
-  }
-
-  claimsOf(key: string): KubeObject[] {
-    return this.store.claims.byIndex(BY_POOL, key);
-  }
-
-  recordsOf(key: string): IPAddress[] {
-    return this.store.addresses.byIndex(BY_POOL, key);
-  }
-
-  claimInPool(cacheKey: string, key: string): KubeObject | undefined {
-    const [namespace, name] = splitCacheKey(cacheKey);
-    const claim = this.store.claims.get(namespace, name);
-    return claim && claimToPool(claim) === key ? claim : undefined;
-  }
-
-  claimKeyOf(record: PoolRecord): string | undefined {
-    const name = (record as IPAddress).spec?.claim?.name;
-    return name ? `${record.metadata.namespace ?? ""}/${name}` : undefined;
-  }
-
-  recordsOfClaim(cacheKey: string, key: string): IPAddress[] {
-    return this.store.addresses.byIndex(BY_CLAIM, cacheKey).filter((a) => addressToPool(a) === key);
-  }
-
-  claimChanges(key: string): BucketChange<KubeObject>[] | undefined {
-    return this.store.claims.changesIn(BY_POOL, key);
-  }
-
-  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined {
-    return this.store.addresses.changesIn(BY_POOL, key);
-  }
-
-  needsAllocation(claim: KubeObject): boolean {
-    return !isDeleting(claim.metadata) && this.store.addresses.byIndex(BY_CLAIM, keyOf(claim)).length === 0;
   }
 
   interrupted(claim: KubeObject): boolean {
@@ -104,7 +86,7 @@ export class IPClaimApi implements ClaimApi {
         const action = planClaim({
           claim,
           pool,
-          claimAddresses: this.store.addresses.byIndex(BY_CLAIM, keyOf(claim)),
+          claimAddresses: this.claimRecords(keyOf(claim)),
           pause: pauseState(claim.metadata, claimClusterName(claim, pool), this.store.lookupCluster),
           allocator: ctx.allocator,
           ...(pass.allocationBlocked ? { allocationBlocked: pass.allocationBlocked } : {}),
