@@ -1,12 +1,10 @@
 /** Carries out claim actions decided by plan.ts: the only place claim and IPAddress writes of the pool controller happen. */
-import isEqual from "lodash/isEqual.js";
 import {
   IPADDRESS_FINALIZER,
   IPCLAIM_FINALIZER,
   IPCLAIM_KIND,
   READY_CONDITION,
   Reasons,
-  type Condition,
   type IPAddress,
   type IPClaim,
   type ObjectReference,
@@ -14,8 +12,9 @@ import {
 } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
-import { conditionUnchanged, setCondition, type ConditionInput } from "../conditions.js";
+import { conditionUnchanged } from "../conditions.js";
 import type { ApplyContext } from "../pools/pass.js";
+import { boundByMetal3, claimStatusPatch } from "./claimstatus.js";
 import type { ClaimAction } from "./plan.js";
 
 /** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
@@ -91,21 +90,6 @@ async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Prom
       reason: Reasons.Allocated,
       message: `Allocated ${address.spec.address}`,
     },
-  );
-}
-
-/**
- * A claim bound the way Metal3's controller leaves it (the address named, no conditions, no error) is adopted as it
- * is: rewriting every migrated claim only to add our Ready condition would change objects nobody changed (a
- * migration rewrites nothing). Our condition appears with the claim's next real change.
- */
-function boundByMetal3(claim: IPClaim, address: IPAddress): boolean {
-  const status = claim.status;
-  return (
-    status !== undefined &&
-    status.address?.name === address.metadata.name &&
-    status.conditions === undefined &&
-    !status.errorMessage
   );
 }
 
@@ -188,27 +172,6 @@ export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reaso
   }
 }
 
-/** `a` and `b` name the same object and hold nothing else (what isEqual says of two references, without its cost). */
-function sameReference(a: ObjectReference | undefined, b: ObjectReference | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  return a.name === b.name && a.namespace === b.namespace && Object.keys(a).length === Object.keys(b).length;
-}
-
-/**
- * Whether `conditions` already are what setCondition would make of them for `input`: the one condition of its type
- * with the same status, reason and message, and nothing else in it (lastTransitionTime stays when the status does).
- */
-function readyAsSet(conditions: readonly Condition[] | undefined, input: ConditionInput): boolean {
-  const current = conditions?.find((c) => c.type === input.type);
-  return (
-    current !== undefined &&
-    conditionUnchanged(conditions, input) &&
-    Object.keys(current).length === 5 &&
-    current.lastTransitionTime !== undefined &&
-    conditions?.filter((c) => c.type === input.type).length === 1
-  );
-}
-
 /** Writes the claim's status when it differs: address, errorMessage (cleared with null) and the Ready condition. */
 async function writeClaimStatus(
   ctx: ApplyContext,
@@ -217,29 +180,10 @@ async function writeClaimStatus(
   errorMessage: string | undefined,
   ready: { reason: Reason; message: string },
 ): Promise<void> {
-  const status = claim.status ?? {};
-  const input: ConditionInput = {
-    type: READY_CONDITION,
-    status: errorMessage === undefined ? "True" : "False",
-    ...ready,
-  };
-  // Every pass binds every bound claim of its pool again: the common answer "nothing to write" must stay cheap.
-  if (
-    sameReference(status.address, address) &&
-    status.errorMessage === errorMessage &&
-    readyAsSet(status.conditions, input)
-  )
-    return;
-  const conditions = setCondition(status.conditions, input, ctx.now);
-  const same =
-    isEqual(status.address, address) && status.errorMessage === errorMessage && isEqual(status.conditions, conditions);
-  if (same) return;
+  const patch = claimStatusPatch(claim, address, errorMessage, ready, ctx.now);
+  if (!patch) return;
   try {
-    await ctx.store.patchStatus(ctx.store.claims, claim, {
-      address: address ?? null,
-      errorMessage: errorMessage ?? null,
-      conditions,
-    });
+    await ctx.store.patchStatus(ctx.store.claims, claim, patch);
   } catch (err) {
     if (isNotFound(err)) return;
     throw err;
