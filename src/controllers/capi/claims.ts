@@ -2,7 +2,6 @@
  * Carries out Cluster API claim actions decided by plan.ts, inside the pool pass (the same queue slot and allocator
  * as IPClaims, spec §3.4): the only place IPAddressClaim and Cluster API IPAddress writes happen.
  */
-import isEqual from "lodash/isEqual.js";
 import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
@@ -14,8 +13,9 @@ import type { CapiClaimAction } from "./plan.js";
 import {
   capiClaimClusterName,
   capiHolderName,
+  capiBoundByMetal3,
   capiReason,
-  claimStatus,
+  claimStatusWrite,
   recordRepair,
   type ReadyInput,
 } from "./translate.js";
@@ -129,8 +129,7 @@ async function bind(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, addr
   // finalizer until the claim goes, spec §5.8).
   const repair = address.metadata.deletionTimestamp ? undefined : recordRepair(kind, pool, withFinalizer, address);
   if (repair) await ctx.store.patchMetadata(capi.addresses, address, repair);
-  // Bound the way Metal3's controller leaves a claim (addressRef, no Ready condition): adopted as it is, like IPClaims.
-  if (withFinalizer.status?.addressRef?.name === address.metadata.name && readyOf(withFinalizer) === undefined) return;
+  if (capiBoundByMetal3(withFinalizer, address)) return;
   await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", {
     status: "True",
     reason: Reasons.Allocated,
@@ -222,16 +221,15 @@ async function writeStatus(
   addressName: string | undefined,
   ready: ReadyInput,
 ): Promise<void> {
-  const status = claimStatus(claim, capi.version, addressName, ready, ctx.now);
-  if (isEqual(status, claim.status ?? {})) return;
-  const before = readyOf(claim);
+  const write = claimStatusWrite(claim, capi.version, addressName, ready, ctx.now);
+  if (!write) return;
   try {
-    await ctx.store.patchStatus(capi.claims, claim, status);
+    await ctx.store.patchStatus(capi.claims, claim, write.status);
   } catch (err) {
     if (isNotFound(err)) return;
     throw err;
   }
-  if (ready.status === "False" && (before?.reason !== ready.reason || before.message !== ready.message)) {
+  if (write.newFailure) {
     ctx.metrics.allocation(ready.reason);
     ctx.events.record(claim, "Warning", ready.reason, ready.message);
     ctx.log.info("Allocation failed", {
@@ -240,9 +238,4 @@ async function writeStatus(
       message: ready.message,
     });
   }
-}
-
-function readyOf(claim: IPAddressClaim): { reason?: string; message?: string } | undefined {
-  const conditions = claim.status?.v1beta2?.conditions ?? claim.status?.conditions;
-  return conditions?.find((c) => c.type === "Ready");
 }

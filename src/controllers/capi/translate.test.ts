@@ -4,12 +4,15 @@ import type { Condition, IPPool } from "../../../api/v1alpha1/types.js";
 import {
   belongsToCapiClaim,
   capiAddressToPool,
+  capiBoundByMetal3,
   capiClaimClusterName,
   capiReason,
   claimStatus,
+  claimStatusWrite,
   desiredCapiAddress,
   madeForCapiClaim,
   type AllocatedAddress,
+  type ReadyInput,
 } from "./translate.js";
 import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import { PoolKinds } from "../pools/registry.js";
@@ -202,6 +205,68 @@ describe("Cluster API translation", () => {
       );
       expect((v1.conditions as V1Beta1Condition[])[0]?.lastTransitionTime).to.equal("2026-11-22T10:00:00Z");
     });
+  });
+
+  describe("claimStatusWrite: what claims.ts writes, and when a failure is new", () => {
+    const BOUND = { status: "True", reason: "Allocated", message: "Allocated 10.0.0.1" } as const;
+    const FULL = { status: "False", reason: "PoolExhausted", message: "Exhausted IP Pools" } as const;
+    const OTHER = { status: "False", reason: "AllocationFailed", message: "rejected" } as const;
+    const FULLER = { status: "False", reason: "PoolExhausted", message: "Exhausted IP Pools: p" } as const;
+    /** A claim whose status claimStatus made for `ready` at `version`. */
+    const saying = (version: "v1beta1" | "v1beta2", ready: ReadyInput, address?: string) => {
+      const c = claim();
+      c.status = claimStatus(c, version, address, ready, NOW);
+      return c;
+    };
+    const rows: [string, IPAddressClaim, "v1beta1" | "v1beta2", string | undefined, ReadyInput, string][] = [
+      ["a first bind", claim(), "v1beta2", "c1", BOUND, "write"],
+      ["bound already", saying("v1beta2", BOUND, "c1"), "v1beta2", "c1", BOUND, "none"],
+      ["a first failure", claim(), "v1beta2", undefined, FULL, "write, new failure"],
+      ["the same failure again", saying("v1beta2", FULL), "v1beta2", undefined, FULL, "none"],
+      ["another failure", saying("v1beta2", FULL), "v1beta2", undefined, OTHER, "write, new failure"],
+      ["the same reason, another message", saying("v1beta2", FULL), "v1beta2", undefined, FULLER, "write, new failure"],
+      ["a bound claim failing", saying("v1beta2", BOUND, "c1"), "v1beta2", undefined, FULL, "write, new failure"],
+      ["a failed claim bound", saying("v1beta2", FULL), "v1beta2", "c1", BOUND, "write"],
+      ["v1beta1: the same failure again", saying("v1beta1", FULL), "v1beta1", undefined, FULL, "none"],
+      ["v1beta1: another failure", saying("v1beta1", FULL), "v1beta1", undefined, OTHER, "write, new failure"],
+    ];
+    for (const [what, c, version, address, ready, expected] of rows)
+      it(`${what}: ${expected}`, () => {
+        const write = claimStatusWrite(c, version, address, ready, NOW);
+        const outcome = write ? `write${write.newFailure ? ", new failure" : ""}` : "none";
+        expect(outcome).to.equal(expected);
+        if (write) expect(write.status).to.deep.equal(claimStatus(c, version, address, ready, NOW));
+      });
+
+    it("a failure rewritten for a stray field is not a new one", () => {
+      const c = saying("v1beta2", FULL);
+      (c.status?.conditions as Condition[])[0]!.observedGeneration = 2;
+      const write = claimStatusWrite(c, "v1beta2", undefined, FULL, NOW);
+      expect(write?.newFailure).to.equal(false);
+    });
+  });
+
+  describe("capiBoundByMetal3: adopted as Metal3 left it", () => {
+    const address = { metadata: { name: "p-10-0-0-1", namespace: "ns" } } as CapiIPAddress;
+    const ready: Condition = {
+      type: "Ready",
+      status: "True",
+      reason: "Allocated",
+      message: "",
+      lastTransitionTime: "",
+    };
+    const rows: [string, IPAddressClaim["status"], boolean][] = [
+      ["addressRef naming it, no conditions", { addressRef: { name: "p-10-0-0-1" } }, true],
+      ["other conditions only", { addressRef: { name: "p-10-0-0-1" }, conditions: [{ ...ready, type: "X" }] }, true],
+      ["with a Ready condition", { addressRef: { name: "p-10-0-0-1" }, conditions: [ready] }, false],
+      ["with Ready under v1beta2", { addressRef: { name: "p-10-0-0-1" }, v1beta2: { conditions: [ready] } }, false],
+      ["naming another address", { addressRef: { name: "p-10-0-0-2" } }, false],
+      ["no status", undefined, false],
+    ];
+    for (const [what, status, expected] of rows)
+      it(what, () =>
+        expect(capiBoundByMetal3({ ...claim(), ...(status ? { status } : {}) }, address)).to.equal(expected),
+      );
   });
 
   it("capiAddressToPool maps only addresses of our pools", () => {

@@ -1,6 +1,7 @@
 /**
  * Pure translation between Cluster API's IPAM contract and the allocator's claims (spec §5). No I/O.
  */
+import isEqual from "lodash/isEqual.js";
 import {
   CAPI_IPADDRESS_KIND,
   IPADDRESSCLAIM_KIND,
@@ -219,6 +220,44 @@ export function claimStatus(
     case "v1beta1":
       return { ...status, ...(addressRef ? { addressRef } : {}), ...v1beta1Conditions(status, ready, now) };
   }
+}
+
+/** A status write for an IPAddressClaim: the status, and whether it reports a failure the claim did not report yet. */
+export interface ClaimStatusWrite {
+  status: NonNullable<IPAddressClaim["status"]>;
+  /** Ready turns False, or stays False with another reason or message: a Warning Event and a metric follow the write. */
+  newFailure: boolean;
+}
+
+/** The status write that makes `claim` say `ready` (and name `addressName`), or undefined when it already does. */
+export function claimStatusWrite(
+  claim: IPAddressClaim,
+  version: ClusterApiVersion,
+  addressName: string | undefined,
+  ready: ReadyInput,
+  now: Date,
+): ClaimStatusWrite | undefined {
+  const status = claimStatus(claim, version, addressName, ready, now);
+  if (isEqual(status, claim.status ?? {})) return undefined;
+  const before = readyOf(claim);
+  return {
+    status,
+    newFailure: ready.status === "False" && (before?.reason !== ready.reason || before.message !== ready.message),
+  };
+}
+
+/**
+ * A claim bound the way Metal3's controller leaves one (`addressRef` naming `address`, no Ready condition) is adopted
+ * as it is, like IPClaims: its Ready condition appears with its next real change.
+ */
+export function capiBoundByMetal3(claim: IPAddressClaim, address: CapiIPAddress): boolean {
+  return claim.status?.addressRef?.name === address.metadata.name && readyOf(claim) === undefined;
+}
+
+/** The claim's Ready condition, in either version's place for metav1 conditions. */
+function readyOf(claim: IPAddressClaim): { reason?: string; message?: string } | undefined {
+  const conditions = claim.status?.v1beta2?.conditions ?? claim.status?.conditions;
+  return conditions?.find((c) => c.type === READY_CONDITION);
 }
 
 /** v1beta1's two condition lists: Cluster API v1beta1 conditions in `conditions`, metav1 ones in `v1beta2.conditions`. */
