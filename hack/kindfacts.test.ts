@@ -115,7 +115,7 @@ describe("hack/kindfacts: pool kinds' facts come from api/registry.ts", () => {
     ])
       expect(once(SINGLED_OUT).test(form), form).to.equal(true);
     expect(once(SINGLED_OUT).test("{ kind: IPPOOL.kind, object }")).to.equal(false);
-    expect(once(SINGLED_OUT).test("[METAL3_POOL_KIND, INCLUSTER_KIND]")).to.equal(false);
+    expect(once(SINGLED_OUT).test("[METAL3_POOL_KIND, INCLUSTER_POOL_KIND]")).to.equal(false);
     for (const form of ["const G = {\n  IPPool: GROUP,", "{ InClusterIPPool: 1 }", `{ a: 1, "NetBoxIPPool": 2 }`])
       expect(once(KEYED).test(form), form).to.equal(true);
     for (const form of ["(pool: NetBoxIPPool)", "a ? IPPool : b", "{ kind: IPPool }"])

@@ -140,7 +140,6 @@ export interface ClaimIdentity {
  * Cluster API provider's pools (in-cluster, NetBox: {@link PROVIDER_STYLE}). Each answer is read in one place.
  */
 export interface RecordStyle {
-  readonly name: "metal3" | "provider";
   /** Whether Metal3 IPClaims may use pools of this kind (only Metal3's IPPool: IPClaim names a pool by name alone). */
   readonly servesIPClaims: boolean;
   /**
@@ -164,7 +163,6 @@ export interface RecordStyle {
 
 /** Metal3's IPPool: serves IPClaims, names records `<namePrefix>-<address>`, honours requests, keeps owners as found. */
 export const METAL3_STYLE: RecordStyle = {
-  name: "metal3",
   servesIPClaims: true,
   recordNamedByAddress: true,
   repairsRecordOwners: false,
@@ -173,7 +171,6 @@ export const METAL3_STYLE: RecordStyle = {
 
 /** The Cluster API provider's pools: IPAddressClaims only, records named after their claim, next free address. */
 export const PROVIDER_STYLE: RecordStyle = {
-  name: "provider",
   servesIPClaims: false,
   recordNamedByAddress: false,
   repairsRecordOwners: true,
