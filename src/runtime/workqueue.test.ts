@@ -127,6 +127,44 @@ describe("WorkQueue", () => {
     await flush();
   });
 
+  /**
+   * Runs a concurrency-1 queue over `adds` (key, waiting) until idle; returns the start order and how many keys were
+   * queued before it started.
+   */
+  async function order(adds: Array<[string, boolean]>): Promise<{ started: string[]; queued: number }> {
+    const started: string[] = [];
+    const queue = newQueue(
+      (key) => {
+        started.push(key);
+        return Promise.resolve();
+      },
+      { concurrency: 1 },
+    );
+    for (const [key, waiting] of adds) queue.add(key, waiting);
+    const queued = queue.len();
+    queue.start();
+    await queue.onIdle();
+    return { started, queued };
+  }
+
+  /**
+   * Starts "a" on a concurrency-1 queue, makes `adds` (key, waiting) while it runs, then releases every run in turn;
+   * returns the start order.
+   */
+  async function rerunOrder(adds: Array<[string, boolean]>): Promise<string[]> {
+    const handler = new GatedHandler();
+    const queue = newQueue(handler.handle, { concurrency: 1 });
+    queue.start();
+    queue.add("a");
+    await flush();
+    for (const [key, waiting] of adds) queue.add(key, waiting);
+    while (handler.blocked() > 0) {
+      handler.release();
+      await flush();
+    }
+    return handler.started;
+  }
+
   describe("options", () => {
     it("rejects a concurrency that is not a positive integer", () => {
       const handler = () => Promise.resolve();
@@ -205,18 +243,8 @@ describe("WorkQueue", () => {
 
   describe("de-duplication and re-runs", () => {
     it("keeps one entry per queued key and runs them in FIFO order", async () => {
-      const started: string[] = [];
-      const queue = newQueue(
-        (key) => {
-          started.push(key);
-          return Promise.resolve();
-        },
-        { concurrency: 1 },
-      );
-      for (const key of ["a", "b", "a", "c", "b", "a"]) queue.add(key);
-      expect(queue.len()).to.equal(3);
-      queue.start();
-      await queue.onIdle();
+      const { started, queued } = await order(["a", "b", "a", "c", "b", "a"].map((key) => [key, false]));
+      expect(queued).to.equal(3);
       expect(started).to.deep.equal(["a", "b", "c"]);
     });
 
@@ -244,20 +272,12 @@ describe("WorkQueue", () => {
     });
 
     it("puts a re-run behind keys that waited meanwhile", async () => {
-      const handler = new GatedHandler();
-      const queue = newQueue(handler.handle, { concurrency: 1 });
-      queue.start();
-      queue.add("a");
-      await flush();
-      queue.add("b");
-      queue.add("c");
-      queue.add("a");
-      for (let i = 0; i < 4; i++) {
-        handler.release();
-        await flush();
-      }
-      expect(handler.started).to.deep.equal(["a", "b", "c", "a"]);
-      expect(handler.blocked()).to.equal(0);
+      const started = await rerunOrder([
+        ["b", false],
+        ["c", false],
+        ["a", false],
+      ]);
+      expect(started).to.deep.equal(["a", "b", "c", "a"]);
     });
 
     it("re-runs a dirty key even when its run failed", async () => {
@@ -275,24 +295,8 @@ describe("WorkQueue", () => {
   });
 
   describe("keys someone waits on", () => {
-    /** Runs a concurrency-1 queue over `adds` (key, waiting) until idle; returns the start order. */
-    async function order(adds: Array<[string, boolean]>): Promise<string[]> {
-      const started: string[] = [];
-      const queue = newQueue(
-        (key) => {
-          started.push(key);
-          return Promise.resolve();
-        },
-        { concurrency: 1 },
-      );
-      for (const [key, waiting] of adds) queue.add(key, waiting);
-      queue.start();
-      await queue.onIdle();
-      return started;
-    }
-
     it("start before keys queued earlier, in their own add order", async () => {
-      const started = await order([
+      const { started } = await order([
         ["a", false],
         ["b", false],
         ["w1", true],
@@ -303,7 +307,7 @@ describe("WorkQueue", () => {
     });
 
     it("move a key already queued ahead of the others, once", async () => {
-      const started = await order([
+      const { started } = await order([
         ["a", false],
         ["b", false],
         ["c", false],
@@ -316,7 +320,7 @@ describe("WorkQueue", () => {
 
     it(`let one other key start after every ${WAITING_STREAK} of theirs in a row`, async () => {
       const waited = Array.from({ length: 2 * WAITING_STREAK + 3 }, (_, i) => `w${i}`);
-      const started = await order([
+      const { started } = await order([
         ["o1", false],
         ["o2", false],
         ["o3", false],
@@ -333,20 +337,12 @@ describe("WorkQueue", () => {
     });
 
     it("re-run a key marked while in flight ahead of the others", async () => {
-      const handler = new GatedHandler();
-      const queue = newQueue(handler.handle, { concurrency: 1 });
-      queue.start();
-      queue.add("a");
-      await flush();
-      queue.add("b");
-      queue.add("a", true);
-      queue.add("a");
-      for (let i = 0; i < 3; i++) {
-        handler.release();
-        await flush();
-      }
-      expect(handler.started).to.deep.equal(["a", "a", "b"]);
-      expect(handler.blocked()).to.equal(0);
+      const started = await rerunOrder([
+        ["b", false],
+        ["a", true],
+        ["a", false],
+      ]);
+      expect(started).to.deep.equal(["a", "a", "b"]);
     });
 
     it("count in len() and the depth metric", () => {
