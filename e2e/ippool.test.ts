@@ -342,7 +342,9 @@ describe("IPAM controller (real API server)", function () {
     });
   });
 
-  it("serves a new claim before the status refreshes a start-up queued for every pool", async () => {
+  it("serves a new claim before the status refreshes a start-up queued for every pool", async function () {
+    // Its own controller, one pass at a time, starts on pools made before it: a deployed one would not wait.
+    if (process.env.E2E_EXTERNAL_CONTROLLER === "true") this.skip();
     // Pools whose status no pass has written yet, as after a restart of a large site: the start-up queues them all.
     // A claim of the pool listed last, made while they run, must not wait behind them.
     const ns = await freshNamespace(kc, "waiting");
