@@ -21,7 +21,7 @@ import type { Kube } from "./access.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
 import type { KubeObject, ResourceClient } from "./resource.js";
 import { IndexJournal, type BucketChange } from "./journal.js";
-import { StringPool } from "./strings.js";
+import { ValuePool } from "./strings.js";
 import { streamWatch, type WatchEvent } from "./watch.js";
 
 /**
@@ -187,8 +187,8 @@ export class Informer<T extends KubeObject> {
   private readonly handlers: Handler<T>[] = [];
   /** Recently deleted keys → the resourceVersion at or below which a version of them is stale, and when. */
   private readonly tombstones = new Map<string, { rv: number; at: number }>();
-  /** Shares the strings that repeat across cached objects (namespace, apiVersion, finalizers, reasons, ...). */
-  private readonly strings = new StringPool();
+  /** Shares the strings and small objects that repeat across cached objects (namespace, finalizers, owners, ...). */
+  private readonly values = new ValuePool();
   private readonly counters: InformerStats = {
     lists: 0,
     listFailures: 0,
@@ -391,10 +391,10 @@ export class Informer<T extends KubeObject> {
   }
 
   private put(key: string, received: T, old: T | undefined): void {
-    // Equal strings of the received object are swapped for the pool's copies in place: invisible to a caller that
-    // still holds it, since a string has no identity to tell them apart.
+    // Equal strings and small objects of the received object are swapped for the pool's copies in place: a caller that
+    // still holds it reads the same values (the shared objects are frozen, as every cached object is read-only).
     const kept = this.options.keep ? (this.options.keep(received) as T) : withoutManagedFields(received);
-    const obj = this.strings.internAll(kept);
+    const obj = this.values.internAll(kept);
     this.tombstones.delete(key);
     flattened(key);
     if (old) this.unindex(key, old);

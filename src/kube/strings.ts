@@ -1,8 +1,9 @@
 /**
- * Shared strings for cached objects. JSON.parse gives every object its own copy of each string, so a cache of 10,000
- * IPAddresses held 10,000 copies of its namespace, apiVersion, finalizer, pool name and pool uid, and of each
- * condition's reason and message, a large share of the controller's heap. The informer passes every
- * object it keeps through {@link StringPool.internAll}, so equal strings become one.
+ * Shared values for cached objects. JSON.parse gives every object its own copy of each string and of each small
+ * object, so a cache of 10,000 IPAddresses held 10,000 copies of its namespace, apiVersion, finalizer, pool name and
+ * pool uid, and of the small objects built from them (the finalizer list, the pool's owner reference, the pool
+ * reference in the spec): a large share of the controller's heap. The informer passes every object it keeps through
+ * {@link ValuePool.internAll}, so equal strings become one, and so do equal small objects below the top level.
  */
 
 /** Strings longer than this are left alone: long values (annotations, messages of one object) rarely repeat. */
@@ -14,58 +15,99 @@ const MAX_INTERNED_LENGTH = 128;
  * of its object costs in proportion to the map.
  */
 const MAX_WALKED_ENTRIES = 256;
+/** Entries of the largest object or array that is shared whole: owner references, pool references, finalizer lists. */
+const MAX_SHARED_ENTRIES = 8;
+/**
+ * Depth from which objects are shared whole. An object's own `metadata`, `spec` and `status` (depth 1) are never
+ * shared, so code that fills in a field of an object it built or received writes to that object alone; below them,
+ * values are read-only once cached.
+ */
+const MIN_SHARED_DEPTH = 2;
 
 /**
- * A bounded pool of strings. Once it holds `capacity` entries it starts over, so strings seen once (names, uids,
- * addresses) never pile up: memory stays bounded whatever the churn, and a string that repeats is shared again from
- * its next occurrence on. Replacing a string by an equal one changes nothing a reader can see.
+ * A bounded pool of strings and of small objects. Once a pool holds `capacity` entries it starts over, so values seen
+ * once (names, uids, addresses) never pile up: memory stays bounded whatever the churn, and a value that repeats is
+ * shared again from its next occurrence on. Replacing a string by an equal one changes nothing a reader can see; a
+ * shared object is frozen, so a write to it, which would show through every object that shares it, throws instead.
  */
-export class StringPool {
-  private readonly pool = new Map<string, string>();
+export class ValuePool {
+  private readonly strings = new Map<string, string>();
+  /** Small objects and arrays, keyed by their JSON text. */
+  private readonly objects = new Map<string, object>();
+  /** Whether the last {@link intern} found its string already pooled. */
+  private lastHit = false;
 
   constructor(private readonly capacity = 8192) {}
 
   /** The pooled copy of `s` (`s` itself the first time). */
   intern(s: string): string {
+    this.lastHit = false;
     if (s.length > MAX_INTERNED_LENGTH) return s;
-    const pooled = this.pool.get(s);
-    if (pooled !== undefined) return pooled;
-    if (this.pool.size >= this.capacity) this.pool.clear();
-    this.pool.set(s, s);
+    const pooled = this.strings.get(s);
+    if (pooled !== undefined) {
+      this.lastHit = true;
+      return pooled;
+    }
+    if (this.strings.size >= this.capacity) this.strings.clear();
+    this.strings.set(s, s);
     return s;
   }
 
-  /** Entries held now (for tests). */
+  /** Entries held now, strings and objects (for tests). */
   get size(): number {
-    return this.pool.size;
+    return this.strings.size + this.objects.size;
   }
 
   /**
    * Replaces, in place, every string value and array element in `value` (a parsed JSON tree) by its pooled copy, and
-   * returns `value`. Keys are left alone: V8 already shares property names.
+   * every small object or array below the top level's own fields whose values are all strings, finite numbers or
+   * booleans, and whose strings had all been seen before, by its pooled (frozen) copy; returns `value`. Keys are left
+   * alone: V8 already shares property names. A value that is already frozen is taken to be shared and left as it is.
    */
   internAll<T>(value: T): T {
-    this.walk(value);
+    if (typeof value === "object" && value !== null) this.walk(value, 0);
     return value;
   }
 
-  private walk(node: unknown): void {
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) {
-        const item: unknown = node[i];
-        if (typeof item === "string") node[i] = this.intern(item);
-        else if (typeof item === "object" && item !== null) this.walk(item);
-      }
-      return;
-    }
-    if (typeof node !== "object" || node === null) return;
-    const record = node as Record<string, unknown>;
-    if (entriesExceed(record, MAX_WALKED_ENTRIES)) return;
-    for (const key in record) {
+  /** `node` with its values pooled: `node` itself, or the pooled copy of it when it is shared whole. */
+  private walk(node: object, depth: number): object {
+    if (Object.isFrozen(node)) return node;
+    const record = node as Record<string | number, unknown>;
+    if (!Array.isArray(node) && entriesExceed(record, MAX_WALKED_ENTRIES)) return node;
+    // A candidate for sharing whole: small, only primitive values, every string already pooled (a string seen for the
+    // first time is most likely a name or uid of this object alone, which would only fill the pool).
+    let candidate = depth >= MIN_SHARED_DEPTH;
+    let entries = 0;
+    // Every value is written back, even when the pooled copy is the value itself: a parsed object whose fields were
+    // left unwritten was found to keep more heap in V8 than one whose fields were all stored again.
+    const visit = (key: string | number): void => {
+      entries++;
       const item = record[key];
-      if (typeof item === "string") record[key] = this.intern(item);
-      else if (typeof item === "object" && item !== null) this.walk(item);
-    }
+      if (typeof item === "string") {
+        const pooled = this.intern(item);
+        record[key] = pooled;
+        if (!this.lastHit) candidate = false;
+      } else if (typeof item === "object" && item !== null) {
+        const walked = this.walk(item, depth + 1);
+        record[key] = walked;
+        candidate = false;
+      } else if (typeof item === "number" ? !Number.isFinite(item) : typeof item !== "boolean") {
+        candidate = false;
+      }
+    };
+    if (Array.isArray(node)) for (let i = 0; i < node.length; i++) visit(i);
+    else for (const key in record) visit(key);
+    return candidate && entries <= MAX_SHARED_ENTRIES ? this.shared(node) : node;
+  }
+
+  /** The pooled copy of small object `node`, or `node` itself, frozen and pooled, the first time. */
+  private shared(node: object): object {
+    const text = JSON.stringify(node);
+    const pooled = this.objects.get(text);
+    if (pooled !== undefined) return pooled;
+    if (this.objects.size >= this.capacity) this.objects.clear();
+    this.objects.set(text, Object.freeze(node));
+    return node;
   }
 }
 
