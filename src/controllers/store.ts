@@ -262,10 +262,13 @@ export class Store {
 
   /**
    * The barrier of {@link refreshWhere} for a kind the API server does not filter by the pool's field, from a printed
-   * list of the namespace (pools/printed.ts): only the records of pool `value` that the cache lacks, as the rows show
-   * them, are read in full. False when it cannot serve: the server filters the field (refreshWhere lists just the
-   * pool), the list would span namespaces, the kind is printed without those columns, or more than
-   * {@link MAX_UNSEEN_READS} records are missing (one list is then cheaper); the caller then uses refreshWhere.
+   * list (pools/printed.ts): only the records of pool `value` that the cache lacks, as the rows show them, are read in
+   * full. With no `namespace` (a cluster-scoped pool, whose records live in every namespace) the rows of every
+   * namespace are read and matched by name against `poolRecords`, the pool's cached records: a row does not say its
+   * namespace, so a record the cache lacks cannot be read alone. False when it cannot serve: the server filters the
+   * field (refreshWhere lists just the pool), the kind is printed without those columns, or records are missing
+   * (more than {@link MAX_UNSEEN_READS} of a namespace, any of every namespace: one list is then needed); the caller
+   * then uses refreshWhere.
    */
   async refreshPrinted<T extends KubeObject>(
     informer: Informer<T>,
@@ -274,15 +277,18 @@ export class Store {
     value: string,
     notOlderThan: string | undefined,
     cachedAs: (obj: T) => CachedRecord,
+    poolRecords: () => readonly T[],
   ): Promise<boolean> {
     if (informer.client.filtersFields) return false;
     const printed = await informer.client.listPrinted(namespace, notOlderThan ? { notOlderThan } : {});
-    const cached = (name: string): CachedRecord | undefined => {
-      const obj = informer.get(namespace, name);
-      return obj && cachedAs(obj);
-    };
-    const unseen = printed && unseenRecords(printed, columns, value, cached);
-    if (!unseen || unseen.length > MAX_UNSEEN_READS) return false;
+    const cached = namespace
+      ? (name: string): CachedRecord | undefined => {
+          const obj = informer.get(namespace, name);
+          return obj && cachedAs(obj);
+        }
+      : byName(poolRecords(), cachedAs);
+    const unseen = unseenRecords(printed, columns, value, cached);
+    if (!unseen || unseen.length > (namespace ? MAX_UNSEEN_READS : 0)) return false;
     await Promise.all(unseen.map((name) => this.fetch(informer, namespace, name)));
     return true;
   }
@@ -298,4 +304,17 @@ export class Store {
       throw err;
     }
   }
+}
+
+/**
+ * Looks up `records` by name, as {@link unseenRecords} reads a namespace-less printed list. Two records of one name in
+ * different namespaces keep the last: a row of the other then does not match, and the barrier lists in full.
+ */
+function byName<T extends KubeObject>(
+  records: readonly T[],
+  cachedAs: (obj: T) => CachedRecord,
+): (name: string) => CachedRecord | undefined {
+  const named = new Map<string, CachedRecord>();
+  for (const record of records) named.set(record.metadata.name ?? "", cachedAs(record));
+  return (name) => named.get(name);
 }

@@ -193,15 +193,13 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   /**
-   * Lists one namespace's objects as printed rows (all pages), at least as fresh as `notOlderThan` when given (the same
-   * barrier as {@link list}); undefined for a namespace-less list of a namespaced type, whose rows would not say
-   * which namespace each name is in.
+   * Lists one namespace's objects, or every namespace's with `namespace` "", as printed rows (all pages), at least as
+   * fresh as `notOlderThan` when given (the same barrier as {@link list}). A row does not say its object's namespace.
    */
   async listPrinted(
     namespace: string,
     options: Pick<ListOptions, "notOlderThan" | "timeoutMs"> = {},
-  ): Promise<PrintedList | undefined> {
-    if (!namespace && this.type.namespaced) return undefined;
+  ): Promise<PrintedList> {
     const rows: unknown[][] = [];
     let columns: string[] = [];
     let continueToken: string | undefined;

@@ -83,14 +83,25 @@ export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress>
     return capiRecordHolder(pass.kind, record as CapiIPAddress);
   }
 
-  async listRecords(pass: Pick<Pass, "kind" | "ref">, notOlderThan: string | undefined): Promise<void> {
+  async listRecords(pass: Pick<Pass, "kind" | "ref" | "key">, notOlderThan: string | undefined): Promise<void> {
     const capi = this.capi;
     if (!capi) return;
     const { namespace, name } = pass.ref;
-    // The API server cannot filter these by pool: the namespace's printed rows say which records the cache lacks.
-    if (await this.store.refreshPrinted(capi.addresses, namespace, CAPI_ADDRESS_COLUMNS, name, notOlderThan, cachedAs))
+    // The API server cannot filter these by pool: printed rows say which records the cache lacks. A cluster-scoped
+    // pool's records live in every namespace: "" reads them all.
+    const poolRecords = (): CapiIPAddress[] => this.recordsOf(pass.key);
+    if (
+      await this.store.refreshPrinted(
+        capi.addresses,
+        namespace,
+        CAPI_ADDRESS_COLUMNS,
+        name,
+        notOlderThan,
+        cachedAs,
+        poolRecords,
+      )
+    )
       return;
-    // A cluster-scoped pool's records live in every namespace: "" lists them all.
     await this.store.refreshWhere(
       capi.addresses,
       pass.ref.namespace,

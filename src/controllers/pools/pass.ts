@@ -111,7 +111,7 @@ export interface ClaimApi {
   /** Who holds `record`'s address, for the allocator. */
   holderOf(record: PoolRecord, pass: Pick<Pass, "kind">): Holder;
   /** Lists the pool's records at `notOlderThan` (undefined: a quorum read) into the cache. */
-  listRecords(pass: Pick<Pass, "kind" | "ref">, notOlderThan: string | undefined): Promise<void>;
+  listRecords(pass: Pick<Pass, "kind" | "ref" | "key">, notOlderThan: string | undefined): Promise<void>;
   /** The decision for `claim`, taken when the pass reaches it in claim order. */
   work(pass: Pass, claim: KubeObject): ClaimWork;
   /** Releases records this API made for claims that no longer exist: among `candidates`, or all of the pool's. */
