@@ -56,6 +56,9 @@ export interface ListResult<T> {
  */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 70_000;
 
+/** Objects a list page holds, as client-go's pager asks for. */
+const LIST_PAGE = 500;
+
 const MERGE_PATCH = "application/merge-patch+json";
 const JSON_PATCH = "application/json-patch+json";
 
@@ -139,27 +142,45 @@ export class ResourceClient<T extends KubeObject> {
    * pages were handed over.
    */
   async listPages(namespace: string | undefined, options: ListOptions, onPage: (items: T[]) => void): Promise<string> {
+    return await this.pageLoop<{ items: T[] }>(
+      namespace,
+      { ...options, query: { fieldSelector: options.fieldSelector, labelSelector: options.labelSelector } },
+      (page) => onPage(page.items),
+    );
+  }
+
+  /**
+   * The pagination of every list: pages of `limit` (default {@link LIST_PAGE}; a caller's `limit` stops after the
+   * first page), each handed to `onPage` as it arrives; resolves to the snapshot's resourceVersion. The first page
+   * pins the snapshot (`notOlderThan`); later pages carry it in the continue token and must not repeat it.
+   */
+  private async pageLoop<P>(
+    namespace: string | undefined,
+    options: Pick<ListOptions, "notOlderThan" | "timeoutMs" | "limit"> & {
+      query: Query;
+      accept?: string;
+    },
+    onPage: (page: P) => void,
+  ): Promise<string> {
     let continueToken: string | undefined;
     let resourceVersion = "";
     do {
-      // The first page pins the snapshot; later pages carry it in the continue token and must not repeat it.
       const query: Query = {
-        limit: options.limit ?? 500,
+        limit: options.limit ?? LIST_PAGE,
         continue: continueToken,
-        fieldSelector: options.fieldSelector,
-        labelSelector: options.labelSelector,
+        ...options.query,
         ...(!continueToken && options.notOlderThan
           ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" }
           : {}),
       };
-      const page = await this.send<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
+      const page = await this.send<P & { metadata?: { resourceVersion?: string; continue?: string } }>(
         "list",
-        { method: "GET", path: this.collectionPath(namespace), query },
+        { method: "GET", path: this.collectionPath(namespace), query, accept: options.accept },
         options.timeoutMs,
       );
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
-      onPage(page.items);
+      onPage(page);
     } while (continueToken);
     return resourceVersion;
   }
@@ -202,31 +223,13 @@ export class ResourceClient<T extends KubeObject> {
   ): Promise<PrintedList> {
     const rows: unknown[][] = [];
     let columns: string[] = [];
-    let continueToken: string | undefined;
-    let resourceVersion = "";
-    do {
-      const query: Query = {
-        limit: 500,
-        continue: continueToken,
-        includeObject: "None",
-        ...(!continueToken && options.notOlderThan
-          ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" }
-          : {}),
-      };
-      const page = await this.send<{
-        columnDefinitions?: { name: string }[];
-        rows?: { cells?: unknown[] }[];
-        metadata?: { resourceVersion?: string; continue?: string };
-      }>(
-        "list",
-        { method: "GET", path: this.collectionPath(namespace), query, accept: PRINTED_TABLE },
-        options.timeoutMs,
-      );
+    const resourceVersion = await this.pageLoop<{
+      columnDefinitions?: { name: string }[];
+      rows?: { cells?: unknown[] }[];
+    }>(namespace, { ...options, query: { includeObject: "None" }, accept: PRINTED_TABLE }, (page) => {
       if (page.columnDefinitions) columns = page.columnDefinitions.map((c) => c.name);
       for (const row of page.rows ?? []) rows.push(row.cells ?? []);
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      continueToken = page.metadata?.continue || undefined;
-    } while (continueToken);
+    });
     return { columns, rows, resourceVersion };
   }
 
