@@ -336,6 +336,36 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
     }
   });
 
+  it("reads a namespace of more Cluster API IPAddresses than a page of objects as printed rows in one list", async () => {
+    // The freshness barrier reads these rows for each claim (store.ts, refreshPrinted): a row is a few cells, so its
+    // page holds more rows than a page of whole objects holds objects, and one request serves such a namespace.
+    const ns = await freshNamespace(kc, "capi-printed");
+    const records = 600;
+    for (let from = 0; from < records; from += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, records - from) }, (_, k) => {
+          const i = from + k;
+          return capi.addresses.create(ns, {
+            metadata: { name: `held-${i}`, namespace: ns },
+            spec: {
+              claimRef: { name: `claim-${i}` },
+              poolRef: POOL_REF("p"),
+              address: `10.40.${i >> 8}.${i & 255}`,
+              prefix: 16,
+            },
+          });
+        }),
+      );
+    }
+    const lists = async (): Promise<number> =>
+      (await readRequestCounts(kc)).get("LIST ipam.cluster.x-k8s.io/ipaddresses") ?? 0;
+    const listsBefore = await lists();
+    const printed = await capi.addresses.listPrinted(ns);
+    expect(printed?.rows.length).to.equal(records);
+    expect(new Set(printed?.rows.map((row) => row[0])).size).to.equal(records);
+    expect((await lists()) - listsBefore, "list requests of one printed read").to.equal(1);
+  });
+
   it("deletes in order: the Cluster API IPAddress first, the claim last, and the address is released", async () => {
     await withController("capi-delete", async (ns) => {
       await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.37.0.1", end: "10.37.0.9" }] }));

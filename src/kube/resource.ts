@@ -59,6 +59,16 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 70_000;
 /** Objects a list page holds, as client-go's pager asks for. */
 const LIST_PAGE = 500;
 
+/**
+ * Rows a printed list page holds. A row is a few cells (name, then the kind's printer columns), a tenth of a whole
+ * object or less, so a page of this many rows weighs about what a {@link LIST_PAGE} of objects does, and a namespace
+ * of a few thousand records is one request per barrier instead of one per 500. The body is read whole (transport.ts
+ * sets no cap of its own), so the row count is what bounds it: a tenant who makes more records makes more pages, never
+ * a larger one, and a row of schema-bounded cells (a 253-character name, a 39-character address, a pool's name and
+ * kind) stays under a KiB, a few MiB a page at worst.
+ */
+const PRINTED_PAGE = 5_000;
+
 const MERGE_PATCH = "application/merge-patch+json";
 const JSON_PATCH = "application/json-patch+json";
 
@@ -159,6 +169,8 @@ export class ResourceClient<T extends KubeObject> {
     options: Pick<ListOptions, "notOlderThan" | "timeoutMs" | "limit"> & {
       query: Query;
       accept?: string;
+      /** Objects or rows a page holds; default {@link LIST_PAGE}. */
+      pageSize?: number;
     },
     onPage: (page: P) => void,
   ): Promise<string> {
@@ -166,7 +178,7 @@ export class ResourceClient<T extends KubeObject> {
     let resourceVersion = "";
     do {
       const query: Query = {
-        limit: options.limit ?? LIST_PAGE,
+        limit: options.limit ?? options.pageSize ?? LIST_PAGE,
         continue: continueToken,
         ...options.query,
         ...(!continueToken && options.notOlderThan
@@ -226,10 +238,14 @@ export class ResourceClient<T extends KubeObject> {
     const resourceVersion = await this.pageLoop<{
       columnDefinitions?: { name: string }[];
       rows?: { cells?: unknown[] }[];
-    }>(namespace, { ...options, query: { includeObject: "None" }, accept: PRINTED_TABLE }, (page) => {
-      if (page.columnDefinitions) columns = page.columnDefinitions.map((c) => c.name);
-      for (const row of page.rows ?? []) rows.push(row.cells ?? []);
-    });
+    }>(
+      namespace,
+      { ...options, query: { includeObject: "None" }, accept: PRINTED_TABLE, pageSize: PRINTED_PAGE },
+      (page) => {
+        if (page.columnDefinitions) columns = page.columnDefinitions.map((c) => c.name);
+        for (const row of page.rows ?? []) rows.push(row.cells ?? []);
+      },
+    );
     return { columns, rows, resourceVersion };
   }
 
