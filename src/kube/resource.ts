@@ -217,7 +217,12 @@ export class ResourceClient<T extends KubeObject> {
         this.fieldSelectorsWork = false;
       }
     }
-    return (await this.list(namespace, options)).items.filter((obj) => read(obj) === value);
+    // Filtered page by page: the heap holds one page and the matches, not the whole collection.
+    const matches: T[] = [];
+    await this.listPages(namespace, options, (page) => {
+      for (const obj of page) if (read(obj) === value) matches.push(obj);
+    });
+    return matches;
   }
 
   /** Whether lists by a selectable field are filtered by the API server (false once it answered 400). */
