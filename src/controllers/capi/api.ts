@@ -5,7 +5,7 @@
  */
 import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL } from "../../../api/v1alpha1/types.js";
-import { keyOf, type Informer } from "../../kube/informer.js";
+import { keyOf } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { pauseState } from "../clusters.js";
 import { hasFinalizer, isDeletedForMove, isDeleting } from "../meta.js";
@@ -36,39 +36,26 @@ const CAPI_ADDRESS_POOL_FIELD = {
   read: (a: CapiIPAddress): string | undefined => a.spec?.poolRef?.name,
 };
 
-export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress> implements ClaimApi {
+export class IPAddressClaimApi implements ClaimApi {
   readonly claimKind = IPADDRESSCLAIM_KIND;
   readonly recordKind = "CapiIPAddress";
+  readonly index: ClaimIndex<IPAddressClaim, CapiIPAddress>;
 
   constructor(
     private readonly store: Store,
     private readonly kinds: PoolKinds,
   ) {
-    super();
+    this.index = new ClaimIndex<IPAddressClaim, CapiIPAddress>({
+      claimCache: () => store.capi?.claims,
+      recordCache: () => store.capi?.addresses,
+      claimBelongsTo: (claim, key) => capiClaimToPool(kinds, claim).includes(key),
+      recordBelongsTo: (address, key) => capiAddressToPool(kinds, address).includes(key),
+      claimNameOf: (address) => address.spec?.claimRef?.name,
+    });
   }
 
   private get capi(): CapiInformers | undefined {
     return this.store.capi;
-  }
-
-  protected claimCache(): Informer<IPAddressClaim> | undefined {
-    return this.capi?.claims;
-  }
-
-  protected recordCache(): Informer<CapiIPAddress> | undefined {
-    return this.capi?.addresses;
-  }
-
-  protected claimBelongsTo(claim: IPAddressClaim, key: string): boolean {
-    return capiClaimToPool(this.kinds, claim).includes(key);
-  }
-
-  protected recordBelongsTo(address: CapiIPAddress, key: string): boolean {
-    return capiAddressToPool(this.kinds, address).includes(key);
-  }
-
-  protected claimNameOf(address: CapiIPAddress): string | undefined {
-    return address.spec?.claimRef?.name;
   }
 
   serves(): boolean {
@@ -89,7 +76,7 @@ export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress>
     const { namespace, name } = pass.ref;
     // The API server cannot filter these by pool: printed rows say which records the cache lacks. A cluster-scoped
     // pool's records live in every namespace: "" reads them all.
-    const poolRecords = (): CapiIPAddress[] => this.recordsOf(pass.key);
+    const poolRecords = (): CapiIPAddress[] => this.index.recordsOf(pass.key);
     if (
       await this.store.refreshPrinted(
         capi.addresses,
@@ -123,7 +110,7 @@ export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress>
           claim,
           kind,
           pool,
-          claimAddresses: this.claimRecords(keyOf(claim)),
+          claimAddresses: this.index.claimRecords(keyOf(claim)),
           pause: endpointAllocationPause(
             claim,
             pauseState(claim.metadata, capiClaimClusterName(claim, kind, pool), this.store.lookupCluster),
@@ -152,7 +139,7 @@ export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress>
   async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
     const capi = this.capi;
     if (!capi) return;
-    for (const candidate of (candidates ?? this.recordsOf(pass.key)) as CapiIPAddress[]) {
+    for (const candidate of (candidates ?? this.index.recordsOf(pass.key)) as CapiIPAddress[]) {
       // Candidates may be snapshots from a change log: act on the cached record, if it is still there.
       const address = capi.addresses.get(candidate.metadata.namespace ?? "", candidate.metadata.name ?? "");
       if (!address || address.metadata.uid !== candidate.metadata.uid) continue;
@@ -174,7 +161,7 @@ export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress>
 
   externalClaim(pass: Pass, object: KubeObject): ExternalClaim | undefined {
     const claim = object as IPAddressClaim;
-    if (!pass.pool || !this.needsAllocation(claim) || this.store.movedAway.has(claim.metadata.uid ?? ""))
+    if (!pass.pool || !this.index.needsAllocation(claim) || this.store.movedAway.has(claim.metadata.uid ?? ""))
       return undefined;
     const clusterName = capiClaimClusterName(claim, pass.kind, pass.pool);
     const pause = endpointAllocationPause(claim, pauseState(claim.metadata, clusterName, this.store.lookupCluster));
@@ -184,10 +171,11 @@ export class IPAddressClaimApi extends ClaimIndex<IPAddressClaim, CapiIPAddress>
   }
 
   externalHoldings(pass: Pass): ExternalHolding[] {
-    return this.claimsOf(pass.key)
+    return this.index
+      .claimsOf(pass.key)
       .filter((c) => !isDeleting(c.metadata))
       .map((claim) => {
-        const record = this.recordsOfClaim(keyOf(claim), pass.key)[0];
+        const record = this.index.recordsOfClaim(keyOf(claim), pass.key)[0];
         return {
           namespace: claim.metadata.namespace ?? "",
           name: claim.metadata.name ?? "",

@@ -11,7 +11,7 @@ import {
   type IPPool,
 } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
-import { keyOf, type Informer } from "../../kube/informer.js";
+import { keyOf } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { pauseState } from "../clusters.js";
 import { hasFinalizer } from "../meta.js";
@@ -31,32 +31,19 @@ export function claimClusterName(claim: IPClaim, pool: IPPool | undefined): stri
   return claim.metadata.labels?.[CLUSTER_NAME_LABEL] ?? pool?.spec?.clusterName ?? undefined;
 }
 
-export class IPClaimApi extends ClaimIndex<IPClaim, IPAddress> implements ClaimApi {
+export class IPClaimApi implements ClaimApi {
   readonly claimKind = IPCLAIM_KIND;
   readonly recordKind = "IPAddress";
+  readonly index: ClaimIndex<IPClaim, IPAddress>;
 
   constructor(private readonly store: Store) {
-    super();
-  }
-
-  protected claimCache(): Informer<IPClaim> {
-    return this.store.claims;
-  }
-
-  protected recordCache(): Informer<IPAddress> {
-    return this.store.addresses;
-  }
-
-  protected claimBelongsTo(claim: IPClaim, key: string): boolean {
-    return claimToPool(claim) === key;
-  }
-
-  protected recordBelongsTo(address: IPAddress, key: string): boolean {
-    return addressToPool(address) === key;
-  }
-
-  protected claimNameOf(address: IPAddress): string | undefined {
-    return address.spec?.claim?.name;
+    this.index = new ClaimIndex<IPClaim, IPAddress>({
+      claimCache: () => store.claims,
+      recordCache: () => store.addresses,
+      claimBelongsTo: (claim, key) => claimToPool(claim) === key,
+      recordBelongsTo: (address, key) => addressToPool(address) === key,
+      claimNameOf: (address) => address.spec?.claim?.name,
+    });
   }
 
   serves(kind: PoolKind): boolean {
@@ -86,7 +73,7 @@ export class IPClaimApi extends ClaimIndex<IPClaim, IPAddress> implements ClaimA
         const action = planClaim({
           claim,
           pool,
-          claimAddresses: this.claimRecords(keyOf(claim)),
+          claimAddresses: this.index.claimRecords(keyOf(claim)),
           pause: pauseState(claim.metadata, claimClusterName(claim, pool), this.store.lookupCluster),
           allocator: ctx.allocator,
           ...(pass.allocationBlocked ? { allocationBlocked: pass.allocationBlocked } : {}),
@@ -104,7 +91,7 @@ export class IPClaimApi extends ClaimIndex<IPClaim, IPAddress> implements ClaimA
    * IPClaim qualify, so person-made reservations stay; the claim's absence is confirmed with the API server.
    */
   async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
-    for (const candidate of (candidates ?? this.recordsOf(pass.key)) as IPAddress[]) {
+    for (const candidate of (candidates ?? this.index.recordsOf(pass.key)) as IPAddress[]) {
       // Candidates may be snapshots from a change log: act on the cached record, if it is still there.
       const address = this.store.addresses.get(candidate.metadata.namespace ?? "", candidate.metadata.name ?? "");
       if (!address || address.metadata.uid !== candidate.metadata.uid) continue;

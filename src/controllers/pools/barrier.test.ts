@@ -40,8 +40,10 @@ function fakeApi(
   return {
     held,
     recordKind,
-    records: () => (options.served === false ? undefined : cache),
-    needsAllocation: (c: KubeObject) => stateOf(c) !== "bound",
+    index: {
+      records: () => (options.served === false ? undefined : cache),
+      needsAllocation: (c: KubeObject) => stateOf(c) !== "bound",
+    },
     interrupted: (c: KubeObject) => stateOf(c) === "interrupted",
     listRecords: (_pass: unknown, rv: string | undefined) => {
       lists.push(`${recordKind}@${rv ?? QUORUM}`);

@@ -28,14 +28,16 @@ export async function freshnessBarrier(
 ): Promise<ApplyContext["confirm"]> {
   const { pool, kind } = pass;
   if (!pool || isDeleting(pool.metadata)) return undefined;
-  const pending = new Map(apis.map((api) => [api, (claims.get(api) ?? []).filter((c) => api.needsAllocation(c))]));
+  const pending = new Map(
+    apis.map((api) => [api, (claims.get(api) ?? []).filter((c) => api.index.needsAllocation(c))]),
+  );
   if ([...pending.values()].every((list) => list.length === 0)) return undefined;
   const interrupted = apis.flatMap((api) => (pending.get(api) ?? []).filter((c) => api.interrupted(c, kind)));
   const barrier = addressBarrier([pool, ...[...claims.values()].flat()], interrupted);
   // Every API's records hold addresses of the pool, so all must be as fresh as the barrier. A watch that has already
   // delivered everything up to the barrier makes its cache as fresh as a list would be.
   const fresh = (api: ClaimApi): boolean =>
-    barrier !== undefined && atOrPast(api.records()?.observedResourceVersion ?? "", barrier);
+    barrier !== undefined && atOrPast(api.index.records()?.observedResourceVersion ?? "", barrier);
   // A quorum read (barrier undefined) cannot be confirmed by an event: it lists, as does an API nothing is made of.
   const stale = new Set(
     apis.filter((api) => barrier !== undefined && (pending.get(api) ?? []).length > 0 && !fresh(api)),
@@ -60,7 +62,7 @@ function confirmer(
   const listed = new Map<ClaimApi, Promise<void>>();
   // An API not in `stale` was fresh, or listed, before the pass decided anything.
   const ensure = async (api: ClaimApi, rv: string): Promise<void> => {
-    const informer = api.records();
+    const informer = api.index.records();
     if (!informer || !stale.has(api) || (await informer.waitObserved(rv, ECHO_TIMEOUT_MS))) return;
     if (!listed.has(api)) listed.set(api, api.listRecords(pass, rv));
     await listed.get(api);
@@ -102,5 +104,5 @@ function newestResourceVersion(objects: readonly { metadata: { resourceVersion?:
 /** Every record of any of `apis` in pool `key` that holds `address` (the BY_POOL_ADDRESS index of each). */
 export function holdersOf(apis: readonly ClaimApi[], key: string, address: string): PoolRecord[] {
   const byAddress = poolAddressKey(key, address);
-  return apis.flatMap((api) => api.records()?.byIndex(BY_POOL_ADDRESS, byAddress) ?? []);
+  return apis.flatMap((api) => api.index.records()?.byIndex(BY_POOL_ADDRESS, byAddress) ?? []);
 }

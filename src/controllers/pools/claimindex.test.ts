@@ -10,7 +10,7 @@ import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import type { Store } from "../store.js";
 import type { IndexedCache } from "./claimindex.js";
 import { BY_CLAIM, BY_POOL } from "./indexes.js";
-import type { ClaimApi, RecordCache } from "./pass.js";
+import type { ClaimQueries, RecordCache } from "./pass.js";
 import { PoolKinds } from "./registry.js";
 
 /**
@@ -48,8 +48,8 @@ interface ApiCase {
   name: string;
   claim(name: string, pool: string, deleting?: boolean): KubeObject;
   record(name: string, pool: string, claim: string | undefined): KubeObject;
-  /** The API over caches of `claims` and `records`, or over none (not served) when both are undefined. */
-  api(claims?: IndexedCache<KubeObject>, records?: IndexedCache<KubeObject>): ClaimApi;
+  /** The API's index over caches of `claims` and `records`, or over none (not served) when both are undefined. */
+  api(claims?: IndexedCache<KubeObject>, records?: IndexedCache<KubeObject>): ClaimQueries;
 }
 
 const meta = (name: string, deleting = false) => ({
@@ -67,7 +67,7 @@ const CASES: ApiCase[] = [
       metadata: meta(name),
       spec: { address: "10.0.0.1", pool: { name: pool }, claim: { name: claim ?? "" } },
     }),
-    api: (claims, records) => new IPClaimApi({ claims, addresses: records } as unknown as Store),
+    api: (claims, records) => new IPClaimApi({ claims, addresses: records } as unknown as Store).index,
   },
   {
     name: "IPAddressClaim",
@@ -88,7 +88,7 @@ const CASES: ApiCase[] = [
       new IPAddressClaimApi(
         { capi: claims && addresses ? { claims, addresses } : undefined } as unknown as Store,
         new PoolKinds([METAL3_POOL_KIND]),
-      ),
+      ).index,
   },
 ];
 

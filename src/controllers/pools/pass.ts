@@ -23,6 +23,28 @@ export interface RecordCache {
   waitObserved(resourceVersion: string, timeoutMs: number): Promise<boolean>;
 }
 
+/** What the pass asks of a claim API's caches of claims and records (see pools/claimindex.ts). */
+export interface ClaimQueries {
+  /** The records' informer; undefined while the API is not served (Cluster API's, before discovery). */
+  records(): RecordCache | undefined;
+  /** The claims of pool `key` (unsorted). */
+  claimsOf(key: string): KubeObject[];
+  /** The claim cached under `cacheKey` (`<namespace>/<name>`) if it belongs to pool `key`. */
+  claimInPool(cacheKey: string, key: string): KubeObject | undefined;
+  /** The cache key of the claim `record` was made for, if it names one. */
+  claimKeyOf(record: PoolRecord): string | undefined;
+  /** Records whose claim is the one cached under `cacheKey`, in pool `key`. */
+  recordsOfClaim(cacheKey: string, key: string): PoolRecord[];
+  /** What changed among the claims of pool `key` since the last call; undefined when the log overflowed. */
+  claimChanges(key: string): BucketChange<KubeObject>[] | undefined;
+  /** What changed among the records of pool `key` since the last call; undefined when the log overflowed. */
+  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined;
+  /** The records of pool `key`. */
+  recordsOf(key: string): PoolRecord[];
+  /** A live claim with no record yet: the pass will allocate for it. */
+  needsAllocation(claim: KubeObject): boolean;
+}
+
 /** The two kinds of address records: ipam.metal3.io IPAddress, Cluster API IPAddress. */
 export type RecordKind = "IPAddress" | "CapiIPAddress";
 
@@ -77,32 +99,16 @@ export interface ClaimWork {
 }
 
 /**
- * One claim API's lifecycle, as the pool pass drives it: which claims and records of a pool it has, how its records
- * hold addresses, how a claim is decided and applied, and how records of vanished claims are released.
+ * One claim API's lifecycle, as the pool pass drives it: which claims and records of a pool it has (its `index`), how
+ * its records hold addresses, how a claim is decided and applied, and how records of vanished claims are released.
  */
 export interface ClaimApi {
   readonly claimKind: ClaimKind;
   readonly recordKind: RecordKind;
-  /** The records' informer; undefined while the API is not served (Cluster API's, before discovery). */
-  records(): RecordCache | undefined;
+  /** The API's cache queries (pools/claimindex.ts answers them for both APIs). */
+  readonly index: ClaimQueries;
   /** Whether pools of `kind` take claims of this API. */
   serves(kind: PoolKind): boolean;
-  /** The claims of pool `key` (unsorted). */
-  claimsOf(key: string): KubeObject[];
-  /** The claim cached under `cacheKey` (`<namespace>/<name>`) if it belongs to pool `key`. */
-  claimInPool(cacheKey: string, key: string): KubeObject | undefined;
-  /** The cache key of the claim `record` was made for, if it names one. */
-  claimKeyOf(record: PoolRecord): string | undefined;
-  /** Records whose claim is the one cached under `cacheKey`, in pool `key`. */
-  recordsOfClaim(cacheKey: string, key: string): PoolRecord[];
-  /** What changed among the claims of pool `key` since the last call; undefined when the log overflowed. */
-  claimChanges(key: string): BucketChange<KubeObject>[] | undefined;
-  /** What changed among the records of pool `key` since the last call; undefined when the log overflowed. */
-  recordChanges(key: string): BucketChange<PoolRecord>[] | undefined;
-  /** The records of pool `key`. */
-  recordsOf(key: string): PoolRecord[];
-  /** A live claim with no record yet: the pass will allocate for it. */
-  needsAllocation(claim: KubeObject): boolean;
   /**
    * Whether `claim` carries the finalizer this API puts on before creating a record: a pending claim that has it is
    * the trace of an allocation whose create answer may have been lost (the barrier then reads at quorum).

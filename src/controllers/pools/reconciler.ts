@@ -112,7 +112,7 @@ export class PoolReconciler {
       log.debug("Pool is paused", { why: pause.why });
       return;
     }
-    const apis = this.apis.filter((api) => api.serves(kind) && api.records() !== undefined);
+    const apis = this.apis.filter((api) => api.serves(kind) && api.index.records() !== undefined);
     const metrics = this.options.metrics ?? noMetrics;
     const ctx: ApplyContext = {
       store: this.store,
@@ -213,13 +213,13 @@ export class PoolReconciler {
     pools: Informer<PoolObject>,
   ): Promise<PoolObject | undefined> {
     if (!ref.name) return undefined;
-    const claimed = this.apis.some((api) => api.serves(kind) && api.claimsOf(key).length > 0);
+    const claimed = this.apis.some((api) => api.serves(kind) && api.index.claimsOf(key).length > 0);
     return claimed ? await this.store.fetch(pools, ref.namespace, ref.name) : undefined;
   }
 
   /** Everything that changed in pool `key` for `api` since its last pass (taken out of the logs). */
   private takeChanges(api: ClaimApi, key: string): ApiChanges {
-    return { claims: api.claimChanges(key), records: api.recordChanges(key) };
+    return { claims: api.index.claimChanges(key), records: api.index.recordChanges(key) };
   }
 
   /** Whether this pass must start over from the whole cache (see pools/state.ts). */
@@ -265,8 +265,9 @@ export class PoolReconciler {
         kctx,
       );
     for (const api of apis) {
-      for (const record of api.recordsOf(pass.key)) allocator.reserve(record.spec.address, api.holderOf(record, pass));
-      api.recordChanges(pass.key);
+      for (const record of api.index.recordsOf(pass.key))
+        allocator.reserve(record.spec.address, api.holderOf(record, pass));
+      api.index.recordChanges(pass.key);
     }
     const collisions = pass.kind.reserveForeign?.(pool, allocator, kctx) ?? [];
     const unsettled = new Map(apis.map((api) => [api, new Set<string>()]));
@@ -292,7 +293,7 @@ export class PoolReconciler {
   ): PoolState {
     for (const api of apis) {
       applyRecordChanges(kept.allocator, api, pass, changes.get(api)?.records ?? []);
-      const late = api.recordChanges(pass.key) ?? [];
+      const late = api.index.recordChanges(pass.key) ?? [];
       applyRecordChanges(kept.allocator, api, pass, late);
       changes.get(api)?.records?.push(...late);
     }
@@ -385,7 +386,7 @@ export class PoolReconciler {
     pools: Informer<PoolObject>,
     pool: PoolObject,
   ): Promise<void> {
-    const remaining = apis.reduce((n, api) => n + api.recordsOf(pass.key).length, 0);
+    const remaining = apis.reduce((n, api) => n + api.index.recordsOf(pass.key).length, 0);
     if (remaining > 0) {
       pass.ctx.log.info("Pool deletion waits for its IPAddresses", { remaining });
       return;
@@ -423,8 +424,8 @@ export class PoolReconciler {
     const pendingOf = (api: ClaimApi | undefined): number =>
       api ? pendingClaims(api, key, state.unsettled.get(api) ?? new Set()) : 0;
     const records = {
-      addresses: of("IPClaim")?.recordsOf(key) ?? [],
-      capiAddresses: of("IPAddressClaim")?.recordsOf(key) ?? [],
+      addresses: of("IPClaim")?.index.recordsOf(key) ?? [],
+      capiAddresses: of("IPAddressClaim")?.index.recordsOf(key) ?? [],
       pending: { IPClaim: pendingOf(of("IPClaim")), IPAddressClaim: pendingOf(of("IPAddressClaim")) },
     };
     const input = { ref: pass.ref, records, allocator: state.allocator, collisions: pass.collisions, now: ctx.now };

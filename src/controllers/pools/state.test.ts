@@ -23,7 +23,7 @@ function apiOver(
   claims: Record<string, { pool: string; deleting?: boolean }>,
   recordsOfClaim: Record<string, string[]>,
 ): ClaimApi {
-  return {
+  const index = {
     claimInPool: (cacheKey: string, key: string): KubeObject | undefined => {
       const c = claims[cacheKey];
       if (!c || c.pool !== key) return undefined;
@@ -33,7 +33,8 @@ function apiOver(
       key === POOL
         ? (recordsOfClaim[cacheKey] ?? []).map((address) => ({ metadata: { name: address }, spec: { address } }))
         : [],
-  } as unknown as ClaimApi;
+  };
+  return { index } as unknown as ClaimApi;
 }
 
 describe("pending claims of a pool (among its unsettled claims)", () => {
@@ -73,15 +74,11 @@ const changed = <T>(key: string, before?: T, after?: T): BucketChange<T> => ({
 });
 
 describe("what an incremental pass plans (plannedClaims, pure)", () => {
-  const api: ClaimApi = Object.assign(
-    apiOver(
-      { "ns/a": { pool: POOL }, "ns/b": { pool: POOL }, "ns/c": { pool: POOL }, "ns/moved": { pool: "other" } },
-      {},
-    ),
-    {
-      claimKeyOf,
-    },
+  const api = apiOver(
+    { "ns/a": { pool: POOL }, "ns/b": { pool: POOL }, "ns/c": { pool: POOL }, "ns/moved": { pool: "other" } },
+    {},
   );
+  Object.assign(api.index, { claimKeyOf });
   const rows: [string, string[], ApiChanges, string[], string[]][] = [
     ["nothing changed, nothing unsettled: nothing", [], { claims: [], records: [] }, [], []],
     ["unsettled claims are planned again", ["ns/a"], { claims: [], records: [] }, ["a"], ["ns/a"]],
@@ -140,7 +137,7 @@ describe("which records an incremental pass checks for orphans (orphanCandidates
   const api = apiOver({}, { "ns/gone": ["10.0.0.2"] });
   const recordsOfClaim = (cacheKey: string, key: string): PoolRecord[] =>
     cacheKey === "ns/gone" && key === POOL ? [ofGone] : [];
-  const withRecords = Object.assign(api, { recordsOfClaim });
+  const withRecords = { ...api, index: { ...api.index, recordsOfClaim } };
   const rows: [string, ApiChanges, string[]][] = [
     ["no change: none", { claims: [], records: [] }, []],
     ["a record that entered or changed", { claims: [], records: [changed("kept", undefined, kept)] }, ["kept"]],

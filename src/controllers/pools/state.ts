@@ -78,7 +78,7 @@ export function applyRecordChanges(
 
 /** Every claim of pool `key`, per API (a full pass). */
 export function allClaims(apis: readonly ClaimApi[], key: string): Map<ClaimApi, KubeObject[]> {
-  return new Map(apis.map((api) => [api, api.claimsOf(key)]));
+  return new Map(apis.map((api) => [api, api.index.claimsOf(key)]));
 }
 
 /**
@@ -97,12 +97,12 @@ export function plannedClaims(
     const keys = new Set(unsettled);
     for (const change of changes.get(api)?.claims ?? []) keys.add(change.key);
     for (const { before, after } of changes.get(api)?.records ?? []) {
-      const claimKey = api.claimKeyOf((after ?? before) as PoolRecord);
+      const claimKey = api.index.claimKeyOf((after ?? before) as PoolRecord);
       if (claimKey) keys.add(claimKey);
     }
     const claims: KubeObject[] = [];
     for (const claimKey of keys) {
-      const claim = api.claimInPool(claimKey, key);
+      const claim = api.index.claimInPool(claimKey, key);
       if (claim) claims.push(claim);
       else unsettled.delete(claimKey);
     }
@@ -115,7 +115,8 @@ export function plannedClaims(
 export function orphanCandidates(api: ClaimApi, key: string, changes: ReadonlyMap<ClaimApi, ApiChanges>): PoolRecord[] {
   const c = changes.get(api);
   const candidates = (c?.records ?? []).flatMap((change) => (change.after ? [change.after] : []));
-  for (const change of c?.claims ?? []) if (!change.after) candidates.push(...api.recordsOfClaim(change.key, key));
+  for (const change of c?.claims ?? [])
+    if (!change.after) candidates.push(...api.index.recordsOfClaim(change.key, key));
   return [...new Set(candidates)];
 }
 
@@ -127,8 +128,8 @@ export function orphanCandidates(api: ClaimApi, key: string, changes: ReadonlyMa
 export function pendingClaims(api: ClaimApi, key: string, unsettled: ReadonlySet<string>): number {
   let pending = 0;
   for (const claimKey of unsettled) {
-    const claim = api.claimInPool(claimKey, key);
-    if (claim && !isDeleting(claim.metadata) && api.recordsOfClaim(claimKey, key).length === 0) pending++;
+    const claim = api.index.claimInPool(claimKey, key);
+    if (claim && !isDeleting(claim.metadata) && api.index.recordsOfClaim(claimKey, key).length === 0) pending++;
   }
   return pending;
 }
