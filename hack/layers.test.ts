@@ -246,6 +246,22 @@ describe("layer rules (imports of api/, src/, hack/, e2e/)", () => {
     expect(cycle, `import cycle: ${cycle}`).to.equal(undefined);
   });
 
+  // src/controllers is a shared layer (its top-level files and pools/) under one module per kind or claim API; the
+  // manager alone builds the kinds, so the shared layer never reaches into one of them (type-only imports count).
+  it("(d) the shared layer of src/controllers imports no kind's module (manager.ts aside)", () => {
+    const KIND_MODULES = ["ippool", "incluster", "netbox", "capi", "loadbalancer"].map((m) => `src/controllers/${m}/`);
+    const shared = (file: string): boolean =>
+      !isTest(file) &&
+      file !== "src/controllers/manager.ts" &&
+      (/^src\/controllers\/[^/]+\.ts$/.test(file) || file.startsWith("src/controllers/pools/"));
+    expect(
+      local.some((i) => shared(i.file) && i.target === "src/kube/informer.ts"),
+      "sees the shared layer",
+    ).to.equal(true);
+    const upward = local.filter((i) => shared(i.file) && KIND_MODULES.some((m) => i.target.startsWith(m)));
+    expect(upward.map(describeImport), "the shared layer imports a kind's module").to.deep.equal([]);
+  });
+
   // A cycle between files is a cycle of meaning even through type-only imports: neither file can be understood, or
   // moved, without the other (store.ts once imported a type from a Cluster API write module that needed the store).
   it("(d) no cycle between the files of api/, src/, hack/ and e2e/ (type-only imports count)", () => {

@@ -12,7 +12,7 @@ import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
-import { addressToPool, claimToPool, claimWaits, poolKey } from "./ippool/indexes.js";
+import { addressToPool, claimToPool, claimWaits, indexMetal3Caches, poolKey } from "./ippool/indexes.js";
 import { IPClaimApi } from "./ippool/api.js";
 import { METAL3_POOL_KIND } from "./ippool/kind.js";
 import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "./incluster/kind.js";
@@ -131,6 +131,7 @@ export class Manager {
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
       logger: log.child({ component: "informer" }),
     });
+    indexMetal3Caches(store);
     this.store = store;
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
     const metrics = this.options.metrics ?? noMetrics;

@@ -20,15 +20,6 @@ import type { Logger } from "../runtime/logger.js";
 import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import type { ClusterApiVersion } from "../../api/registry.js";
 import type { Cluster } from "./clusters.js";
-import {
-  addressToClaim,
-  addressToPool,
-  addressToPoolAddress,
-  claimToCluster,
-  claimToPool,
-  poolToCluster,
-} from "./ippool/indexes.js";
-import { BY_CLAIM, BY_CLUSTER, BY_NAMESPACE, BY_POOL, BY_POOL_ADDRESS } from "./pools/indexes.js";
 import { unseenRecords, type CachedRecord, type PrintedColumns } from "./pools/printed.js";
 
 /** The Cluster API side of the store, present once the bridge found `ipam.cluster.x-k8s.io` served. */
@@ -108,17 +99,7 @@ export class Store {
     this.claims = make<IPClaim>(resourceType(IPCLAIM));
     this.addresses = make<IPAddress>(resourceType(IPADDRESS));
     this.clusters = make<Cluster>(resourceType(CLUSTER, options.clusterVersion));
-    this.pools.addIndex(BY_CLUSTER, poolToCluster);
-    this.claims.addIndex(BY_POOL, (c) => [claimToPool(c)]);
-    // The pool pass reads what changed in its pool instead of every claim and record of it (pools/state.ts).
-    this.claims.journal(BY_POOL);
-    this.claims.addIndex(BY_CLUSTER, claimToCluster);
-    this.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
-    this.addresses.journal(BY_POOL);
-    this.addresses.addIndex(BY_CLAIM, addressToClaim);
-    this.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
-    this.addresses.addIndex(BY_POOL_ADDRESS, addressToPoolAddress);
-    this.claims.on(this.recordMovedAway);
+    // Metal3's indexes are its own module's (ippool/indexes.ts, indexMetal3Caches), put on by the manager.
   }
 
   /** Informer handler for claims of either kind: remembers those deleted by `clusterctl move`. */
