@@ -11,6 +11,8 @@ import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
 import { readRequestCounts } from "../hack/bench/efficiency.js";
 import { startObservedController } from "../hack/testkit/faults.js";
 import { describeError } from "../src/kube/errors.js";
+import { metal3Caches } from "../src/controllers/ippool/caches.js";
+import type { Store } from "../src/controllers/store.js";
 
 /** A deployed controller serves the cluster, with its admission webhooks (hack/e2e-kind.sh, e2e/node.test.ts). */
 const webhooksDeployed = process.env.E2E_EXTERNAL_CONTROLLER === "true";
@@ -416,7 +418,7 @@ describe("IPAM controller (real API server)", function () {
     const ctl = await startObservedController(kc, ns);
     // The records' watch delivers every event 400 ms late (a busy API server, a slow link): a claim's event then
     // arrives before the event of a record made just before it. Events keep their order.
-    const store = (ctl.manager as unknown as { store: { addresses: object } }).store.addresses as {
+    const store = metal3Caches((ctl.manager as unknown as { store: Store }).store).addresses as unknown as {
       onEvent: (watch: unknown, event: unknown) => void;
     };
     const deliver = store.onEvent.bind(store);

@@ -15,7 +15,7 @@ import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
 import { INSTALLATION_RULES } from "./controllers/netbox/installation.js";
 import { LOAD_BALANCER_RULES } from "./controllers/loadbalancer/controller.js";
 import { NETBOX_RULES } from "./controllers/netbox/kind.js";
-import { STORE_RULES } from "./controllers/store.js";
+import { METAL3_CACHE_RULES } from "./controllers/ippool/caches.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
 import { ACCESS_REVIEW_RULES } from "./runtime/reviews.js";
 import { caBundleRules, crdBundleRules, SELF_MANAGED_NAMES, sharedSecretRules } from "./certs/rbac.js";
@@ -34,7 +34,7 @@ export interface PolicyRule {
 
 /** Rules granted cluster-wide (the controller may watch all namespaces). */
 export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
-  ...STORE_RULES,
+  ...METAL3_CACHE_RULES,
   ...CLUSTER_RULES,
   ...EVENT_RULES,
   ...BRIDGE_RULES,

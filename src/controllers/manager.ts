@@ -12,7 +12,8 @@ import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
-import { addressToPool, claimToPool, claimWaits, indexMetal3Caches, poolKey } from "./ippool/indexes.js";
+import { addressToPool, claimToPool, claimWaits, poolKey } from "./ippool/indexes.js";
+import { attachMetal3Caches, metal3Caches } from "./ippool/caches.js";
 import { IPClaimApi } from "./ippool/api.js";
 import { METAL3_POOL_KIND } from "./ippool/kind.js";
 import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "./incluster/kind.js";
@@ -131,12 +132,12 @@ export class Manager {
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
       logger: log.child({ component: "informer" }),
     });
-    indexMetal3Caches(store);
+    const metal3 = attachMetal3Caches(store);
     this.store = store;
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
     const metrics = this.options.metrics ?? noMetrics;
-    store.servePools(METAL3_POOL_KIND, store.pools);
-    const apis = [new IPClaimApi(store), new IPAddressClaimApi(store, this.kinds)];
+    store.servePools(METAL3_POOL_KIND, metal3.pools);
+    const apis = [new IPClaimApi(store, metal3), new IPAddressClaimApi(store, this.kinds)];
     const reconciler = new PoolReconciler(store, this.kinds, apis, events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
@@ -151,9 +152,9 @@ export class Manager {
     });
     this.queue = queue;
     const add = (key: string, waiting?: boolean): void => queue.add(key, waiting);
-    store.pools.on((_kind, p: IPPool) => add(poolKey(p)));
-    store.claims.on((_kind, c: IPClaim) => add(claimToPool(c), claimWaits(c)));
-    store.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
+    metal3.pools.on((_kind, p: IPPool) => add(poolKey(p)));
+    metal3.claims.on((_kind, c: IPClaim) => add(claimToPool(c), claimWaits(c)));
+    metal3.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     // A Cluster's change (pause, deletion, creation) can change decisions of claims that did not change themselves.
     store.clusters.on((_kind, c: Cluster) =>
       this.clusterToPools(keyOf(c)).forEach((key) => {
@@ -234,8 +235,8 @@ export class Manager {
     const store = this.store;
     if (!store) return [];
     return [
-      ...store.pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
-      ...store.claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
+      ...metal3Caches(store).pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
+      ...metal3Caches(store).claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
       ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap((c) => capiClaimToPool(this.kinds, c)) ?? []),
     ];
   }

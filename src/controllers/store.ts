@@ -4,15 +4,8 @@
  * that has not arrived yet.
  */
 import type { Kube } from "../kube/access.js";
-import { CLUSTER, IPADDRESS, IPCLAIM, IPPOOL, resourceType, type VersionOf } from "../../api/registry.js";
-import {
-  DELETE_FOR_MOVE_ANNOTATION,
-  GROUP,
-  type IPAddress,
-  type IPClaim,
-  type IPPool,
-  type ObjectMeta,
-} from "../../api/v1alpha1/types.js";
+import { CLUSTER, resourceType, type VersionOf } from "../../api/registry.js";
+import { DELETE_FOR_MOVE_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
 import { isConflict, isNotFound } from "../kube/errors.js";
 import { Informer } from "../kube/informer.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../kube/resource.js";
@@ -32,14 +25,6 @@ export interface CapiInformers {
 
 /** A pool object of any kind, as the store keeps it (only its kind reads spec and status). */
 export type PoolObject = KubeObject & { spec?: unknown; status?: unknown };
-
-/** RBAC the store's reads and writes need (rendered into config/rbac by `npm run generate`). */
-export const STORE_RULES = [
-  { apiGroups: [GROUP], resources: [IPPOOL.plural], verbs: ["get", "list", "watch", "patch"] },
-  { apiGroups: [GROUP], resources: [`${IPPOOL.plural}/status`, `${IPCLAIM.plural}/status`], verbs: ["patch"] },
-  { apiGroups: [GROUP], resources: [IPCLAIM.plural], verbs: ["get", "list", "watch", "patch"] },
-  { apiGroups: [GROUP], resources: [IPADDRESS.plural], verbs: ["get", "list", "watch", "create", "patch", "delete"] },
-];
 
 /** A pool kind as the store tells kinds apart: by its descriptor's group and kind (a PoolKind has one). */
 export interface DescribedKind {
@@ -61,9 +46,6 @@ export interface StoreOptions {
 }
 
 export class Store {
-  readonly pools: Informer<IPPool>;
-  readonly claims: Informer<IPClaim>;
-  readonly addresses: Informer<IPAddress>;
   readonly clusters: Informer<Cluster>;
   /** Cluster API IPAddressClaims and IPAddresses and their served version; set when the bridge finds them served. */
   capi?: CapiInformers;
@@ -76,6 +58,8 @@ export class Store {
   readonly movedAway = new Set<string>();
 
   private readonly informerOptions: ConstructorParameters<typeof Informer>[2];
+  /** Informers a kind's module made and handed over (Store.track): started, awaited and stopped with the store's. */
+  private readonly tracked: Informer<KubeObject>[] = [];
   /**
    * The pool informer of each kind being served (Metal3's IPPool always; others once their CRDs are found), by
    * `<Kind>.<group>`.
@@ -93,13 +77,7 @@ export class Store {
       logger: options.logger,
     };
     this.informerOptions = informerOptions;
-    const make = <T extends KubeObject>(type: ResourceType): Informer<T> =>
-      new Informer<T>(kubeConfig, new ResourceClient<T>(kubeConfig, type), informerOptions);
-    this.pools = make<IPPool>(resourceType(IPPOOL));
-    this.claims = make<IPClaim>(resourceType(IPCLAIM));
-    this.addresses = make<IPAddress>(resourceType(IPADDRESS));
-    this.clusters = make<Cluster>(resourceType(CLUSTER, options.clusterVersion));
-    // Metal3's indexes are its own module's (ippool/indexes.ts, indexMetal3Caches), put on by the manager.
+    this.clusters = this.informerFor<Cluster>(resourceType(CLUSTER, options.clusterVersion));
   }
 
   /** Informer handler for claims of either kind: remembers those deleted by `clusterctl move`. */
@@ -108,16 +86,25 @@ export class Store {
       this.movedAway.add(claim.metadata.uid);
   };
 
-  /** Starts every informer; resolves when the Metal3 kinds are synced (Clusters may be absent and keep retrying). */
+  /**
+   * Makes `informer` one of the store's: started by {@link start} (which waits for it to sync), counted in
+   * {@link synced}, stopped by {@link stop}. For the informers a kind always serves (Metal3's, ippool/caches.ts).
+   */
+  track<T extends KubeObject>(informer: Informer<T>): Informer<T> {
+    this.tracked.push(informer as unknown as Informer<KubeObject>);
+    return informer;
+  }
+
+  /** Starts every informer; resolves when the tracked ones are synced (Clusters may be absent and keep retrying). */
   async start(): Promise<void> {
     void this.clusters.start();
-    await Promise.all([this.pools.start(), this.claims.start(), this.addresses.start()]);
+    await Promise.all(this.tracked.map((i) => i.start()));
   }
 
   stop(): void {
-    for (const i of [this.pools, this.claims, this.addresses, this.clusters, this.capi?.claims, this.capi?.addresses])
-      i?.stop();
-    for (const informer of this.poolInformers.values()) if (informer !== this.pools) informer.stop();
+    for (const i of [...this.tracked, this.clusters, this.capi?.claims, this.capi?.addresses]) i?.stop();
+    const tracked = new Set<unknown>(this.tracked);
+    for (const informer of this.poolInformers.values()) if (!tracked.has(informer)) informer.stop();
   }
 
   /** Makes `informer` the pools of `kind` (the manager registers each kind it serves once its CRD is served). */
@@ -142,7 +129,7 @@ export class Store {
   }
 
   get synced(): boolean {
-    return this.pools.synced && this.claims.synced && this.addresses.synced;
+    return this.tracked.every((i) => i.synced);
   }
 
   lookupCluster = (namespace: string, name: string): Cluster | undefined => this.clusters.get(namespace, name);

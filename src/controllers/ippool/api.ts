@@ -22,6 +22,7 @@ import { applyClaimAction, holderOf, releaseAddress } from "./claims.js";
 import { ClaimIndex } from "../pools/claimindex.js";
 import { planClaim } from "./plan.js";
 import { addressToPool, claimToPool } from "./indexes.js";
+import type { Metal3Caches } from "./caches.js";
 
 /** The selectable field naming the pool of an IPAddress (field selector, and how to read it where unsupported). */
 const ADDRESS_POOL_FIELD = { path: "spec.pool.name", read: (a: IPAddress): string | undefined => a.spec?.pool?.name };
@@ -36,10 +37,13 @@ export class IPClaimApi implements ClaimApi {
   readonly recordKind = "IPAddress";
   readonly index: ClaimIndex<IPClaim, IPAddress>;
 
-  constructor(private readonly store: Store) {
+  constructor(
+    private readonly store: Store,
+    private readonly caches: Pick<Metal3Caches, "claims" | "addresses">,
+  ) {
     this.index = new ClaimIndex<IPClaim, IPAddress>({
-      claimCache: () => store.claims,
-      recordCache: () => store.addresses,
+      claimCache: () => caches.claims,
+      recordCache: () => caches.addresses,
       claimBelongsTo: (claim, key) => claimToPool(claim) === key,
       recordBelongsTo: (address, key) => addressToPool(address) === key,
       claimNameOf: (address) => address.spec?.claim?.name,
@@ -59,7 +63,7 @@ export class IPClaimApi implements ClaimApi {
   }
 
   async listRecords(pass: Pick<Pass, "ref">, notOlderThan: string | undefined): Promise<void> {
-    const { addresses } = this.store;
+    const { addresses } = this.caches;
     await this.store.refreshWhere(addresses, pass.ref.namespace, ADDRESS_POOL_FIELD, pass.ref.name, notOlderThan);
   }
 
@@ -77,7 +81,7 @@ export class IPClaimApi implements ClaimApi {
           pause: pauseState(claim.metadata, claimClusterName(claim, pool), this.store.lookupCluster),
           allocator: ctx.allocator,
           ...(pass.allocationBlocked ? { allocationBlocked: pass.allocationBlocked } : {}),
-          addressNamed: (name) => this.store.addresses.get(claim.metadata.namespace ?? "", name),
+          addressNamed: (name) => this.caches.addresses.get(claim.metadata.namespace ?? "", name),
           onCollision: pass.onCollision,
           heldByAnother: pass.heldByAnother,
         });
@@ -93,16 +97,16 @@ export class IPClaimApi implements ClaimApi {
   async cleanupOrphans(pass: Pass, candidates?: readonly PoolRecord[]): Promise<void> {
     for (const candidate of (candidates ?? this.index.recordsOf(pass.key)) as IPAddress[]) {
       // Candidates may be snapshots from a change log: act on the cached record, if it is still there.
-      const address = this.store.addresses.get(candidate.metadata.namespace ?? "", candidate.metadata.name ?? "");
+      const address = this.caches.addresses.get(candidate.metadata.namespace ?? "", candidate.metadata.name ?? "");
       if (!address || address.metadata.uid !== candidate.metadata.uid) continue;
       const owner = (address.metadata.ownerReferences ?? []).find((o) => o.kind === IPCLAIM_KIND);
       const claimName = address.spec?.claim?.name;
       if (!owner || !claimName) continue;
       // Its claim left with `clusterctl move` and this address stayed with its pool: still in use there (spec §7).
       if (this.store.movedAway.has(owner.uid)) continue;
-      const cached = this.store.claims.get(address.metadata.namespace ?? "", claimName);
+      const cached = this.caches.claims.get(address.metadata.namespace ?? "", claimName);
       if (cached && cached.metadata.uid === owner.uid) continue;
-      const live = await this.store.fetch(this.store.claims, address.metadata.namespace ?? "", claimName);
+      const live = await this.store.fetch(this.caches.claims, address.metadata.namespace ?? "", claimName);
       if (live && live.metadata.uid === owner.uid) continue;
       pass.ctx.log.info("Releasing IPAddress of a claim that is gone", {
         ipAddress: address.metadata.name,

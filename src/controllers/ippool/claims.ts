@@ -14,6 +14,7 @@ import type { Holder } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import { conditionUnchanged } from "../conditions.js";
 import type { ApplyContext } from "../pools/pass.js";
+import { metal3Caches } from "./caches.js";
 import { boundByMetal3, claimStatusPatch } from "./claimstatus.js";
 import type { ClaimAction } from "./plan.js";
 
@@ -43,21 +44,21 @@ async function release(ctx: ApplyContext, claim: IPClaim, addresses: IPAddress[]
   let current: IPClaim | undefined = claim;
   if (claim.status?.address) {
     try {
-      current = await ctx.store.patchStatus(ctx.store.claims, claim, { address: null });
+      current = await ctx.store.patchStatus(metal3Caches(ctx.store).claims, claim, { address: null });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       return;
     }
   }
-  await ctx.store.removeFinalizer(ctx.store.claims, current, IPCLAIM_FINALIZER);
+  await ctx.store.removeFinalizer(metal3Caches(ctx.store).claims, current, IPCLAIM_FINALIZER);
   if (addresses.length > 0)
     ctx.log.info("Released IPAddress", { claim: claim.metadata.name, addresses: addresses.map((a) => a.spec.address) });
 }
 
 /** Removes our finalizer from an IPAddress and deletes it; frees the address in this pass's allocator. */
 export async function releaseAddress(ctx: ApplyContext, address: IPAddress): Promise<void> {
-  const unlocked = await ctx.store.removeFinalizer(ctx.store.addresses, address, IPADDRESS_FINALIZER);
-  if (unlocked) await ctx.store.delete(ctx.store.addresses, unlocked);
+  const unlocked = await ctx.store.removeFinalizer(metal3Caches(ctx.store).addresses, address, IPADDRESS_FINALIZER);
+  if (unlocked) await ctx.store.delete(metal3Caches(ctx.store).addresses, unlocked);
   ctx.allocator?.release(address.spec.address, holderOf(address));
   ctx.metrics.release("released");
 }
@@ -75,7 +76,7 @@ async function releaseDuplicates(ctx: ApplyContext, claim: IPClaim, duplicates: 
 }
 
 async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<IPClaim> {
-  return await ctx.store.addFinalizer(ctx.store.claims, claim, IPCLAIM_FINALIZER);
+  return await ctx.store.addFinalizer(metal3Caches(ctx.store).claims, claim, IPCLAIM_FINALIZER);
 }
 
 async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
@@ -106,11 +107,15 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
   let created: IPAddress;
   const started = performance.now();
   try {
-    created = await ctx.store.create(ctx.store.addresses, address);
+    created = await ctx.store.create(metal3Caches(ctx.store).addresses, address);
   } catch (err) {
     if (isAlreadyExists(err)) {
       // Someone holds that name and our cache did not show it yet: learn it, keep the address taken, retry the pass.
-      await ctx.store.fetch(ctx.store.addresses, address.metadata.namespace ?? "", address.metadata.name ?? "");
+      await ctx.store.fetch(
+        metal3Caches(ctx.store).addresses,
+        address.metadata.namespace ?? "",
+        address.metadata.name ?? "",
+      );
       return lostRace(ctx, claim, err);
     }
     ctx.allocator?.release(address.spec.address, holderOf(address));
@@ -183,7 +188,7 @@ async function writeClaimStatus(
   const patch = claimStatusPatch(claim, address, errorMessage, ready, ctx.now);
   if (!patch) return;
   try {
-    await ctx.store.patchStatus(ctx.store.claims, claim, patch);
+    await ctx.store.patchStatus(metal3Caches(ctx.store).claims, claim, patch);
   } catch (err) {
     if (isNotFound(err)) return;
     throw err;

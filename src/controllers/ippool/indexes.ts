@@ -1,21 +1,11 @@
 /**
  * Index keys and watch mappers of the pool-keyed controller. A pool key names kind, scope and name (pools/kind.ts,
  * `poolKeyOf`); every claim and address event maps to the key of its pool, so all allocation decisions of one pool
- * run in one queue slot. The mappers here are Metal3's (IPPool, IPClaim, ipam.metal3.io IPAddress), and so are the
- * indexes they feed on the store's informers (indexMetal3Caches).
+ * run in one queue slot. The mappers here are Metal3's (IPPool, IPClaim, ipam.metal3.io IPAddress).
  */
 import type { IPAddress, IPClaim, IPPool } from "../../../api/v1alpha1/types.js";
 import { CLUSTER_NAME_LABEL, GROUP, IPPOOL_KIND } from "../../../api/v1alpha1/types.js";
-import {
-  BY_CLAIM,
-  BY_CLUSTER,
-  BY_NAMESPACE,
-  BY_POOL,
-  BY_POOL_ADDRESS,
-  poolAddressKey,
-  poolKeyOf,
-} from "../pools/indexes.js";
-import type { Store } from "../store.js";
+import { poolAddressKey, poolKeyOf } from "../pools/indexes.js";
 
 /** The key of Metal3 IPPool `name` in `namespace`. */
 export const ipPoolKey = (namespace: string, name: string): string =>
@@ -56,22 +46,3 @@ export const claimToCluster = (c: IPClaim): string[] => {
 };
 
 export const poolKey = (p: IPPool): string => ipPoolKey(p.metadata.namespace ?? "", p.metadata.name ?? "");
-
-/**
- * Puts Metal3's indexes on the store's IPPool, IPClaim and IPAddress informers; called once, before the store starts
- * (the manager). The pass reads a pool's claims and records through them (pools/claimindex.ts) and what changed in a
- * pool through the BY_POOL journals instead of every claim and record of it (pools/state.ts); claims deleted by
- * `clusterctl move` are remembered (Store.recordMovedAway).
- */
-export function indexMetal3Caches(store: Pick<Store, "pools" | "claims" | "addresses" | "recordMovedAway">): void {
-  store.pools.addIndex(BY_CLUSTER, poolToCluster);
-  store.claims.addIndex(BY_POOL, (c) => [claimToPool(c)]);
-  store.claims.journal(BY_POOL);
-  store.claims.addIndex(BY_CLUSTER, claimToCluster);
-  store.addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
-  store.addresses.journal(BY_POOL);
-  store.addresses.addIndex(BY_CLAIM, addressToClaim);
-  store.addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
-  store.addresses.addIndex(BY_POOL_ADDRESS, addressToPoolAddress);
-  store.claims.on(store.recordMovedAway);
-}

@@ -25,6 +25,7 @@ import { METAL3_STYLE, type KindContext, type PoolKind, type StatusDecision, typ
 import { BY_NAMESPACE } from "../pools/indexes.js";
 import { SpecCache } from "../pools/speccache.js";
 import { desiredPoolStatus, indexesPatch, sameStatus } from "./status.js";
+import { metal3Caches } from "./caches.js";
 
 /** Each IPPool's spec compiled and validated once per generation (pools/speccache.ts). */
 export const metal3Specs = new SpecCache((pool: IPPool) => compileSteps(pool.spec));
@@ -81,7 +82,7 @@ export const METAL3_POOL_KIND: PoolKind<IPPool> = {
  */
 function reserveForeignNames(pool: IPPool, allocator: PoolAllocator, ctx: KindContext): string[] {
   const collisions: string[] = [];
-  for (const other of ctx.store.addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? "")) {
+  for (const other of metal3Caches(ctx.store).addresses.byIndex(BY_NAMESPACE, pool.metadata.namespace ?? "")) {
     const owner = other.spec?.pool?.name;
     const address = other.spec?.address;
     const name = other.metadata.name;

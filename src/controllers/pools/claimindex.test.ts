@@ -5,6 +5,7 @@ import type { BucketChange } from "../../kube/journal.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { IPAddressClaimApi } from "../capi/api.js";
 import { IPClaimApi } from "../ippool/api.js";
+import type { Metal3Caches } from "../ippool/caches.js";
 import { ipPoolKey } from "../ippool/indexes.js";
 import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import type { Store } from "../store.js";
@@ -67,7 +68,8 @@ const CASES: ApiCase[] = [
       metadata: meta(name),
       spec: { address: "10.0.0.1", pool: { name: pool }, claim: { name: claim ?? "" } },
     }),
-    api: (claims, records) => new IPClaimApi({ claims, addresses: records } as unknown as Store).index,
+    api: (claims, records) =>
+      new IPClaimApi({} as Store, { claims, addresses: records } as unknown as Metal3Caches).index,
   },
   {
     name: "IPAddressClaim",
