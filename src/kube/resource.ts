@@ -60,12 +60,11 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 70_000;
 const LIST_PAGE = 500;
 
 /**
- * Rows a printed list page holds. A row is a few cells (name, then the kind's printer columns), a tenth of a whole
- * object or less, so a page of this many rows weighs about what a {@link LIST_PAGE} of objects does, and a namespace
- * of a few thousand records is one request per barrier instead of one per 500. The body is read whole (transport.ts
- * sets no cap of its own), so the row count is what bounds it: a tenant who makes more records makes more pages, never
- * a larger one, and a row of schema-bounded cells (a 253-character name, a 39-character address, a pool's name and
- * kind) stays under a KiB, a few MiB a page at worst.
+ * Rows a printed list page holds. A row is a few cells (the name, then the kind's printer columns), so a page of this
+ * many rows weighs about what a {@link LIST_PAGE} of whole objects does, and a namespace of a few thousand records is
+ * one request per barrier instead of one per 500. The body is read whole (transport.ts sets no cap of its own), so
+ * the row count is what bounds a page: a tenant who makes more records makes more pages, never a larger one, and a
+ * row can be no larger than the fields of one object it prints.
  */
 const PRINTED_PAGE = 5_000;
 
