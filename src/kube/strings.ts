@@ -73,31 +73,40 @@ export class ValuePool {
   private walk(node: object, depth: number): object {
     if (Object.isFrozen(node)) return node;
     const record = node as Record<string | number, unknown>;
-    if (!Array.isArray(node) && entriesExceed(record, MAX_WALKED_ENTRIES)) return node;
+    const array = Array.isArray(node);
+    if (!array && entriesExceed(record, MAX_WALKED_ENTRIES)) return node;
     // A candidate for sharing whole: small, only primitive values, every string already pooled (a string seen for the
     // first time is most likely a name or uid of this object alone, which would only fill the pool).
     let candidate = depth >= MIN_SHARED_DEPTH;
     let entries = 0;
+    if (array) {
+      entries = node.length;
+      for (let i = 0; i < entries; i++) if (!this.visit(record, i, depth)) candidate = false;
+    } else
+      for (const name in record) {
+        entries++;
+        if (!this.visit(record, name, depth)) candidate = false;
+      }
+    return candidate && entries <= MAX_SHARED_ENTRIES ? this.shared(node) : node;
+  }
+
+  /**
+   * Pools `record[name]`, writing the pooled value back; whether that value leaves its object a candidate for sharing
+   * whole (a string already pooled, a finite number, a boolean).
+   */
+  private visit(record: Record<string | number, unknown>, name: string | number, depth: number): boolean {
     // Every value is written back, even when the pooled copy is the value itself: a parsed object whose fields were
     // left unwritten was found to keep more heap in V8 than one whose fields were all stored again.
-    const visit = (key: string | number): void => {
-      entries++;
-      const item = record[key];
-      if (typeof item === "string") {
-        const pooled = this.intern(item);
-        record[key] = pooled;
-        if (!this.lastHit) candidate = false;
-      } else if (typeof item === "object" && item !== null) {
-        const walked = this.walk(item, depth + 1);
-        record[key] = walked;
-        candidate = false;
-      } else if (typeof item === "number" ? !Number.isFinite(item) : typeof item !== "boolean") {
-        candidate = false;
-      }
-    };
-    if (Array.isArray(node)) for (let i = 0; i < node.length; i++) visit(i);
-    else for (const key in record) visit(key);
-    return candidate && entries <= MAX_SHARED_ENTRIES ? this.shared(node) : node;
+    const item = record[name];
+    if (typeof item === "string") {
+      record[name] = this.intern(item);
+      return this.lastHit;
+    }
+    if (typeof item === "object" && item !== null) {
+      record[name] = this.walk(item, depth + 1);
+      return false;
+    }
+    return typeof item === "boolean" || (typeof item === "number" && Number.isFinite(item));
   }
 
   /** The pooled copy of small object `node`, or `node` itself, frozen and pooled, the first time. */
