@@ -64,9 +64,19 @@ function established(crd: V1CustomResourceDefinition): boolean {
   return (crd.status?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True");
 }
 
-/** Creates or replaces the CRDs of `dirs`, then waits until each is Established and listed in discovery. */
-export async function installCrds(kc: KubeConfig, dirs: string[], timeoutMs = 60_000): Promise<string[]> {
-  const crds = loadCrds(dirs);
+/**
+ * Creates or replaces the CRDs of `dirs`, then waits until each is Established and listed in discovery. With
+ * `conversionWebhooks` false, each is installed with conversion strategy None instead of the webhook it names.
+ */
+export async function installCrds(
+  kc: KubeConfig,
+  dirs: string[],
+  timeoutMs = 60_000,
+  options: { conversionWebhooks?: boolean } = {},
+): Promise<string[]> {
+  const crds = loadCrds(dirs).map((crd) =>
+    options.conversionWebhooks === false ? { ...crd, spec: { ...crd.spec, conversion: { strategy: "None" } } } : crd,
+  );
   const api = kc.makeApiClient(CustomObjectsApi);
   for (const crd of crds) await applyCrd(api, crd);
   const names = crds.map((c) => c.metadata?.name ?? "");

@@ -33,6 +33,13 @@ import { eventually } from "./wait.js";
 export interface LocalPlaneOptions {
   /** Folders whose CustomResourceDefinitions are installed once the API server is ready. */
   crdDirs?: string[];
+  /**
+   * Install those CRDs without their conversion webhook (strategy None). For a plane that serves no webhook and stores
+   * many objects of a kind with several served versions: the API server keeps a watch cache per served version, and the
+   * cache of a version other than the stored one converts every object through the webhook, so without one it fails
+   * and retries for as long as the plane runs.
+   */
+  crdsWithoutConversionWebhooks?: boolean;
   /** Run kube-controller-manager (garbage collection, namespace deletion). Default: true when the binary exists. */
   controllerManager?: boolean;
   /** Fixed ports; default: free ones. A taken port fails start-up with a clear error. */
@@ -113,7 +120,9 @@ export class LocalPlane {
       await plane.startApiServer();
       if (options.controllerManager ?? Boolean(binaries.kubeControllerManager)) await plane.startControllerManager();
       if (options.crdDirs && options.crdDirs.length > 0)
-        await installCrds(plane.kubeConfig, options.crdDirs, plane.timeout);
+        await installCrds(plane.kubeConfig, options.crdDirs, plane.timeout, {
+          conversionWebhooks: !options.crdsWithoutConversionWebhooks,
+        });
       await plane.node?.start(plane.kubeConfig, plane.timeout);
       return plane;
     } catch (err) {
