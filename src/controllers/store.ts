@@ -248,15 +248,22 @@ export class Store {
     poolRecords: () => readonly T[],
   ): Promise<boolean> {
     if (informer.client.filtersFields) return false;
-    const printed = await informer.client.listPrinted(namespace, notOlderThan ? { notOlderThan } : {});
     const cached = namespace
       ? (name: string): CachedRecord | undefined => {
           const obj = informer.get(namespace, name);
           return obj && cachedAs(obj);
         }
       : byName(poolRecords(), cachedAs);
-    const unseen = unseenRecords(printed, columns, value, cached);
-    if (!unseen || unseen.length > (namespace ? MAX_UNSEEN_READS : 0)) return false;
+    // Rows are matched page by page, so no more than one page of them is held at once; once more records are missing
+    // than may be read one by one, the rest of the list is not read (the full list decides then).
+    const readable = namespace ? MAX_UNSEEN_READS : 0;
+    let unseen: string[] | undefined = [];
+    await informer.client.listPrinted(namespace, notOlderThan ? { notOlderThan } : {}, (page) => {
+      const found = unseenRecords(page, columns, value, cached);
+      unseen = found && [...(unseen ?? []), ...found];
+      return unseen !== undefined && unseen.length <= readable;
+    });
+    if (!unseen || unseen.length > readable) return false;
     await Promise.all(unseen.map((name) => this.fetch(informer, namespace, name)));
     return true;
   }

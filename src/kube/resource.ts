@@ -87,12 +87,12 @@ export interface ListOptions {
  * A collection as the API server prints it (server-side printing: `Name`, then the kind's printer columns), without
  * the objects: a few cells per object instead of the whole object.
  */
-export interface PrintedList {
+/** One page of a printed list: its rows, and the columns of the list (the first page names them). */
+export interface PrintedPage {
   /** Column names, in cell order. */
-  columns: string[];
-  /** One row of cells per object. */
-  rows: unknown[][];
-  resourceVersion: string;
+  columns: readonly string[];
+  /** One row of cells per object of this page. */
+  rows: readonly (readonly unknown[])[];
 }
 
 export interface ResourceClientOptions {
@@ -160,8 +160,9 @@ export class ResourceClient<T extends KubeObject> {
 
   /**
    * The pagination of every list: pages of `limit` (default {@link LIST_PAGE}; a caller's `limit` stops after the
-   * first page), each handed to `onPage` as it arrives; resolves to the snapshot's resourceVersion. The first page
-   * pins the snapshot (`notOlderThan`); later pages carry it in the continue token and must not repeat it.
+   * first page), each handed to `onPage` as it arrives, until `onPage` answers false; resolves to the snapshot's
+   * resourceVersion. The first page pins the snapshot (`notOlderThan`); later pages carry it in the continue token and
+   * must not repeat it.
    */
   private async pageLoop<P>(
     namespace: string | undefined,
@@ -171,7 +172,7 @@ export class ResourceClient<T extends KubeObject> {
       /** Objects or rows a page holds; default {@link LIST_PAGE}. */
       pageSize?: number;
     },
-    onPage: (page: P) => void,
+    onPage: (page: P) => boolean | void,
   ): Promise<string> {
     let continueToken: string | undefined;
     let resourceVersion = "";
@@ -191,7 +192,7 @@ export class ResourceClient<T extends KubeObject> {
       );
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
-      onPage(page);
+      if (onPage(page) === false) break;
     } while (continueToken);
     return resourceVersion;
   }
@@ -230,27 +231,25 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   /**
-   * Lists one namespace's objects, or every namespace's with `namespace` "", as printed rows (all pages), at least as
-   * fresh as `notOlderThan` when given (the same barrier as {@link list}). A row does not say its object's namespace.
+   * Lists one namespace's objects, or every namespace's with `namespace` "", as printed rows, handing each page to
+   * `onPage` as it arrives (no page is kept) until it answers false, at least as fresh as `notOlderThan` when given
+   * (the same barrier as {@link list}); resolves to the list's resourceVersion. A row does not say its object's
+   * namespace.
    */
   async listPrinted(
     namespace: string,
-    options: Pick<ListOptions, "notOlderThan" | "timeoutMs"> = {},
-  ): Promise<PrintedList> {
-    const rows: unknown[][] = [];
+    options: Pick<ListOptions, "notOlderThan" | "timeoutMs">,
+    onPage: (page: PrintedPage) => boolean | void,
+  ): Promise<string> {
     let columns: string[] = [];
-    const resourceVersion = await this.pageLoop<{
-      columnDefinitions?: { name: string }[];
-      rows?: { cells?: unknown[] }[];
-    }>(
+    return await this.pageLoop<{ columnDefinitions?: { name: string }[]; rows?: { cells?: unknown[] }[] }>(
       namespace,
       { ...options, query: { includeObject: "None" }, accept: PRINTED_TABLE, pageSize: PRINTED_PAGE },
       (page) => {
         if (page.columnDefinitions) columns = page.columnDefinitions.map((c) => c.name);
-        for (const row of page.rows ?? []) rows.push(row.cells ?? []);
+        return onPage({ columns, rows: (page.rows ?? []).map((row) => row.cells ?? []) });
       },
     );
-    return { columns, rows, resourceVersion };
   }
 
   /** Whether the API server serves this resource at all (a one-object list; 404 means not served). */
