@@ -8,18 +8,30 @@
  *   `case NETBOX_IPPOOL_KIND:`) or lists kinds by name (`[INCLUSTER_IPPOOL_KIND, GLOBAL_INCLUSTER_IPPOOL_KIND]`);
  *   elsewhere a fact is asked of the registry (`isGlobalKind(kind)`, `isNetBoxKind(kind)`, `poolKindOfRef(ref)`), so a
  *   new kind cannot be missed by a stray comparison.
+ * - only a kind's own modules and the registration list (src/controllers/kinds.ts) import a kind's controller module:
+ *   the manager, RBAC generation (src/rbac.ts) and the metrics (src/runtime/) iterate that list, so they cannot hold
+ *   a kind's wiring, rules or names.
  * Pure reads of the working tree: no server.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, posix, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { POOL_DESCRIPTORS, type PoolKindName } from "../api/registry.js";
 import type { AnyPool } from "../src/cli/poolkind.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-/** The folders whose production files take pool kinds' facts from the registry. */
-const FOLDERS = ["src/cli", "src/webhooks", "src/controllers", "src/ipam"];
+/** The folders and files whose production code takes pool kinds' facts from the registry. */
+const FOLDERS = ["src/cli", "src/webhooks", "src/controllers", "src/ipam", "src/runtime"];
+const TOP_FILES = ["src/rbac.ts"];
+
+/** The controller modules of the pool kinds: only they and KIND_IMPORTERS import them. */
+const KIND_FOLDERS = ["src/controllers/ippool/", "src/controllers/incluster/", "src/controllers/netbox/"];
+/** Files outside KIND_FOLDERS that may import a kind's controller module, each with why. */
+const KIND_IMPORTERS: Readonly<Record<string, string>> = {
+  "src/controllers/kinds.ts": "the registration list: one line per kind module",
+  "src/flags.ts": "the pattern of the --netbox-installation-id flag's value, checked at start",
+};
 
 /**
  * A kind's own modules, as path prefixes (a file, a folder, or a file-name stem), each with why it may single out
@@ -38,7 +50,7 @@ const OWN_MODULES: Readonly<Record<string, string>> = {
 
 /** Names of the registry's pool descriptors and of the api/ constants holding a pool kind's name. */
 const KIND_CONSTANTS =
-  /\b(?:(?:GLOBAL_)?(?:INCLUSTER_|NETBOX_)?IPPOOL\.kind|(?:GLOBAL_)?(?:INCLUSTER_|NETBOX_)?(?:IP)?POOL_KIND)\b/;
+  /\b(?:(?:GLOBAL_)?(?:INCLUSTER_|NETBOX_)?IPPOOL\.kind|(?:METAL3_|GLOBAL_)?(?:INCLUSTER_|NETBOX_)?(?:IP)?POOL_KIND)\b/;
 const K = KIND_CONSTANTS.source;
 /** A comparison or case with one kind's name, or a list of two or more of them. */
 const SINGLED_OUT = new RegExp(
@@ -65,7 +77,8 @@ function productionFiles(dir: string): string[] {
   });
 }
 
-const FILES = FOLDERS.flatMap(productionFiles);
+const FILES = [...FOLDERS.flatMap(productionFiles), ...TOP_FILES];
+const SRC_FILES = productionFiles("src");
 const isOwnModule = (file: string): boolean => Object.keys(OWN_MODULES).some((prefix) => file.startsWith(prefix));
 const lineAt = (text: string, index: number): number => text.slice(0, index).split("\n").length;
 
@@ -75,6 +88,22 @@ function found(files: readonly string[], pattern: RegExp): string[] {
     const text = code(readFileSync(join(ROOT, file), "utf8"));
     return [...text.matchAll(pattern)].map((m) => `${file}:${lineAt(text, m.index)} ${m[0].replace(/\s+/g, " ")}`);
   });
+}
+
+/** The repository paths `file` imports (relative specifiers only, `.js` read as `.ts`). */
+function importsOf(file: string): string[] {
+  const text = code(readFileSync(join(ROOT, file), "utf8"));
+  return [...text.matchAll(/\bfrom\s*"(\.[^"]+)"|\bimport\(\s*"(\.[^"]+)"\s*\)/g)].map((m) =>
+    posix.normalize(posix.join(posix.dirname(file), m[1] ?? m[2] ?? "")).replace(/\.js$/, ".ts"),
+  );
+}
+
+/** Every import of a kind's controller module by a file outside KIND_FOLDERS, as `file imports target`. */
+function kindImports(files: readonly string[]): string[] {
+  const outside = (path: string): boolean => !KIND_FOLDERS.some((f) => path.startsWith(f));
+  return files
+    .filter(outside)
+    .flatMap((file) => importsOf(file).flatMap((target) => (outside(target) ? [] : [`${file} imports ${target}`])));
 }
 
 describe("hack/kindfacts: pool kinds' facts come from api/registry.ts", () => {
@@ -93,6 +122,19 @@ describe("hack/kindfacts: pool kinds' facts come from api/registry.ts", () => {
         SINGLED_OUT,
       ),
     ).to.deep.equal([]);
+  });
+
+  it("imports a kind's controller module only from the kind's own modules and KIND_IMPORTERS", () => {
+    expect(SRC_FILES, "sees the manager, RBAC and metrics").to.include.members([
+      "src/controllers/manager.ts",
+      "src/rbac.ts",
+      "src/runtime/metrics.ts",
+    ]);
+    expect(kindImports(SRC_FILES), "sees the registration list").to.not.deep.equal([]);
+    const stray = kindImports(SRC_FILES).filter(
+      (line) => !Object.keys(KIND_IMPORTERS).includes(line.split(" ")[0] ?? ""),
+    );
+    expect(stray).to.deep.equal([]);
   });
 
   it("names in OWN_MODULES only modules that exist", () => {
@@ -115,7 +157,12 @@ describe("hack/kindfacts: pool kinds' facts come from api/registry.ts", () => {
     ])
       expect(once(SINGLED_OUT).test(form), form).to.equal(true);
     expect(once(SINGLED_OUT).test("{ kind: IPPOOL.kind, object }")).to.equal(false);
-    expect(once(SINGLED_OUT).test("[METAL3_POOL_KIND, INCLUSTER_POOL_KIND]")).to.equal(false);
+    expect(once(SINGLED_OUT).test("kind !== METAL3_POOL_KIND")).to.equal(true);
+    expect(once(SINGLED_OUT).test("[METAL3_POOL_KIND, INCLUSTER_POOL_KIND]")).to.equal(true);
+    expect(once(SINGLED_OUT).test("new PoolKinds(kinds)")).to.equal(false);
+    expect(kindImports(["src/controllers/kinds.ts"])).to.include(
+      "src/controllers/kinds.ts imports src/controllers/ippool/module.ts",
+    );
     for (const form of ["const G = {\n  IPPool: GROUP,", "{ InClusterIPPool: 1 }", `{ a: 1, "NetBoxIPPool": 2 }`])
       expect(once(KEYED).test(form), form).to.equal(true);
     for (const form of ["(pool: NetBoxIPPool)", "a ? IPPool : b", "{ kind: IPPool }"])

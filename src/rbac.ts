@@ -9,13 +9,8 @@ import { BRIDGE_RULES } from "./controllers/capi/bridge.js";
 import { ENDPOINT_CLAIM_RULES } from "./controllers/capi/endpoint.js";
 import { CLUSTER_RULES } from "./controllers/clusters.js";
 import { EVENT_RULES } from "./controllers/events.js";
-import { INCLUSTER_RULES } from "./controllers/incluster/kind.js";
-import { INCLUSTER_PROVIDER_RULES } from "./controllers/incluster/provider.js";
-import { NETBOX_SECRET_RULES } from "./controllers/netbox/connect.js";
-import { INSTALLATION_RULES } from "./controllers/netbox/installation.js";
+import { KIND_MODULES } from "./controllers/kinds.js";
 import { LOAD_BALANCER_RULES } from "./controllers/loadbalancer/controller.js";
-import { NETBOX_RULES } from "./controllers/netbox/kind.js";
-import { METAL3_CACHE_RULES } from "./controllers/ippool/caches.js";
 import { LEADER_ELECTION_RULES } from "./runtime/leader.js";
 import { ACCESS_REVIEW_RULES } from "./runtime/reviews.js";
 import { caBundleRules, crdBundleRules, SELF_MANAGED_NAMES, sharedSecretRules } from "./certs/rbac.js";
@@ -34,22 +29,22 @@ export interface PolicyRule {
 
 /** Rules granted cluster-wide (the controller may watch all namespaces). */
 export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
-  ...METAL3_CACHE_RULES,
+  // Each pool kind module's own (src/controllers/kinds.ts lists them).
+  ...KIND_MODULES.flatMap((m) => m.clusterRules),
   ...CLUSTER_RULES,
   ...EVENT_RULES,
   ...BRIDGE_RULES,
   ...ENDPOINT_CLAIM_RULES,
-  ...INCLUSTER_RULES,
-  ...INCLUSTER_PROVIDER_RULES,
-  ...NETBOX_RULES,
-  ...INSTALLATION_RULES,
   ...LOOKUP_RULES,
   ...ENDPOINT_RULES,
   ...ENDPOINT_GUARD_RULES,
   ...ACCESS_REVIEW_RULES,
 ];
 /** Rules granted only in the controller's own namespace. */
-export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [...LEADER_ELECTION_RULES, ...NETBOX_SECRET_RULES];
+export const NAMESPACE_ROLE_RULES: readonly PolicyRule[] = [
+  ...LEADER_ELECTION_RULES,
+  ...KIND_MODULES.flatMap((m) => m.namespaceRules ?? []),
+];
 
 /**
  * Cluster-wide rules only `--serve-load-balancers` needs (config/components/load-balancers): a controller without the

@@ -6,18 +6,12 @@ import { CLUSTER } from "../../api/registry.js";
 import type { Kube } from "../kube/access.js";
 import { servedVersion } from "../kube/discovery.js";
 import { DEFAULT_ENDPOINT_CLAIM_GRACE_MS } from "../ipam/endpoint.js";
-import type { IPAddress, IPClaim, IPPool } from "../../api/v1alpha1/types.js";
 import type { Logger } from "../runtime/logger.js";
 import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
 import { WorkQueue } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
-import { addressToPool, claimToPool, claimWaits, poolKey } from "./ippool/indexes.js";
-import { attachMetal3Caches, metal3Caches } from "./ippool/caches.js";
-import { IPClaimApi } from "./ippool/api.js";
-import { METAL3_POOL_KIND } from "./ippool/kind.js";
-import { GLOBAL_INCLUSTER_POOL_KIND, INCLUSTER_POOL_KIND } from "./incluster/kind.js";
-import { inClusterSharedKinds } from "./incluster/provider.js";
+import { KIND_MODULES } from "./kinds.js";
 import { keyOf } from "../kube/informer.js";
 import { Store } from "./store.js";
 import { IPAddressClaimApi } from "./capi/api.js";
@@ -28,31 +22,17 @@ import { PoolKindDiscovery } from "./pools/discovery.js";
 import { ProviderGate } from "./pools/gate.js";
 import { BY_CLUSTER } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
+import type { AttachedCaches, CacheHook, ModuleOptions } from "./pools/module.js";
 import type { SharedKinds } from "./pools/providers.js";
 import { PoolReconciler } from "./pools/reconciler.js";
 import { PoolKinds } from "./pools/registry.js";
-import { netBoxConnector } from "./netbox/connect.js";
-import { NetBoxEngine } from "./netbox/engine.js";
-import { installationSource } from "./netbox/installation.js";
-import { netBoxClient } from "../netbox/client.js";
-import { netBoxPoolKinds } from "./netbox/kind.js";
 import { LoadBalancerController } from "./loadbalancer/controller.js";
 
 /**
- * Every pool kind a manager serves. Metal3's IPPool is always served (its CRD ships with us); the others are optional
- * and served once their CRDs are (pools/discovery.ts). A new kind is one adapter and one line here. The NetBox kinds
- * share the manager's engine (what it keeps of each pool, one client per NetBox instance), hence one list per manager.
+ * The name of the pool controller in the `controller` label of the work queue and reconcile error series (one
+ * controller for pools of every kind; dashboards and alerts select it by this value).
  */
-function servedPoolKinds(netbox: NetBoxEngine): PoolKinds {
-  return new PoolKinds([METAL3_POOL_KIND, INCLUSTER_POOL_KIND, GLOBAL_INCLUSTER_POOL_KIND, ...netBoxPoolKinds(netbox)]);
-}
-
-/** Deadline of one NetBox request (an allocation takes about 50 ms; a list of a full prefix a second or two). */
-const NETBOX_TIMEOUT_MS = 30_000;
-const NETBOX_USER_AGENT = "metal3-ipam-ts";
-
-/** The namespace config/default installs the controller in. */
-const DEFAULT_CONTROLLER_NAMESPACE = "metal3-ipam-system";
+const POOL_CONTROLLER = "ippool";
 
 export interface ManagerOptions {
   /** Namespace to watch; empty or undefined watches all. */
@@ -96,6 +76,10 @@ export class Manager {
   private endpoints?: EndpointClaims;
   private loadBalancers?: LoadBalancerController;
   private readonly kinds: PoolKinds;
+  /** The kinds served from the start on caches their modules make (pools/module.ts); the others are discovered. */
+  private readonly hooks: readonly CacheHook[];
+  /** What the hooks attached to the store: claim APIs and the pools a Cluster affects. */
+  private attached: AttachedCaches[] = [];
   /** The kinds another provider may serve too: one declaration per provider (pools/providers.ts). */
   private readonly shared: SharedKinds<PoolKind>[];
 
@@ -103,19 +87,10 @@ export class Manager {
     private readonly kubeConfig: Kube,
     private readonly options: ManagerOptions,
   ) {
-    const metrics = options.metrics ?? noMetrics;
-    const connector = netBoxConnector(
-      options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE,
-      (endpoint) =>
-        netBoxClient(endpoint, {
-          timeoutMs: NETBOX_TIMEOUT_MS,
-          userAgent: NETBOX_USER_AGENT,
-          observe: (o) => metrics.netBoxRequest(o),
-        }),
-      { allowHttp: options.netBoxAllowHttp ?? false },
-    );
-    this.kinds = servedPoolKinds(new NetBoxEngine(connector, installationSource(options.netBoxInstallationId)));
-    this.shared = [inClusterSharedKinds(options.serveInClusterPools ?? false, options.inClusterProviderNamespace)];
+    const moduleOptions: ModuleOptions = { ...options, metrics: options.metrics ?? noMetrics };
+    this.kinds = new PoolKinds(KIND_MODULES.flatMap((m) => m.kinds(moduleOptions)));
+    this.hooks = KIND_MODULES.flatMap((m) => m.hooks ?? []);
+    this.shared = KIND_MODULES.flatMap((m) => (m.shared ? [m.shared(moduleOptions)] : []));
   }
 
   /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */
@@ -132,18 +107,19 @@ export class Manager {
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
       logger: log.child({ component: "informer" }),
     });
-    const metal3 = attachMetal3Caches(store);
     this.store = store;
     const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
     const metrics = this.options.metrics ?? noMetrics;
-    store.servePools(METAL3_POOL_KIND, metal3.pools);
-    const apis = [new IPClaimApi(store, metal3), new IPAddressClaimApi(store, this.kinds)];
+    // Events reach the queue only once the store has started, after the queue is made.
+    const add = (key: string, waiting?: boolean): void => this.queue?.add(key, waiting);
+    this.attached = this.hooks.map((hook) => hook.attach(store, add));
+    const apis = [...this.attached.map((a) => a.api), new IPAddressClaimApi(store, this.kinds)];
     const reconciler = new PoolReconciler(store, this.kinds, apis, events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
-      onMetrics: metrics.queue("ippool"),
+      onMetrics: metrics.queue(POOL_CONTROLLER),
       onError: (key, err) => {
-        metrics.reconcileError("ippool");
+        metrics.reconcileError(POOL_CONTROLLER);
         log.error("Reconcile failed; retrying with backoff", {
           pool: key,
           error: err instanceof Error ? err.message : String(err),
@@ -151,10 +127,6 @@ export class Manager {
       },
     });
     this.queue = queue;
-    const add = (key: string, waiting?: boolean): void => queue.add(key, waiting);
-    metal3.pools.on((_kind, p: IPPool) => add(poolKey(p)));
-    metal3.claims.on((_kind, c: IPClaim) => add(claimToPool(c), claimWaits(c)));
-    metal3.addresses.on((_kind, a: IPAddress) => add(addressToPool(a)));
     // A Cluster's change (pause, deletion, creation) can change decisions of claims that did not change themselves.
     store.clusters.on((_kind, c: Cluster) =>
       this.clusterToPools(keyOf(c)).forEach((key) => {
@@ -219,7 +191,8 @@ export class Manager {
   private optionalKinds(): PoolKind[] {
     // Kinds another provider may serve are looked for only when the operator enabled them.
     const off = new Set(this.shared.filter((group) => !group.enabled).flatMap((group) => group.kinds));
-    const optional = this.kinds.all.filter((kind) => kind !== METAL3_POOL_KIND && !off.has(kind));
+    const cached = new Set(this.hooks.map((hook) => hook.kind));
+    const optional = this.kinds.all.filter((kind) => !cached.has(kind) && !off.has(kind));
     if (!this.options.namespace) return optional;
     const scoped = optional.filter((kind) => !kind.descriptor.namespaced);
     for (const kind of scoped)
@@ -230,13 +203,12 @@ export class Manager {
     return optional.filter((kind) => kind.descriptor.namespaced);
   }
 
-  /** Pools affected by a Cluster: those naming it, and the pools of claims (both kinds) that name it themselves. */
+  /** Pools affected by a Cluster: those naming it, and the pools of claims (every claim API's) that name it. */
   private clusterToPools(clusterKey: string): string[] {
     const store = this.store;
     if (!store) return [];
     return [
-      ...metal3Caches(store).pools.byIndex(BY_CLUSTER, clusterKey).map(poolKey),
-      ...metal3Caches(store).claims.byIndex(BY_CLUSTER, clusterKey).map(claimToPool),
+      ...this.attached.flatMap((a) => a.poolsOfCluster(clusterKey)),
       ...(store.capi?.claims.byIndex(BY_CLUSTER, clusterKey).flatMap((c) => capiClaimToPool(this.kinds, c)) ?? []),
     ];
   }

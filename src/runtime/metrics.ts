@@ -3,16 +3,17 @@
  * `ControllerMetrics` interface so tests can pass `noMetrics`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { CAPI_IPADDRESSCLAIM, IPCLAIM } from "../../api/registry.js";
 import { clientStats } from "../kube/ratelimit.js";
 import type { Release } from "./memory.js";
 import type { WorkQueueMetrics } from "./workqueue.js";
 
-/** Kinds of claim a pool serves: our own, and Cluster API's (carried through an IPClaim by the bridge). */
-export type ClaimKind = "IPClaim" | "IPAddressClaim";
-export const CLAIM_KINDS: readonly ClaimKind[] = ["IPClaim", "IPAddressClaim"];
+/** Kinds of claim a pool serves (the `kind` label of the pending series): Metal3's IPClaim and Cluster API's. */
+export const CLAIM_KINDS = [IPCLAIM.kind, CAPI_IPADDRESSCLAIM.kind] as const;
+export type ClaimKind = (typeof CLAIM_KINDS)[number];
 
 /**
- * The pool a per-pool series is about: its kind (`IPPool`, `InClusterIPPool`, `GlobalInClusterIPPool`; the
+ * The pool a per-pool series is about: its kind's name as its descriptor in api/registry.ts gives it (the
  * `pool_kind` label, since `kind` already names the claim kind of the pending series), its namespace ("" for a
  * cluster-scoped kind: the series then has no `namespace` label) and its name (`pool`). A pool's `PoolLocation` is one.
  */
