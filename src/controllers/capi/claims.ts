@@ -7,6 +7,7 @@ import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import type { PoolKind } from "../pools/kind.js";
+import { NONE, REQUEUE, wakeIn, type PassOutcome } from "../pools/outcome.js";
 import type { ApplyContext, Pass } from "../pools/pass.js";
 import type { CapiInformers } from "../store.js";
 import type { CapiClaimAction } from "./plan.js";
@@ -20,15 +21,23 @@ import {
   type ReadyInput,
 } from "./translate.js";
 
-/** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
-export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, action: CapiClaimAction): Promise<void> {
+/**
+ * Applies one action; resolves to what it asks of the pool's next pass (a lost race: REQUEUE; a grace period: a wake
+ * when it ends). Transient API errors propagate (the queue retries with backoff); decisions never throw.
+ */
+export async function applyCapiClaimAction(
+  pass: Pass,
+  capi: CapiInformers,
+  action: CapiClaimAction,
+): Promise<PassOutcome> {
   const { ctx, kind } = pass;
   switch (action.kind) {
     case "skip":
-      return;
+      return NONE;
     case "release":
       await releaseExternal(pass, action.claim);
-      return await release(ctx, kind, capi, action.claim, action.addresses);
+      await release(ctx, kind, capi, action.claim, action.addresses);
+      return NONE;
     case "hold":
       // The address stays held by its record; the pool runs again when the period ends (the claim stays unsettled,
       // so every pass in between plans it again and asks anew).
@@ -36,8 +45,7 @@ export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, acti
         ipAddressClaim: action.claim.metadata.name,
         releaseInMs: action.releaseInMs,
       });
-      wakeIn(ctx, action.releaseInMs);
-      return;
+      return wakeIn(Math.ceil(action.releaseInMs));
     case "bind":
       await bind(pass, capi, action.claim, action.address);
       for (const duplicate of action.duplicates) {
@@ -47,18 +55,19 @@ export async function applyCapiClaimAction(pass: Pass, capi: CapiInformers, acti
         });
         await releaseCapiAddress(ctx, kind, capi, duplicate);
       }
-      return;
+      return NONE;
     case "redo":
       for (const address of action.addresses) await unconfirmed(ctx, kind, capi, action.claim, address);
-      return;
+      return action.addresses.length > 0 ? REQUEUE : NONE;
     case "create":
       return await create(pass, capi, action.claim, action.address);
     case "fail":
-      return await writeStatus(ctx, capi, action.claim, undefined, {
+      await writeStatus(ctx, capi, action.claim, undefined, {
         status: "False",
         reason: capiReason(action.reason),
         message: action.message,
       });
+      return NONE;
   }
 }
 
@@ -137,7 +146,7 @@ async function bind(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, addr
   });
 }
 
-/** A record we made whose address another record turned out to hold: released unbound, and the pool runs again. */
+/** A record we made whose address another record turned out to hold: released unbound (the pool runs again). */
 async function unconfirmed(
   ctx: ApplyContext,
   kind: PoolKind,
@@ -151,10 +160,14 @@ async function unconfirmed(
     ipAddress: created.metadata.name,
   });
   await releaseCapiAddress(ctx, kind, capi, created);
-  ctx.requeue = true;
 }
 
-async function create(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+async function create(
+  pass: Pass,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  address: CapiIPAddress,
+): Promise<PassOutcome> {
   const { ctx, kind } = pass;
   const holder = capiRecordHolder(kind, address);
   let withFinalizer: IPAddressClaim;
@@ -180,16 +193,19 @@ async function create(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, ad
     ctx.allocator?.release(address.spec.address, holder);
     if (isInvalid(err)) {
       const message = `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`;
-      return await writeStatus(ctx, capi, withFinalizer, undefined, {
+      await writeStatus(ctx, capi, withFinalizer, undefined, {
         status: "False",
         reason: Reasons.AllocationFailed,
         message,
       });
+      return NONE;
     }
     throw err;
   }
-  if (ctx.confirm && !(await ctx.confirm("CapiIPAddress", created)))
-    return await unconfirmed(ctx, kind, capi, claim, created);
+  if (ctx.confirm && !(await ctx.confirm("CapiIPAddress", created))) {
+    await unconfirmed(ctx, kind, capi, claim, created);
+    return REQUEUE;
+  }
   ctx.log.info("Allocated IPAddress", {
     ipAddressClaim: claim.metadata.name,
     address: created.spec.address,
@@ -201,16 +217,12 @@ async function create(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, ad
     message: `Allocated ${created.spec.address}`,
   });
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
+  return NONE;
 }
 
-/** Asks for another pass of the pool in `ms` (the earliest of every such ask in this pass wins). */
-function wakeIn(ctx: ApplyContext, ms: number): void {
-  ctx.wakeInMs = Math.min(ctx.wakeInMs ?? Infinity, Math.ceil(ms));
-}
-
-function lostRace(ctx: ApplyContext, claim: IPAddressClaim, err: unknown): void {
-  ctx.requeue = true;
+function lostRace(ctx: ApplyContext, claim: IPAddressClaim, err: unknown): PassOutcome {
   ctx.log.debug("Lost a race; retrying the pool", { ipAddressClaim: claim.metadata.name, error: describeError(err) });
+  return REQUEUE;
 }
 
 /** Writes the claim's status when it differs; a new failure is also an Event and counts in the metrics. */

@@ -13,28 +13,35 @@ import {
 import type { Holder } from "../../ipam/allocator.js";
 import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
 import { conditionUnchanged } from "../conditions.js";
+import { NONE, REQUEUE, type PassOutcome } from "../pools/outcome.js";
 import type { ApplyContext } from "../pools/pass.js";
 import { metal3Caches } from "./caches.js";
 import { boundByMetal3, claimStatusPatch } from "./claimstatus.js";
 import type { ClaimAction } from "./plan.js";
 
-/** Applies one action. Transient API errors propagate (the queue retries with backoff); decisions never throw. */
-export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): Promise<void> {
+/**
+ * Applies one action; resolves to what it asks of the pool's next pass (a lost race: REQUEUE). Transient API errors
+ * propagate (the queue retries with backoff); decisions never throw.
+ */
+export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): Promise<PassOutcome> {
   switch (action.kind) {
     case "skip":
-      return;
+      return NONE;
     case "release":
-      return await release(ctx, action.claim, action.addresses);
+      await release(ctx, action.claim, action.addresses);
+      return NONE;
     case "bind":
       await bind(ctx, action.claim, action.address);
-      return await releaseDuplicates(ctx, action.claim, action.duplicates ?? []);
+      await releaseDuplicates(ctx, action.claim, action.duplicates ?? []);
+      return NONE;
     case "redo":
       for (const address of action.addresses) await unconfirmed(ctx, action.claim, address);
-      return;
+      return action.addresses.length > 0 ? REQUEUE : NONE;
     case "create":
       return await create(ctx, action.claim, action.address);
     case "fail":
-      return await failClaim(ctx, action.claim, action.reason, action.message);
+      await failClaim(ctx, action.claim, action.reason, action.message);
+      return NONE;
   }
 }
 
@@ -94,7 +101,7 @@ async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Prom
   );
 }
 
-async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
+async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<PassOutcome> {
   let withFinalizer: IPClaim;
   try {
     // The finalizer comes first: a claim deleted between our decision and the create then cannot leak the address.
@@ -119,16 +126,17 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
       return lostRace(ctx, claim, err);
     }
     ctx.allocator?.release(address.spec.address, holderOf(address));
-    if (isInvalid(err))
-      return await failClaim(
-        ctx,
-        withFinalizer,
-        Reasons.AllocationFailed,
-        `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`,
-      );
+    if (isInvalid(err)) {
+      const message = `IPAddress ${address.metadata.name ?? ""} was rejected: ${describeError(err)}`;
+      await failClaim(ctx, withFinalizer, Reasons.AllocationFailed, message);
+      return NONE;
+    }
     throw err;
   }
-  if (ctx.confirm && !(await ctx.confirm("IPAddress", created))) return await unconfirmed(ctx, claim, created);
+  if (ctx.confirm && !(await ctx.confirm("IPAddress", created))) {
+    await unconfirmed(ctx, claim, created);
+    return REQUEUE;
+  }
   ctx.log.info("Allocated IPAddress", {
     claim: claim.metadata.name,
     address: created.spec.address,
@@ -136,9 +144,10 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
   });
   await bind(ctx, withFinalizer, created);
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
+  return NONE;
 }
 
-/** A record we made whose address another record turned out to hold: released unbound, and the pool runs again. */
+/** A record we made whose address another record turned out to hold: released unbound (the pool runs again). */
 async function unconfirmed(ctx: ApplyContext, claim: IPClaim, created: IPAddress): Promise<void> {
   ctx.log.warn("Released a new IPAddress: another record holds its address", {
     claim: claim.metadata.name,
@@ -146,7 +155,6 @@ async function unconfirmed(ctx: ApplyContext, claim: IPClaim, created: IPAddress
     ipAddress: created.metadata.name,
   });
   await releaseAddress(ctx, created);
-  ctx.requeue = true;
 }
 
 /** The allocator's holder for an IPAddress: its IPClaim when it names one, else the object itself (a reservation). */
@@ -157,9 +165,9 @@ export function holderOf(address: IPAddress): Holder {
     : { kind: "other", description: `IPAddress ${address.metadata.name ?? ""}` };
 }
 
-function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): void {
-  ctx.requeue = true;
+function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): PassOutcome {
   ctx.log.debug("Lost a race; retrying the pool", { claim: claim.metadata.name, error: describeError(err) });
+  return REQUEUE;
 }
 
 export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reason, message: string): Promise<void> {

@@ -6,6 +6,7 @@ import { planCapiClaim } from "../capi/plan.js";
 import { INCLUSTER_POOL_KIND } from "../incluster/kind.js";
 import { decideWithEngine, ENGINE_SEGMENT, segmentsOf, WriteRunner, type ClaimStep } from "./external.js";
 import type { ExternalAnswer, ExternalClaim, ExternalEngine, KindContext, PoolObject } from "./kind.js";
+import { NONE, REQUEUE, wakeIn, type PassOutcome } from "./outcome.js";
 import type { ClaimApi, Pass } from "./pass.js";
 import { DecisionSlicer } from "./slices.js";
 
@@ -16,7 +17,11 @@ const api = {
     return name.startsWith("asks-") ? { holder: name, claim, cluster: undefined } : undefined;
   },
 } as unknown as ClaimApi;
-const step = (name: string): ClaimStep => ({ api, claim: { metadata: { name } }, decide: () => async () => {} });
+const step = (name: string): ClaimStep => ({
+  api,
+  claim: { metadata: { name } },
+  decide: () => () => Promise.resolve(NONE),
+});
 const names = (segment: { steps: ClaimStep[] }): string[] => segment.steps.map((s) => s.claim.metadata.name ?? "");
 
 describe("a pass with an external engine (pure)", () => {
@@ -42,13 +47,14 @@ describe("a pass with an external engine (pure)", () => {
     const done: number[] = [];
     const write =
       (i: number, fail = false) =>
-      async (): Promise<void> => {
+      async (): Promise<PassOutcome> => {
         running++;
         most = Math.max(most, running);
         await new Promise((r) => setTimeout(r, 5));
         running--;
         done.push(i);
         if (fail) throw new Error(`write ${i} failed`);
+        return NONE;
       };
     runner.add(write(1));
     runner.add(write(2, true));
@@ -63,12 +69,26 @@ describe("a pass with an external engine (pure)", () => {
     await new WriteRunner(2).drain();
   });
 
+  it("drains to the writes' outcomes merged: a requeue if any asks for one, the earliest wake", async () => {
+    const runner = new WriteRunner(2);
+    const outcomes = [NONE, wakeIn(900), REQUEUE, wakeIn(300), NONE];
+    for (const [i, outcome] of outcomes.entries())
+      runner.add(async () => {
+        await new Promise((r) => setTimeout(r, outcomes.length - i));
+        return outcome;
+      });
+    expect(await runner.drain()).to.deep.equal({ requeue: true, wakeInMs: 300 });
+    const quiet = new WriteRunner(2);
+    for (let i = 0; i < 3; i++) quiet.add(() => Promise.resolve(NONE));
+    expect(await quiet.drain()).to.equal(NONE);
+  });
+
   it("counts a write that throws before its first await as failed, and still drains", async () => {
     const runner = new WriteRunner(1);
     runner.add(() => {
       throw new Error("thrown at once");
     });
-    runner.add(async () => {});
+    runner.add(() => Promise.resolve(NONE));
     let error: unknown;
     await runner.drain().catch((err: unknown) => (error = err));
     expect((error as Error).message).to.equal("thrown at once");
@@ -153,7 +173,7 @@ class World {
         allocator.reserve(r.spec.address, { kind: "claim", claimName: name, claimKind: "IPAddressClaim" });
     const all = [...this.records.values()].flat();
     const pass = {
-      ctx: { allocator, now: new Date(0), requeue: false },
+      ctx: { allocator, now: new Date(0) },
       kind: KIND,
       pool: POOL,
       onCollision: () => undefined,
@@ -168,7 +188,7 @@ class World {
     await decideWithEngine(pass, POOL, engine, steps, {} as KindContext, 4, new DecisionSlicer(10, () => 0));
   }
 
-  private decide(pass: Pass, claim: IPAddressClaim): () => Promise<void> {
+  private decide(pass: Pass, claim: IPAddressClaim): () => Promise<PassOutcome> {
     this.decisions++;
     const action = planCapiClaim({
       claim,
@@ -191,6 +211,7 @@ class World {
       if (action.kind === "create") this.records.set(name, [...this.recordsOf(claim), action.address]);
       if (action.kind === "fail") this.conditions.set(name, `${action.reason}: ${action.message}`);
       if (action.kind === "create" || action.kind === "bind") this.conditions.set(name, "Ready");
+      return NONE;
     };
   }
 

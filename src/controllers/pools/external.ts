@@ -9,13 +9,15 @@
  *
  * What does not change: decisions are sequential and in claim order, each made with the engine's answer for its claim
  * (the pass's `external` map, filled before the segment is decided); the writes of the pass still run at most
- * `writeConcurrency` at a time and the pass ends when all are done, failing with the first error. Once the engine
+ * `writeConcurrency` at a time and the pass ends when all are done, failing with the first error (else with their
+ * outcomes merged, pools/outcome.ts). Once the engine
  * fails (it then sets a retry time, see ExternalEngine.retryAfterMs), it is not asked again in this pass: the claims
  * after that get the same failure, as they did when the whole pass was one call.
  */
 import { describeError } from "../../kube/errors.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { ExternalAnswer, ExternalClaim, ExternalEngine, PoolObject } from "./kind.js";
+import { mergeOutcomes, NONE, type PassOutcome } from "./outcome.js";
 import type { ClaimApi, Pass } from "./pass.js";
 import { DecisionSlicer } from "./slices.js";
 
@@ -27,13 +29,13 @@ export interface ClaimStep {
   api: ClaimApi;
   claim: KubeObject;
   /** Decides (see ClaimWork.decide) and records whether the claim is settled; returns its write. */
-  decide: () => () => Promise<void>;
+  decide: () => () => Promise<PassOutcome>;
 }
 
 /**
  * Decides `steps` (in decision order) segment by segment, asking `engine` for each segment's claims first; runs the
  * writes `writeConcurrency` at a time as they come, pausing between decisions as `slicer` says (pools/slices.ts).
- * Resolves once every write is done; rejects with the first error.
+ * Resolves once every write is done, to their outcomes merged; rejects with the first error.
  */
 export async function decideWithEngine(
   pass: Pass,
@@ -43,7 +45,7 @@ export async function decideWithEngine(
   kindContext: Parameters<ExternalEngine["obtain"]>[2],
   writeConcurrency: number,
   slicer: DecisionSlicer = new DecisionSlicer(),
-): Promise<void> {
+): Promise<PassOutcome> {
   const answers = new Map<string, ExternalAnswer>();
   pass.external = answers;
   const writes = new WriteRunner(writeConcurrency);
@@ -65,7 +67,7 @@ export async function decideWithEngine(
       writes.add(step.decide());
     }
   }
-  await writes.drain();
+  return await writes.drain();
 }
 
 const failed = (a: ExternalAnswer | undefined): a is ExternalAnswer => a !== undefined && !a.ok;
@@ -91,30 +93,39 @@ export function segmentsOf(
   return segments;
 }
 
-/** Runs writes as they are added, at most `limit` at a time; `drain` waits for all and rejects with the first error. */
+/**
+ * Runs writes as they are added, at most `limit` at a time; `drain` waits for all, then rejects with the first error
+ * or resolves to their outcomes merged.
+ */
 export class WriteRunner {
-  private readonly queue: (() => Promise<void>)[] = [];
+  private readonly queue: (() => Promise<PassOutcome>)[] = [];
   private running = 0;
   private firstError: unknown;
+  private outcome = NONE;
   private idle: (() => void) | undefined;
 
   constructor(private readonly limit: number) {}
 
-  add(write: () => Promise<void>): void {
+  add(write: () => Promise<PassOutcome>): void {
     this.queue.push(write);
     this.next();
   }
 
   private next(): void {
     while (this.running < this.limit && this.queue.length > 0) {
-      const write = this.queue.shift() as () => Promise<void>;
+      const write = this.queue.shift() as () => Promise<PassOutcome>;
       this.running++;
       // Started from a promise, so a write that throws before its first await is counted as failed, not lost.
       void Promise.resolve()
         .then(write)
-        .catch((err: unknown) => {
-          this.firstError ??= err;
-        })
+        .then(
+          (outcome) => {
+            this.outcome = mergeOutcomes(this.outcome, outcome);
+          },
+          (err: unknown) => {
+            this.firstError ??= err;
+          },
+        )
         .finally(() => {
           this.running--;
           this.next();
@@ -123,9 +134,10 @@ export class WriteRunner {
     }
   }
 
-  async drain(): Promise<void> {
+  async drain(): Promise<PassOutcome> {
     if (this.running > 0 || this.queue.length > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     const err = this.firstError;
     if (err !== undefined) throw err instanceof Error ? err : new Error(describeError(err));
+    return this.outcome;
   }
 }

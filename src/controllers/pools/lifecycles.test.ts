@@ -2,9 +2,17 @@ import { expect } from "chai";
 import type { CapiIPAddress, IPAddressClaim } from "../../../api/capi/types.js";
 import type { IPAddress, IPClaim, IPPool, ObjectMeta, Reason } from "../../../api/v1alpha1/types.js";
 import { PoolAllocator } from "../../ipam/allocator.js";
+import { ApiError } from "../../kube/errors.js";
+import { silentLogger } from "../../runtime/logger.js";
+import { noMetrics } from "../../runtime/metrics.js";
+import { applyCapiClaimAction, capiRecordHolder } from "../capi/claims.js";
 import { planCapiClaim, type CapiClaimAction } from "../capi/plan.js";
+import { applyClaimAction } from "../ippool/claims.js";
 import { METAL3_POOL_KIND } from "../ippool/kind.js";
 import { planClaim, type ClaimAction } from "../ippool/plan.js";
+import type { CapiInformers } from "../store.js";
+import { NONE, REQUEUE, type PassOutcome } from "./outcome.js";
+import type { ApplyContext, Pass } from "./pass.js";
 
 /**
  * Both claim lifecycles deciding in one pass over one Metal3 pool, as the pass interleaves them: IPClaims (ippool/)
@@ -164,4 +172,70 @@ describe("both claim lifecycles in one pass over one pool (plans, pure)", () => 
   ];
   for (const [what, p, claims, expected, blocked] of rows)
     it(what, () => expect(pass(p, claims, blocked)).to.deep.equal(expected));
+});
+
+/**
+ * What a claim's write asks of the pool's next pass, for the actions whose write needs no API server: those that
+ * write nothing, and a create whose first write (the claim's finalizer) loses a race, answered by a store that only
+ * refuses. Everything else a write does is covered against a real API server (e2e/ippool, e2e/capi).
+ */
+describe("what each lifecycle's write asks of the next pass (outcomes, no server)", () => {
+  const address = (a: string): CapiIPAddress => ({
+    metadata: { name: recordName(a), namespace: "ns" },
+    spec: { address: a, prefix: 24, claimRef: { name: "b" }, poolRef: capiClaim("b").spec.poolRef },
+  });
+  /** A pass whose store refuses the claim's finalizer with `code`, over an allocator holding 10.0.0.1 for "b". */
+  function refusingPass(code: number): { pass: Pass; allocator: PoolAllocator } {
+    const allocator = new PoolAllocator(pool().spec);
+    allocator.reserve("10.0.0.1", capiRecordHolder(METAL3_POOL_KIND, address("10.0.0.1")));
+    const store = { addFinalizer: () => Promise.reject(new ApiError("refused", code, undefined)) };
+    const ctx = { store, log: silentLogger(), allocator, now: new Date(DELETED), metrics: noMetrics };
+    return { pass: { ctx: ctx as unknown as ApplyContext, kind: METAL3_POOL_KIND } as Pass, allocator };
+  }
+  const capi = {} as CapiInformers;
+  const ipPass = refusingPass(500).pass;
+  const rows: [string, () => Promise<PassOutcome>, PassOutcome][] = [
+    ["IPClaim, nothing to do: nothing", () => applyClaimAction(ipPass.ctx, { kind: "skip", why: "bound" }), NONE],
+    [
+      "IPClaim, no record to redo: nothing",
+      () => applyClaimAction(ipPass.ctx, { kind: "redo", claim: ipClaim("a"), addresses: [] }),
+      NONE,
+    ],
+    [
+      "IPAddressClaim, nothing to do: nothing",
+      () => applyCapiClaimAction(ipPass, capi, { kind: "skip", why: "bound" }),
+      NONE,
+    ],
+    [
+      "IPAddressClaim in its reuse grace period: a wake when it ends, in whole milliseconds",
+      () => applyCapiClaimAction(ipPass, capi, { kind: "hold", claim: capiClaim("b"), releaseInMs: 1_234.2 }),
+      { wakeInMs: 1_235 },
+    ],
+    [
+      "IPAddressClaim, no record to redo: nothing",
+      () => applyCapiClaimAction(ipPass, capi, { kind: "redo", claim: capiClaim("b"), addresses: [] }),
+      NONE,
+    ],
+  ];
+  for (const [what, write, expected] of rows) it(what, async () => expect(await write()).to.deep.equal(expected));
+
+  for (const [code, why] of [
+    [409, "the claim changed"],
+    [404, "the claim is gone"],
+  ] as const)
+    it(`IPAddressClaim whose finalizer write loses a race (${why}): a requeue, the address freed`, async () => {
+      const { pass, allocator } = refusingPass(code);
+      expect(allocator.heldCount).to.equal(1);
+      const create = { kind: "create", claim: capiClaim("b"), address: address("10.0.0.1") } as const;
+      expect(await applyCapiClaimAction(pass, capi, create)).to.equal(REQUEUE);
+      expect(allocator.heldCount).to.equal(0);
+    });
+
+  it("IPAddressClaim whose finalizer write fails otherwise: the error, no outcome", async () => {
+    const { pass } = refusingPass(500);
+    const create = { kind: "create", claim: capiClaim("b"), address: address("10.0.0.1") } as const;
+    let error: unknown;
+    await applyCapiClaimAction(pass, capi, create).catch((err: unknown) => (error = err));
+    expect((error as ApiError).code).to.equal(500);
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * What one pass over one pool shares with the claim lifecycles it drives: the pool and its kind, the allocator, the
- * store, and how a write reports back (requeue, deferred status, confirmation of new records). The lifecycles of the
- * two claim APIs (ippool/api.ts for IPClaims, capi/api.ts for IPAddressClaims) implement {@link ClaimApi}.
+ * store, and the confirmation of new records. What a write asks of the next pass it returns (pools/outcome.ts). The
+ * lifecycles of the two claim APIs (ippool/api.ts for IPClaims, capi/api.ts for IPAddressClaims) implement
+ * {@link ClaimApi}.
  */
 import type { ObjectMeta, Reason } from "../../../api/v1alpha1/types.js";
 import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
@@ -12,6 +13,7 @@ import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
 import type { PoolLocation } from "./indexes.js";
+import type { PassOutcome } from "./outcome.js";
 import type { ExternalAnswer, ExternalClaim, ExternalHolding, PoolKind, PoolObject, PoolRecord } from "./kind.js";
 
 /** What the pass reads of a claim API's records cache (an Informer of the record type satisfies it). */
@@ -55,14 +57,6 @@ export interface ApplyContext {
   log: Logger;
   allocator: PoolAllocator | undefined;
   now: Date;
-  /** Set when a write lost a race; the pool is reconciled again soon. */
-  requeue: boolean;
-  /** Set when an external engine could not be asked: the pool runs again (a full pass) after this long. */
-  retryAfterMs?: number;
-  /** Set when the pool's status write was held back: the pass to run once it is due. */
-  statusDueInMs?: number;
-  /** Set when a decision waits for a time (a deleted claim's reuse grace period): the pass to run then. */
-  wakeInMs?: number;
   /**
    * Set when the records' caches were not known fresh before allocating (spec §3.4): resolves whether a record just
    * created holds its address alone. A claim is bound only to a confirmed record; an unconfirmed one is released.
@@ -94,8 +88,11 @@ export interface Pass {
 /** One claim's decision, taken in pass order; the write it returns runs later, a few at a time. */
 export interface ClaimWork {
   claim: KubeObject;
-  /** Decides; `settled` says the claim is bound and needs no further pass until it or its records change. */
-  decide: () => { write: () => Promise<void>; settled: boolean };
+  /**
+   * Decides; `settled` says the claim is bound and needs no further pass until it or its records change. The write
+   * resolves to what it asks of the next pass (NONE when nothing).
+   */
+  decide: () => { write: () => Promise<PassOutcome>; settled: boolean };
 }
 
 /**

@@ -1,5 +1,9 @@
 import { expect } from "chai";
+import type { ExternalEngine, PoolKind, PoolObject } from "./kind.js";
+import { NONE, REQUEUE, wakeIn, type PassOutcome } from "./outcome.js";
 import {
+  engineRetry,
+  LOST_RACE_REQUEUE_MS,
   MAX_STATUS_WRITE_INTERVAL_MS,
   requeueOf,
   STATUS_WRITE_INTERVAL_MS,
@@ -17,15 +21,28 @@ describe("a pool's status write interval", () => {
 });
 
 describe("when a pass asks to run the pool again (requeueOf, pure)", () => {
-  const rows: [string, Parameters<typeof requeueOf>[0], number | undefined][] = [
-    ["nothing waits: no requeue", { requeue: false }, undefined],
-    ["a lost race (a write conflicted, a new record was not confirmed): soon", { requeue: true }, 200],
-    ["a held-back status write: when it is due", { requeue: false, statusDueInMs: 1_500 }, 1_500],
-    ["a reuse grace period: when it ends", { requeue: false, wakeInMs: 9_000 }, 9_000],
-    ["a failing engine: after its backoff", { requeue: false, retryAfterMs: 5_000 }, 5_000],
-    ["a status due at once is not lost", { requeue: false, statusDueInMs: 0 }, 0],
-    ["several: the soonest", { requeue: true, statusDueInMs: 1_500, wakeInMs: 100, retryAfterMs: 5_000 }, 100],
-    ["a lost race does not wait for an engine's backoff", { requeue: true, retryAfterMs: 5_000 }, 200],
+  const rows: [string, PassOutcome, number | undefined][] = [
+    ["nothing waits: no requeue", NONE, undefined],
+    ["a lost race (a write conflicted, a new record was not confirmed): soon", REQUEUE, LOST_RACE_REQUEUE_MS],
+    ["a wake (a held-back status write, a grace period, an engine's backoff): then", wakeIn(9_000), 9_000],
+    ["a wake at once is not lost", wakeIn(0), 0],
+    ["a lost race and a later wake: soon", { requeue: true, wakeInMs: 5_000 }, 200],
+    ["a lost race and an earlier wake: the wake", { requeue: true, wakeInMs: 100 }, 100],
   ];
-  for (const [what, ctx, expected] of rows) it(what, () => expect(requeueOf(ctx)?.requeueAfterMs).to.equal(expected));
+  for (const [what, outcome, expected] of rows)
+    it(what, () => expect(requeueOf(outcome)?.requeueAfterMs).to.equal(expected));
+});
+
+describe("what a failing engine asks of the next pass (engineRetry, pure)", () => {
+  const pool: PoolObject = { metadata: { name: "p" } };
+  const engine = (retryMs: number | undefined): Pick<PoolKind, "external"> => ({
+    external: { retryAfterMs: () => retryMs } as unknown as ExternalEngine,
+  });
+  const rows: [string, Pick<PoolKind, "external">, PoolObject | undefined, PassOutcome][] = [
+    ["a kind without an engine: nothing", {}, pool, NONE],
+    ["an engine that did not fail: nothing", engine(undefined), pool, NONE],
+    ["a failing engine: a wake after its backoff", engine(5_000), pool, { wakeInMs: 5_000 }],
+    ["a pool that is gone: nothing to retry", engine(5_000), undefined, NONE],
+  ];
+  for (const [what, kind, p, expected] of rows) it(what, () => expect(engineRetry(kind, p)).to.deep.equal(expected));
 });

@@ -31,6 +31,7 @@ import {
 } from "./state.js";
 import { parsePoolKey, type PoolLocation } from "./indexes.js";
 import type { PoolKind, PoolObject, PoolRecord } from "./kind.js";
+import { mergeOutcomes, NONE, wakeIn, type PassOutcome } from "./outcome.js";
 import type { ApplyContext, ClaimApi, Pass } from "./pass.js";
 import type { PoolKinds } from "./registry.js";
 import { decideWithEngine, type ClaimStep } from "./external.js";
@@ -120,15 +121,14 @@ export class PoolReconciler {
       log,
       allocator: undefined,
       now: this.now(),
-      requeue: false,
       metrics,
     };
     const collisions: string[] = [];
     const pass = this.passFor(ctx, kind, ref, key, pool, collisions);
     try {
-      const result = await this.runPass(pass, apis, pools, pool);
-      if (ctx.requeue) this.fullNext.add(key);
-      return result;
+      const outcome = await this.runPass(pass, apis, pools, pool);
+      if (outcome.requeue) this.fullNext.add(key);
+      return requeueOf(outcome);
     } catch (err) {
       // Changes taken from the logs may be half applied: the next pass starts over from the whole cache.
       this.fullNext.add(key);
@@ -138,14 +138,15 @@ export class PoolReconciler {
 
   /**
    * One pass, full or incremental (pools/state.ts): which claims to plan, the barrier, the allocator, the decisions,
-   * orphans, then deletion or status.
+   * orphans, then deletion or status. Resolves to what the decisions' writes, the status step and the engine's
+   * backoff ask of the next pass, merged.
    */
   private async runPass(
     pass: Pass,
     apis: readonly ClaimApi[],
     pools: Informer<PoolObject>,
     pool: PoolObject | undefined,
-  ): Promise<ReconcileResult> {
+  ): Promise<PassOutcome> {
     const { ctx, key } = pass;
     const changes = new Map(apis.map((api): [ClaimApi, ApiChanges] => [api, this.takeChanges(api, key)]));
     const kept = pool ? this.states.get(key) : undefined;
@@ -155,12 +156,12 @@ export class PoolReconciler {
     const confirm = await freshnessBarrier(pass, apis, claims);
     if (confirm) ctx.confirm = confirm;
     const state = await this.stateFor(pass, apis, pool, full ? undefined : kept, changes);
-    await this.reconcileClaims(pass, claims, state, pool);
+    let outcome = await this.reconcileClaims(pass, claims, state, pool);
     for (const api of apis) await api.cleanupOrphans(pass, full ? undefined : orphanCandidates(api, key, changes));
     if (pool && isDeleting(pool.metadata)) await this.finishDeletion(pass, apis, pools, pool);
-    else if (pool && state) await this.writePoolStatus(pass, apis, pools, pool, state, full);
-    this.retryFailingEngine(pass, pool);
-    return requeueOf(ctx);
+    else if (pool && state)
+      outcome = mergeOutcomes(outcome, await this.writePoolStatus(pass, apis, pools, pool, state, full));
+    return mergeOutcomes(outcome, this.retryFailingEngine(pass, pool));
   }
 
   /**
@@ -192,11 +193,10 @@ export class PoolReconciler {
   }
 
   /** A pool whose engine failed runs again after the engine's backoff, as a full pass (it asks the engine afresh). */
-  private retryFailingEngine(pass: Pass, pool: PoolObject | undefined): void {
-    const retryAfterMs = pool && pass.kind.external?.retryAfterMs(pool);
-    if (retryAfterMs === undefined) return;
-    pass.ctx.retryAfterMs = retryAfterMs;
-    this.fullNext.add(pass.key);
+  private retryFailingEngine(pass: Pass, pool: PoolObject | undefined): PassOutcome {
+    const outcome = engineRetry(pass.kind, pool);
+    if (outcome !== NONE) this.fullNext.add(pass.key);
+    return outcome;
   }
 
   /**
@@ -363,7 +363,7 @@ export class PoolReconciler {
     claims: ReadonlyMap<ClaimApi, readonly KubeObject[]>,
     state: PoolState | undefined,
     pool: PoolObject | undefined,
-  ): Promise<void> {
+  ): Promise<PassOutcome> {
     // Decisions run in claim order (creation, then name) across the APIs, so no API starves another.
     const steps = [...claims]
       .flatMap(([api, list]) => list.map((claim): ClaimStep => stepOf(pass, api, claim, state)))
@@ -372,11 +372,10 @@ export class PoolReconciler {
     const engine = pass.kind.external;
     if (engine && pool && state && !pass.allocationBlocked) {
       const kindContext = { store: this.store, log: pass.ctx.log };
-      await decideWithEngine(pass, pool, engine, steps, kindContext, concurrency);
-      return;
+      return await decideWithEngine(pass, pool, engine, steps, kindContext, concurrency);
     }
     const writes = await decideInSlices(steps);
-    await runLimited(writes, concurrency, (write) => write());
+    return await runLimited(writes, concurrency);
   }
 
   /** A deleting pool keeps its kind's finalizer until no record (of any API) references it. */
@@ -401,8 +400,9 @@ export class PoolReconciler {
   /**
    * Computes and writes the pool's status when something it shows may have changed. The status is a view rebuilt
    * from every record (Metal3's `indexes` lists every claim), so an incremental pass does not compute it while a
-   * write would be held back anyway: it leaves it to the pass queued for when the write is due, which then computes
-   * it once for every change in between. A full pass, or a new collision (a condition), computes it at once.
+   * write would be held back anyway: it leaves it to the pass queued for when the write is due (the wake it
+   * returns), which then computes it once for every change in between. A full pass, or a new collision (a
+   * condition), computes it at once.
    */
   private async writePoolStatus(
     pass: Pass,
@@ -411,15 +411,12 @@ export class PoolReconciler {
     pool: PoolObject,
     state: PoolState,
     full: boolean,
-  ): Promise<void> {
+  ): Promise<PassOutcome> {
     const { ctx, key } = pass;
-    if (!state.statusStale) return;
+    if (!state.statusStale) return NONE;
     const newCollision = pass.collisions.length > state.collisions.length;
     const waitMs = full || newCollision ? 0 : this.statusDeferral(key, state);
-    if (waitMs > 0) {
-      ctx.statusDueInMs = waitMs;
-      return;
-    }
+    if (waitMs > 0) return wakeIn(waitMs);
     const of = (claimKind: string): ClaimApi | undefined => apis.find((api) => api.claimKind === claimKind);
     const pendingOf = (api: ClaimApi | undefined): number =>
       api ? pendingClaims(api, key, state.unsettled.get(api) ?? new Set()) : 0;
@@ -431,12 +428,11 @@ export class PoolReconciler {
     const input = { ref: pass.ref, records, allocator: state.allocator, collisions: pass.collisions, now: ctx.now };
     const decision = pass.kind.desiredStatus(pool, { ...input, metrics: ctx.metrics });
     state.statusStale = false;
-    if (!decision) return;
+    if (!decision) return NONE;
     const deferMs = decision.viewOnly ? this.statusDeferral(key, state) : 0;
     if (deferMs > 0) {
       state.statusStale = true;
-      ctx.statusDueInMs = deferMs;
-      return;
+      return wakeIn(deferMs);
     }
     this.statusWrittenAt.set(key, Date.now());
     await this.store.patchStatus(pools, pool, decision.patch);
@@ -444,6 +440,7 @@ export class PoolReconciler {
       this.events.record(pool, "Warning", decision.notReady.reason, decision.notReady.message);
       ctx.log.warn("Pool is not ready", decision.notReady);
     }
+    return NONE;
   }
 
   /** How long to hold back a view-only status write: until {@link statusWriteInterval} after the last write. */
@@ -470,34 +467,44 @@ function stepOf(pass: Pass, api: ClaimApi, object: KubeObject, state: PoolState 
   };
 }
 
+/** How soon after a lost race the pool runs again, in ms. */
+export const LOST_RACE_REQUEUE_MS = 200;
+
 /**
- * When the pool should run again: the soonest of soon after a lost race, when a held-back status write is due, when
- * a decision waits for a time (a reuse grace period ends) and when a failing engine's backoff ends; undefined when
- * nothing waits. Pure (the pass's outcome as its context left it).
+ * When the pool should run again: the soonest of soon after a lost race and the pass's earliest wake (a held-back
+ * status write due, a reuse grace period's end, a failing engine's backoff); undefined when nothing waits. Pure.
  */
-export function requeueOf(
-  ctx: Pick<ApplyContext, "requeue" | "statusDueInMs" | "wakeInMs" | "retryAfterMs">,
-): ReconcileResult {
-  const after = [ctx.requeue ? 200 : undefined, ctx.statusDueInMs, ctx.wakeInMs, ctx.retryAfterMs].filter(
-    (ms) => ms !== undefined,
-  );
-  return after.length > 0 ? { requeueAfterMs: Math.min(...after) } : undefined;
+export function requeueOf(outcome: PassOutcome): ReconcileResult {
+  const race = outcome.requeue ? LOST_RACE_REQUEUE_MS : Infinity;
+  const after = Math.min(race, outcome.wakeInMs ?? Infinity);
+  return after === Infinity ? undefined : { requeueAfterMs: after };
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight; rejects with the first error after all have settled. */
-async function runLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+/** What a failing engine asks of the pool's next pass: to run after its backoff (NONE without a pool or a failure). */
+export function engineRetry(kind: Pick<PoolKind, "external">, pool: PoolObject | undefined): PassOutcome {
+  const retryAfterMs = pool && kind.external?.retryAfterMs(pool);
+  return retryAfterMs === undefined ? NONE : wakeIn(retryAfterMs);
+}
+
+/**
+ * Runs `writes` with at most `limit` in flight; rejects with the first error after all have settled, else resolves
+ * to their outcomes merged.
+ */
+async function runLimited(writes: readonly (() => Promise<PassOutcome>)[], limit: number): Promise<PassOutcome> {
   let next = 0;
   let firstError: unknown;
+  let outcome = NONE;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
+    while (next < writes.length) {
+      const write = writes[next++] as () => Promise<PassOutcome>;
       try {
-        await fn(item);
+        outcome = mergeOutcomes(outcome, await write());
       } catch (err) {
         firstError ??= err;
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(limit, writes.length) }, worker));
   if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error(describeError(firstError));
+  return outcome;
 }

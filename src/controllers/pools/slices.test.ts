@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { decideWithEngine, type ClaimStep } from "./external.js";
 import type { ExternalEngine } from "./kind.js";
+import { NONE } from "./outcome.js";
 import type { ClaimApi, Pass } from "./pass.js";
 import { DecisionSlicer, decideInSlices } from "./slices.js";
 
@@ -59,7 +60,7 @@ describe("a pass decides in slices (pools/slices.ts)", () => {
       decide: () => {
         time.spend(4);
         log.push(`d${i}`);
-        return async () => {};
+        return () => Promise.resolve(NONE);
       },
     }));
     const engine = {
