@@ -490,7 +490,7 @@ export function engineRetry(kind: Pick<PoolKind, "external">, pool: PoolObject |
  * Runs `writes` with at most `limit` in flight; rejects with the first error after all have settled, else resolves
  * to their outcomes merged.
  */
-async function runLimited(writes: readonly (() => Promise<PassOutcome>)[], limit: number): Promise<PassOutcome> {
+export async function runLimited(writes: readonly (() => Promise<PassOutcome>)[], limit: number): Promise<PassOutcome> {
   let next = 0;
   let firstError: unknown;
   let outcome = NONE;
@@ -498,7 +498,10 @@ async function runLimited(writes: readonly (() => Promise<PassOutcome>)[], limit
     while (next < writes.length) {
       const write = writes[next++] as () => Promise<PassOutcome>;
       try {
-        outcome = mergeOutcomes(outcome, await write());
+        // Awaited first: the merge must read `outcome` after this write settles, or it would drop what the writes
+        // that settled meanwhile merged.
+        const settled = await write();
+        outcome = mergeOutcomes(outcome, settled);
       } catch (err) {
         firstError ??= err;
       }
