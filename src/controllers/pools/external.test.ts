@@ -4,9 +4,9 @@ import type { InClusterIPPool } from "../../../api/incluster/types.js";
 import type { KubeObject } from "../../kube/resource.js";
 import { planCapiClaim } from "../capi/plan.js";
 import { INCLUSTER_POOL_KIND } from "../incluster/kind.js";
-import { decideWithEngine, ENGINE_SEGMENT, segmentsOf, WriteRunner, type ClaimStep } from "./external.js";
+import { decideWithEngine, ENGINE_SEGMENT, segmentsOf, type ClaimStep } from "./external.js";
 import type { ExternalAnswer, ExternalClaim, ExternalEngine, KindContext, PoolObject } from "./kind.js";
-import { NONE, REQUEUE, wakeIn, type PassOutcome } from "./outcome.js";
+import { NONE, type PassOutcome } from "./outcome.js";
 import type { ClaimApi, Pass } from "./pass.js";
 import { DecisionSlicer } from "./slices.js";
 
@@ -38,60 +38,6 @@ describe("a pass with an external engine (pure)", () => {
     ]);
     expect(segmentsOf({} as Pass, [], 2)).to.deep.equal([]);
     expect(segmentsOf({} as Pass, ["bound-0"].map(step), 2).map(names)).to.deep.equal([["bound-0"]]);
-  });
-
-  it("runs writes as they come, at most `limit` at a time, and drains with the first error after all ran", async () => {
-    const runner = new WriteRunner(2);
-    let running = 0;
-    let most = 0;
-    const done: number[] = [];
-    const write =
-      (i: number, fail = false) =>
-      async (): Promise<PassOutcome> => {
-        running++;
-        most = Math.max(most, running);
-        await new Promise((r) => setTimeout(r, 5));
-        running--;
-        done.push(i);
-        if (fail) throw new Error(`write ${i} failed`);
-        return NONE;
-      };
-    runner.add(write(1));
-    runner.add(write(2, true));
-    runner.add(write(3));
-    await new Promise((r) => setTimeout(r, 1));
-    runner.add(write(4, true));
-    let error: unknown;
-    await runner.drain().catch((err: unknown) => (error = err));
-    expect(most).to.equal(2);
-    expect(done.sort()).to.deep.equal([1, 2, 3, 4]);
-    expect((error as Error).message).to.equal("write 2 failed");
-    await new WriteRunner(2).drain();
-  });
-
-  it("drains to the writes' outcomes merged: a requeue if any asks for one, the earliest wake", async () => {
-    const runner = new WriteRunner(2);
-    const outcomes = [NONE, wakeIn(900), REQUEUE, wakeIn(300), NONE];
-    for (const [i, outcome] of outcomes.entries())
-      runner.add(async () => {
-        await new Promise((r) => setTimeout(r, outcomes.length - i));
-        return outcome;
-      });
-    expect(await runner.drain()).to.deep.equal({ requeue: true, wakeInMs: 300 });
-    const quiet = new WriteRunner(2);
-    for (let i = 0; i < 3; i++) quiet.add(() => Promise.resolve(NONE));
-    expect(await quiet.drain()).to.equal(NONE);
-  });
-
-  it("counts a write that throws before its first await as failed, and still drains", async () => {
-    const runner = new WriteRunner(1);
-    runner.add(() => {
-      throw new Error("thrown at once");
-    });
-    runner.add(() => Promise.resolve(NONE));
-    let error: unknown;
-    await runner.drain().catch((err: unknown) => (error = err));
-    expect((error as Error).message).to.equal("thrown at once");
   });
 });
 

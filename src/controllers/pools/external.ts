@@ -14,12 +14,12 @@
  * fails (it then sets a retry time, see ExternalEngine.retryAfterMs), it is not asked again in this pass: the claims
  * after that get the same failure, as they did when the whole pass was one call.
  */
-import { describeError } from "../../kube/errors.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { ExternalAnswer, ExternalClaim, ExternalEngine, PoolObject } from "./kind.js";
-import { mergeOutcomes, NONE, type PassOutcome } from "./outcome.js";
+import type { PassOutcome } from "./outcome.js";
 import type { ClaimApi, Pass } from "./pass.js";
 import { DecisionSlicer } from "./slices.js";
+import { WriteRunner } from "./writes.js";
 
 /** Claims to give an address per engine call: NetBox's batch (src/controllers/netbox/engine.ts BATCH). */
 export const ENGINE_SEGMENT = 50;
@@ -91,53 +91,4 @@ export function segmentsOf(
   }
   if (current.steps.length > 0) segments.push(current);
   return segments;
-}
-
-/**
- * Runs writes as they are added, at most `limit` at a time; `drain` waits for all, then rejects with the first error
- * or resolves to their outcomes merged.
- */
-export class WriteRunner {
-  private readonly queue: (() => Promise<PassOutcome>)[] = [];
-  private running = 0;
-  private firstError: unknown;
-  private outcome = NONE;
-  private idle: (() => void) | undefined;
-
-  constructor(private readonly limit: number) {}
-
-  add(write: () => Promise<PassOutcome>): void {
-    this.queue.push(write);
-    this.next();
-  }
-
-  private next(): void {
-    while (this.running < this.limit && this.queue.length > 0) {
-      const write = this.queue.shift() as () => Promise<PassOutcome>;
-      this.running++;
-      // Started from a promise, so a write that throws before its first await is counted as failed, not lost.
-      void Promise.resolve()
-        .then(write)
-        .then(
-          (outcome) => {
-            this.outcome = mergeOutcomes(this.outcome, outcome);
-          },
-          (err: unknown) => {
-            this.firstError ??= err;
-          },
-        )
-        .finally(() => {
-          this.running--;
-          this.next();
-          if (this.running === 0 && this.queue.length === 0) this.idle?.();
-        });
-    }
-  }
-
-  async drain(): Promise<PassOutcome> {
-    if (this.running > 0 || this.queue.length > 0) await new Promise<void>((resolve) => (this.idle = resolve));
-    const err = this.firstError;
-    if (err !== undefined) throw err instanceof Error ? err : new Error(describeError(err));
-    return this.outcome;
-  }
 }

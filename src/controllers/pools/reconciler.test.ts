@@ -6,7 +6,6 @@ import {
   LOST_RACE_REQUEUE_MS,
   MAX_STATUS_WRITE_INTERVAL_MS,
   requeueOf,
-  runLimited,
   STATUS_WRITE_INTERVAL_MS,
   statusWriteInterval,
 } from "./reconciler.js";
@@ -46,70 +45,4 @@ describe("what a failing engine asks of the next pass (engineRetry, pure)", () =
     ["a pool that is gone: nothing to retry", engine(5_000), undefined, NONE],
   ];
   for (const [what, kind, p, expected] of rows) it(what, () => expect(engineRetry(kind, p)).to.deep.equal(expected));
-});
-
-describe("the writes of a pass, run side by side (runLimited)", () => {
-  const after = (ticks: number, outcome: PassOutcome) => async (): Promise<PassOutcome> => {
-    for (let i = 0; i < ticks; i++) await Promise.resolve();
-    return outcome;
-  };
-  // Each row: writes as (ticks until it settles, its outcome); the merged outcome expected with 2 in flight.
-  const rows: [string, [number, PassOutcome][], PassOutcome][] = [
-    ["no write: nothing", [], NONE],
-    [
-      "a wake that settles first is kept when a slower write reports nothing",
-      [
-        [0, wakeIn(50)],
-        [3, NONE],
-      ],
-      wakeIn(50),
-    ],
-    [
-      "a wake that settles last is kept",
-      [
-        [3, wakeIn(50)],
-        [0, NONE],
-      ],
-      wakeIn(50),
-    ],
-    [
-      "a requeue and a wake from writes in flight together: both",
-      [
-        [0, REQUEUE],
-        [2, wakeIn(40)],
-        [1, NONE],
-      ],
-      {
-        requeue: true,
-        wakeInMs: 40,
-      },
-    ],
-  ];
-  for (const [what, writes, expected] of rows)
-    it(what, async () => {
-      const merged = await runLimited(
-        writes.map(([ticks, outcome]) => after(ticks, outcome)),
-        2,
-      );
-      expect({ ...merged }).to.deep.equal({ ...expected });
-    });
-
-  it("rejects with the first error once every write has settled", async () => {
-    let settled = 0;
-    const failing = async (): Promise<PassOutcome> => {
-      await Promise.resolve();
-      throw new Error("first");
-    };
-    const slow = async (): Promise<PassOutcome> => {
-      for (let i = 0; i < 5; i++) await Promise.resolve();
-      settled++;
-      return NONE;
-    };
-    const error = await runLimited([failing, slow], 2).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect((error as Error).message).to.equal("first");
-    expect(settled).to.equal(1);
-  });
 });

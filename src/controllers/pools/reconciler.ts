@@ -6,7 +6,6 @@
  * API does is its {@link ClaimApi}.
  */
 import { Reasons } from "../../../api/v1alpha1/types.js";
-import { describeError } from "../../kube/errors.js";
 import { keyOf, type Informer } from "../../kube/informer.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { Logger } from "../../runtime/logger.js";
@@ -36,6 +35,7 @@ import type { ApplyContext, ClaimApi, Pass } from "./pass.js";
 import type { PoolKinds } from "./registry.js";
 import { decideWithEngine, type ClaimStep } from "./external.js";
 import { decideInSlices } from "./slices.js";
+import { WriteRunner } from "./writes.js";
 
 export interface PoolReconcilerOptions {
   metrics?: ControllerMetrics;
@@ -374,8 +374,9 @@ export class PoolReconciler {
       const kindContext = { store: this.store, log: pass.ctx.log };
       return await decideWithEngine(pass, pool, engine, steps, kindContext, concurrency);
     }
-    const writes = await decideInSlices(steps);
-    return await runLimited(writes, concurrency);
+    const runner = new WriteRunner(concurrency);
+    for (const write of await decideInSlices(steps)) runner.add(write);
+    return await runner.drain();
   }
 
   /** A deleting pool keeps its kind's finalizer until no record (of any API) references it. */
@@ -484,30 +485,4 @@ export function requeueOf(outcome: PassOutcome): ReconcileResult {
 export function engineRetry(kind: Pick<PoolKind, "external">, pool: PoolObject | undefined): PassOutcome {
   const retryAfterMs = pool && kind.external?.retryAfterMs(pool);
   return retryAfterMs === undefined ? NONE : wakeIn(retryAfterMs);
-}
-
-/**
- * Runs `writes` with at most `limit` in flight; rejects with the first error after all have settled, else resolves
- * to their outcomes merged.
- */
-export async function runLimited(writes: readonly (() => Promise<PassOutcome>)[], limit: number): Promise<PassOutcome> {
-  let next = 0;
-  let firstError: unknown;
-  let outcome = NONE;
-  const worker = async (): Promise<void> => {
-    while (next < writes.length) {
-      const write = writes[next++] as () => Promise<PassOutcome>;
-      try {
-        // Awaited first: the merge must read `outcome` after this write settles, or it would drop what the writes
-        // that settled meanwhile merged.
-        const settled = await write();
-        outcome = mergeOutcomes(outcome, settled);
-      } catch (err) {
-        firstError ??= err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, writes.length) }, worker));
-  if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error(describeError(firstError));
-  return outcome;
 }
