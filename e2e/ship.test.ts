@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { AuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { renderRbac } from "../hack/rbac.js";
-import { normalizeRules, type PolicyRule } from "../src/rbac.js";
+import type { PolicyRule } from "../src/kube/policy.js";
+import { normalizeRules } from "../src/rbac.js";
 import * as rbac from "../src/rbac.js";
 import { repoRoot, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import {

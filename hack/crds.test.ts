@@ -16,6 +16,7 @@ import {
   INCLUSTER_CRD_LABELS,
   renderCrds,
 } from "./crds.js";
+import { DEFAULT_CONTROLLER_NAMESPACE } from "../api/install.js";
 import { NETBOX_CRDS } from "../api/netbox/schema.js";
 import { NETBOX_GROUP } from "../api/netbox/types.js";
 import { GLOBAL_INCLUSTER_IPPOOL_CRD, INCLUSTER_CRDS, INCLUSTER_IPPOOL_CRD } from "../api/incluster/schema.js";
@@ -796,5 +797,14 @@ describe("the in-cluster provider's pool CRDs (optional component)", () => {
     expect(check({ addresses: [], prefix: 24, addressReuseGracePeriodSeconds: -1 })).to.deep.equal([
       "InClusterIPPool.spec.addressReuseGracePeriodSeconds: below minimum",
     ]);
+  });
+});
+
+describe("config/default's namespace", () => {
+  it("is the one the controller, the CLI and the generated RBAC assume when none is given", () => {
+    const defaults = yaml.load(readFileSync(join(repoRoot, "config", "default", "kustomization.yaml"), "utf8")) as {
+      namespace?: string;
+    };
+    expect(defaults.namespace).to.equal(DEFAULT_CONTROLLER_NAMESPACE);
   });
 });

@@ -8,6 +8,7 @@ import {
   formatGrace,
 } from "./ipam/endpoint.js";
 import { DEFAULT_BURST, DEFAULT_QPS } from "./kube/ratelimit.js";
+import { DEFAULT_CONTROLLER_NAMESPACE } from "../api/install.js";
 
 export interface Flags {
   kubeconfig?: string;
@@ -201,7 +202,7 @@ type LeaderFlags = Pick<
 function leaderFlags(v: Values, env: NodeJS.ProcessEnv): LeaderFlags {
   const flags = {
     leaderElect: bool(v["leader-elect"], env.LEADER_ELECT),
-    leaderElectionNamespace: v["leader-election-namespace"] ?? env.POD_NAMESPACE ?? "metal3-ipam-system",
+    leaderElectionNamespace: v["leader-election-namespace"] ?? env.POD_NAMESPACE ?? DEFAULT_CONTROLLER_NAMESPACE,
     leaderElectionId: v["leader-election-id"] ?? "metal3-ipam-controller",
     leaseDurationMs: parseDuration("leader-elect-lease-duration", v["leader-elect-lease-duration"] ?? "15s"),
     renewDeadlineMs: parseDuration("leader-elect-renew-deadline", v["leader-elect-renew-deadline"] ?? "10s"),

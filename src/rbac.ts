@@ -18,14 +18,7 @@ import { CONVERSION_CRDS } from "./conversioncrds.js";
 import { ENDPOINT_RULES } from "./webhooks/endpoint.js";
 import { LOOKUP_RULES } from "./webhooks/lookup.js";
 import { ENDPOINT_GUARD_RULES } from "./webhooks/endpointreads.js";
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  /** Limits the rule to these objects (absent: every object of the resources). */
-  resourceNames?: string[];
-  verbs: string[];
-}
+import type { PolicyRule } from "./kube/policy.js";
 
 /** Rules granted cluster-wide (the controller may watch all namespaces). */
 export const CLUSTER_ROLE_RULES: readonly PolicyRule[] = [

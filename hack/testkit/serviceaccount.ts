@@ -7,10 +7,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject } from "@kubernetes/client-node";
 import { load, loadAll } from "js-yaml";
+import { DEFAULT_CONTROLLER_NAMESPACE } from "../../api/install.js";
 import { isConflict } from "../../src/kube/errors.js";
 import { repoRoot } from "./cluster.js";
 
-export const CONTROLLER_NAMESPACE = "metal3-ipam-system";
+export const CONTROLLER_NAMESPACE = DEFAULT_CONTROLLER_NAMESPACE;
 export const CONTROLLER_SERVICE_ACCOUNT = "metal3-ipam-controller-manager";
 const PREFIX = "metal3-ipam-";
 const FILES = [

@@ -15,6 +15,7 @@ import {
   NETBOX_ADDRESS_FINALIZER,
   type NetBoxIPPoolSpec,
 } from "../../api/netbox/types.js";
+import { DEFAULT_CONTROLLER_NAMESPACE } from "../../api/install.js";
 import { isGlobalKind, isNetBoxKind, poolKindOfRef, type NetBoxKindName } from "../../api/registry.js";
 
 /** How the moved namespace uses one NetBox pool. */
@@ -50,9 +51,6 @@ export function netBoxKindOfRef(
   const kind = poolKindOfRef(ref);
   return kind !== undefined && isNetBoxKind(kind) ? kind : undefined;
 }
-
-/** The controller's namespace as config/default names it (the CLI cannot know a different one). */
-const CONTROLLER_NAMESPACE = "metal3-ipam-system";
 
 /** A pool's own URL (deprecated: the token Secret names the NetBox), without userinfo and trailing slashes. */
 const urlOf = (spec: NetBoxIPPoolSpec): string | undefined =>
@@ -91,9 +89,9 @@ function describePlace(spec: NetBoxIPPoolSpec): string {
 /** The token Secret, and the one command that makes it on the target. */
 function secretFix(use: NetBoxPoolUse, namespace: string): string {
   const { name, key } = use.spec.netbox.credentialsRef;
-  const create = `kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} create secret generic ${name} --from-literal=${key ?? "token"}=<NetBox token> --from-literal=url=${urlOf(use.spec) ?? "<NetBox URL>"} (and --from-file=ca.crt=<CA> when the source's Secret has one)`;
+  const create = `kubectl --kubeconfig <target> -n ${DEFAULT_CONTROLLER_NAMESPACE} create secret generic ${name} --from-literal=${key ?? "token"}=<NetBox token> --from-literal=url=${urlOf(use.spec) ?? "<NetBox URL>"} (and --from-file=ca.crt=<CA> when the source's Secret has one)`;
   return !isGlobalKind(use.kind)
-    ? `${create}, then kubectl --kubeconfig <target> -n ${CONTROLLER_NAMESPACE} annotate secret ${name} ${ALLOWED_NAMESPACES_ANNOTATION}=${namespace}`
+    ? `${create}, then kubectl --kubeconfig <target> -n ${DEFAULT_CONTROLLER_NAMESPACE} annotate secret ${name} ${ALLOWED_NAMESPACES_ANNOTATION}=${namespace}`
     : create;
 }
 
@@ -101,7 +99,7 @@ function one(use: NetBoxPoolUse, namespace: string, target: TargetNetBoxPools): 
   const base = { kind: use.kind, name: use.name };
   const secret = `Secret ${use.spec.netbox.credentialsRef.name}`;
   const token =
-    `takes its NetBox token from ${secret} in the controller's namespace (${CONTROLLER_NAMESPACE} by default), which ` +
+    `takes its NetBox token from ${secret} in the controller's namespace (${DEFAULT_CONTROLLER_NAMESPACE} by default), which ` +
     "clusterctl does not move: without it on the target the moved claims keep their addresses, but new claims and " +
     "releases wait. NetBox's records stay as they are and the target adopts them";
   const fix = `before the move, create ${secret} on the target: ${secretFix(use, namespace)}`;

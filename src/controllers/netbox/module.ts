@@ -2,6 +2,7 @@
  * The NetBox pool kinds as a module (pools/module.ts): served once their CRDs are. Both kinds share one engine per
  * manager (what it keeps of each pool, one client per NetBox instance).
  */
+import { DEFAULT_CONTROLLER_NAMESPACE } from "../../../api/install.js";
 import { netBoxClient } from "../../netbox/client.js";
 import type { KindModule } from "../pools/module.js";
 import { NETBOX_SECRET_RULES, netBoxConnector } from "./connect.js";
@@ -12,9 +13,6 @@ import { NETBOX_RULES, netBoxPoolKinds } from "./kind.js";
 /** Deadline of one NetBox request (an allocation is quick; a list of a full prefix is the slowest request). */
 const NETBOX_TIMEOUT_MS = 30_000;
 const NETBOX_USER_AGENT = "metal3-ipam-ts";
-
-/** The namespace config/default installs the controller in. */
-const DEFAULT_CONTROLLER_NAMESPACE = "metal3-ipam-system";
 
 export const NETBOX_MODULE: KindModule = {
   kinds(options) {

@@ -3,19 +3,12 @@
  * kind whose CRD ships with us, the caches it makes and maps onto pool keys itself. `src/controllers/kinds.ts` lists
  * every module once; the manager and `src/rbac.ts` iterate that list and name no kind.
  */
+import type { PolicyRule } from "../../kube/policy.js";
 import type { ControllerMetrics } from "../../runtime/metrics.js";
 import type { Store } from "../store.js";
 import type { PoolKind } from "./kind.js";
 import type { ClaimApi } from "./pass.js";
 import type { SharedKinds } from "./providers.js";
-
-/** One RBAC rule (rendered by `src/rbac.ts`). */
-export interface KindRule {
-  apiGroups: string[];
-  resources: string[];
-  resourceNames?: string[];
-  verbs: string[];
-}
 
 /** The manager's flags a module may read when it builds its kinds. */
 export interface ModuleOptions {
@@ -57,7 +50,7 @@ export interface KindModule {
   /** Its kinds another provider may serve too, with that provider (pools/providers.ts). */
   shared?(options: ModuleOptions): SharedKinds<PoolKind>;
   /** RBAC granted cluster-wide. */
-  readonly clusterRules: readonly KindRule[];
+  readonly clusterRules: readonly PolicyRule[];
   /** RBAC granted in the controller's own namespace only. */
-  readonly namespaceRules?: readonly KindRule[];
+  readonly namespaceRules?: readonly PolicyRule[];
 }

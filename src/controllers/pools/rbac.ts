@@ -3,9 +3,10 @@
  * (finalizer, owners) and status, and update their finalizers (owner references with blockOwnerDeletion).
  */
 import type { ResourceDescriptor } from "../../../api/registry.js";
+import type { PolicyRule } from "../../kube/policy.js";
 
 /** The rules for pools of `kinds` (one group). */
-export function poolKindRules(...kinds: readonly [ResourceDescriptor, ...ResourceDescriptor[]]) {
+export function poolKindRules(...kinds: readonly [ResourceDescriptor, ...ResourceDescriptor[]]): PolicyRule[] {
   const group = kinds[0].group;
   const plurals = (suffix: string): string[] => kinds.map((k) => `${k.plural}${suffix}`);
   return [
