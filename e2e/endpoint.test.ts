@@ -48,7 +48,7 @@ import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
 import { claimPort } from "../hack/testkit/ports.js";
 import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { consistently, eventually, sleep } from "../hack/testkit/wait.js";
-import { hostOf, keyIn, netBoxClients, netBoxPool, ourRecordsIn, writeToken } from "./netbox-support.js";
+import { hostOf, keyIn, netBoxClients, netBoxPool, ourRecordsIn, writeToken } from "../hack/testkit/netboxpools.js";
 
 const SCOPE_LABEL = "e2e.ipam.metal3.io/endpoint";
 /** On an object: the fixture validating webhook refuses its create (a later webhook refusing after ours). */

@@ -55,7 +55,7 @@ import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
 import { claimPort } from "../hack/testkit/ports.js";
 import { CONTROLLER_NAMESPACE, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
-import { inClusterClients, inClusterPool, ref, IN, type InClusterClients } from "./incluster-support.js";
+import { inClusterClients, inClusterPool, ref, IN, type InClusterClients } from "../hack/testkit/incluster.js";
 
 /** How long the hostile traffic lasts. */
 const HOSTILE_MS = Number(process.env.HOSTILE_ADMISSION_SECONDS ?? "60") * 1_000;

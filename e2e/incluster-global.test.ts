@@ -29,7 +29,7 @@ import {
   waitCounts,
   waitNotReady,
   type InClusterClients,
-} from "./incluster-support.js";
+} from "../hack/testkit/incluster.js";
 
 const runId = `${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
 

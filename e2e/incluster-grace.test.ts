@@ -29,7 +29,7 @@ import {
   waitCounts,
   waitNotReady,
   type InClusterClients,
-} from "./incluster-support.js";
+} from "../hack/testkit/incluster.js";
 
 /** Whole seconds of deletionTimestamp make the real wait 4 to 5 s. */
 const GRACE_S = 5;

@@ -1,6 +1,6 @@
 /**
  * Migration from the Cluster API in-cluster IPAM provider to this controller, and back (issue 25), on a real API
- * server, after e2e/migration.test.ts (Metal3's). The suite builds what the provider leaves (e2e/incluster-leftovers.ts:
+ * server, after e2e/migration.test.ts (Metal3's). The suite builds what the provider leaves (hack/testkit/inclusterleftovers.ts:
  * an InClusterIPPool with a reuse grace period and a deleted claim left waiting out its period, a GlobalInClusterIPPool
  * used from two namespaces with same-named claims in both, the provider's finalizers, owners, labels, records named
  * after claims, counts; no conditions), runs our controller of every namespace over it, and stops it again.
@@ -28,7 +28,7 @@ import {
   usedBy,
   versionsOf,
   type Inventory,
-} from "./incluster-leftovers.js";
+} from "../hack/testkit/inclusterleftovers.js";
 import {
   addressClaim,
   expectBoundClaim,
@@ -41,7 +41,7 @@ import {
   waitBound,
   waitCounts,
   type InClusterClients,
-} from "./incluster-support.js";
+} from "../hack/testkit/incluster.js";
 
 const runId = `${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
 const GLOBAL_NAME = `migrate-${runId}`;

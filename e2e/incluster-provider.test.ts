@@ -26,7 +26,7 @@ import {
   untouched,
   waitBound,
   type InClusterClients,
-} from "./incluster-support.js";
+} from "../hack/testkit/incluster.js";
 
 interface Lease extends KubeObject {
   spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string };

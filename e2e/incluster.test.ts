@@ -32,7 +32,7 @@ import {
   waitCounts,
   waitNotReady,
   type InClusterClients,
-} from "./incluster-support.js";
+} from "../hack/testkit/incluster.js";
 
 describe("in-cluster provider scenarios: InClusterIPPool (controller limited to the namespace)", function () {
   this.timeout(120_000);

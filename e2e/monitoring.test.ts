@@ -37,7 +37,7 @@ import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
 import { CONTROLLER_NAMESPACE, scraperToken, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
 import { metricSample, scrapeSecure } from "../hack/testkit/metrics.js";
-import { addressClaim, inClusterClients, inClusterPool, ref, GLOBAL, IN } from "./incluster-support.js";
+import { addressClaim, inClusterClients, inClusterPool, ref, GLOBAL, IN } from "../hack/testkit/incluster.js";
 
 const EXHAUSTED = "Metal3IPAMPoolExhausted";
 

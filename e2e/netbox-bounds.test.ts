@@ -11,7 +11,7 @@ import { freshNamespace } from "../hack/testkit/cluster.js";
 import { gone, startController, withController } from "../hack/testkit/ipam.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually } from "../hack/testkit/wait.js";
-import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
+import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "../hack/testkit/incluster.js";
 import {
   keyIn,
   hostOf,
@@ -23,7 +23,7 @@ import {
   writeToken,
   type NetBoxClients,
   type NetBoxRecordView,
-} from "./netbox-support.js";
+} from "../hack/testkit/netboxpools.js";
 
 describe("NetBox pools: bounded and per claim", function () {
   this.timeout(300_000);

@@ -11,7 +11,7 @@ import { gone, withController } from "../hack/testkit/ipam.js";
 import { RECORDS_CONDITION } from "../src/controllers/netbox/drift.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually } from "../hack/testkit/wait.js";
-import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
+import { addressClaim, waitBound, waitNotReady, type InClusterClients } from "../hack/testkit/incluster.js";
 import {
   hostOf,
   keyIn,
@@ -21,7 +21,7 @@ import {
   ourRecordsIn,
   writeToken,
   type NetBoxClients,
-} from "./netbox-support.js";
+} from "../hack/testkit/netboxpools.js";
 
 describe("NetBox pools with fallbacks (a real NetBox)", function () {
   /** The shared plane, the run's NetBox and the clients, once `before` has run. */

@@ -17,7 +17,7 @@ import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
 import { claimPort } from "../hack/testkit/ports.js";
 import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
-import { netBoxClients, netBoxPool, writeToken } from "./netbox-support.js";
+import { netBoxClients, netBoxPool, writeToken } from "../hack/testkit/netboxpools.js";
 
 const RECORDS = 5_000;
 const POOLS = 200;

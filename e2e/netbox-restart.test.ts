@@ -17,7 +17,7 @@ import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
 import { isNotFound } from "../src/kube/errors.js";
-import { addressClaim, readyOf } from "./incluster-support.js";
+import { addressClaim, readyOf } from "../hack/testkit/incluster.js";
 import {
   claimOfRecord,
   hostOf,
@@ -28,7 +28,7 @@ import {
   tokenSecret,
   writeToken,
   type NetBoxClients,
-} from "./netbox-support.js";
+} from "../hack/testkit/netboxpools.js";
 
 /** A delete's not-found is what a cleanup wants; anything else fails the test. */
 function ignoreNotFound(err: unknown): void {

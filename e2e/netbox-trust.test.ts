@@ -12,7 +12,7 @@ import { eventReasons, gone, startController, withController } from "../hack/tes
 import { freshNamespace } from "../hack/testkit/cluster.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
-import { addressClaim, readyOf, waitBound, type InClusterClients } from "./incluster-support.js";
+import { addressClaim, readyOf, waitBound, type InClusterClients } from "../hack/testkit/incluster.js";
 import {
   netBoxPool,
   netBoxRef,
@@ -21,7 +21,7 @@ import {
   tokenSecret,
   writeToken,
   type NetBoxClients,
-} from "./netbox-support.js";
+} from "../hack/testkit/netboxpools.js";
 
 const PASSWORD = "hunter2-never-shown";
 

@@ -17,7 +17,7 @@ import type { Cluster } from "../src/controllers/clusters.js";
 import { ResourceClient } from "../src/kube/resource.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
-import { addressClaim, readyOf, waitBound, waitNotReady, type InClusterClients } from "./incluster-support.js";
+import { addressClaim, readyOf, waitBound, waitNotReady, type InClusterClients } from "../hack/testkit/incluster.js";
 import {
   hostOf,
   keyIn,
@@ -28,7 +28,7 @@ import {
   recordsIn,
   writeToken,
   type NetBoxClients,
-} from "./netbox-support.js";
+} from "../hack/testkit/netboxpools.js";
 
 /** Someone else's finalizer on a claim: our release waits for it (as it waits for a consumer's). */
 const HOLD_FINALIZER = "e2e.example.com/hold";

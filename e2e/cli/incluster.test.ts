@@ -25,7 +25,7 @@ import {
   inClusterPool,
   ref,
   type InClusterClients,
-} from "../incluster-support.js";
+} from "../../hack/testkit/incluster.js";
 import { expectGolden, normalise } from "./support.js";
 
 describe("kubectl ipam on in-cluster pools, namespaced and global (real API server)", function () {

@@ -16,7 +16,7 @@ import { LocalPlane } from "../../hack/testkit/plane.js";
 import { freshNamespace, OUR_CRDS, sharedCluster, usingExistingCluster } from "../../hack/testkit/cluster.js";
 import { clients, pool } from "../../hack/testkit/ipam.js";
 import { runCli, type CliRun } from "../../hack/testkit/cli.js";
-import { netBoxClients, netBoxRef, type NetBoxClients } from "../netbox-support.js";
+import { netBoxClients, netBoxRef, type NetBoxClients } from "../../hack/testkit/netboxpools.js";
 
 const URL = "https://netbox.example.test";
 

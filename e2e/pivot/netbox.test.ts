@@ -42,8 +42,8 @@ import {
   ourRecordsIn,
   tokenSecret,
   writeToken,
-} from "../netbox-support.js";
-import { addressClaim } from "../incluster-support.js";
+} from "../../hack/testkit/netboxpools.js";
+import { addressClaim } from "../../hack/testkit/incluster.js";
 import { claimCount, createTopology, inBatches, pictureOf, settledPicture, type Topology } from "./fixtures.js";
 import {
   clusterctlMove,

@@ -5,14 +5,14 @@
  */
 import { expect } from "chai";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../api/capi/types.js";
+import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../../api/capi/types.js";
 import {
   INCLUSTER_GROUP,
   PROTECT_ADDRESS_FINALIZER,
   RELEASE_ADDRESS_FINALIZER,
   type InClusterIPPool,
   type InClusterIPPoolSpec,
-} from "../api/incluster/types.js";
+} from "../../api/incluster/types.js";
 import {
   apiVersionOf,
   CAPI_IPADDRESS,
@@ -21,11 +21,11 @@ import {
   GLOBAL_INCLUSTER_IPPOOL,
   INCLUSTER_IPPOOL,
   resourceType,
-} from "../api/registry.js";
-import { CLUSTER_NAME_LABEL, READY_CONDITION, type Condition, type OwnerReference } from "../api/v1alpha1/types.js";
-import type { Cluster } from "../src/controllers/clusters.js";
-import { ResourceClient } from "../src/kube/resource.js";
-import { eventually } from "../hack/testkit/wait.js";
+} from "../../api/registry.js";
+import { CLUSTER_NAME_LABEL, READY_CONDITION, type Condition, type OwnerReference } from "../../api/v1alpha1/types.js";
+import type { Cluster } from "../../src/controllers/clusters.js";
+import { ResourceClient } from "../../src/kube/resource.js";
+import { eventually } from "./wait.js";
 
 export const IN = "InClusterIPPool";
 export const GLOBAL = "GlobalInClusterIPPool";

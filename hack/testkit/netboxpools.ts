@@ -3,29 +3,29 @@
  * Secret names the run's real NetBox (hack/testkit/netbox.ts), and reads of what NetBox recorded.
  */
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import type { CapiIPAddress, IPAddressClaim } from "../api/capi/types.js";
+import type { CapiIPAddress, IPAddressClaim } from "../../api/capi/types.js";
 import {
   ALLOWED_NAMESPACES_ANNOTATION,
   NETBOX_GROUP,
   NETBOX_IPPOOL_KIND,
   type NetBoxIPPool,
   type NetBoxIPPoolSpec,
-} from "../api/netbox/types.js";
-import { CONTROLLER_NAMESPACE } from "../hack/testkit/serviceaccount.js";
+} from "../../api/netbox/types.js";
+import { CONTROLLER_NAMESPACE } from "./serviceaccount.js";
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM,
   GLOBAL_NETBOX_IPPOOL,
   NETBOX_IPPOOL,
   resourceType,
-} from "../api/registry.js";
-import { ResourceClient } from "../src/kube/resource.js";
-import { installationOfUid, OWNER_TAG, parseKey, recordKey } from "../src/controllers/netbox/identity.js";
-import { sharedCluster } from "../hack/testkit/cluster.js";
-import { sharedNetBox, type NetBoxServer } from "../hack/testkit/netbox.js";
-import { NETBOX_TOOL } from "../hack/testkit/netboxinstall.js";
-import { serviceAccountKubeConfig } from "../hack/testkit/serviceaccount.js";
-import { skipWithout } from "../hack/testkit/skips.js";
+} from "../../api/registry.js";
+import { ResourceClient } from "../../src/kube/resource.js";
+import { installationOfUid, OWNER_TAG, parseKey, recordKey } from "../../src/controllers/netbox/identity.js";
+import { sharedCluster } from "./cluster.js";
+import { sharedNetBox, type NetBoxServer } from "./netbox.js";
+import { NETBOX_TOOL } from "./netboxinstall.js";
+import { serviceAccountKubeConfig } from "./serviceaccount.js";
+import { skipWithout } from "./skips.js";
 
 export interface NetBoxClients {
   pools: ResourceClient<NetBoxIPPool>;

@@ -9,18 +9,18 @@
  * blockOwnerDeletion; the pool: blockOwnerDeletion).
  */
 import { expect } from "chai";
-import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../api/capi/types.js";
+import type { CapiIPAddress, IPAddressClaim, PoolRef } from "../../api/capi/types.js";
 import {
   PROTECT_ADDRESS_FINALIZER,
   PROTECT_POOL_FINALIZER,
   RELEASE_ADDRESS_FINALIZER,
   type InClusterIPPool,
   type InClusterIPPoolSpec,
-} from "../api/incluster/types.js";
-import { apiVersionOf, CAPI_IPADDRESSCLAIM } from "../api/registry.js";
-import { CLUSTER_NAME_LABEL } from "../api/v1alpha1/types.js";
-import type { ResourceClient } from "../src/kube/resource.js";
-import { clients } from "../hack/testkit/ipam.js";
+} from "../../api/incluster/types.js";
+import { apiVersionOf, CAPI_IPADDRESSCLAIM } from "../../api/registry.js";
+import { CLUSTER_NAME_LABEL } from "../../api/v1alpha1/types.js";
+import type { ResourceClient } from "../../src/kube/resource.js";
+import { clients } from "./ipam.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   GLOBAL,
@@ -32,7 +32,7 @@ import {
   ref,
   type InClusterClients,
   type InClusterKind,
-} from "./incluster-support.js";
+} from "./incluster.js";
 
 /** Every finalizer the provider puts on these kinds, and so removes. */
 export const PROVIDER_FINALIZERS = new Set([
