@@ -109,6 +109,9 @@ function extraNodeFlags(): string[] {
   return process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
 }
 
+/** V8's sampling interval of a profiled controller, in microseconds. */
+const CPU_PROF_INTERVAL_US = 20_000;
+
 /**
  * Starts the compiled controller (`dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's
  * NODE_OPTIONS, as a pod runs it) against `kubeconfigPath` with `--log-level warn`; its log goes to `logDir`. Throws
@@ -126,6 +129,9 @@ export async function startBenchController(
       ? [
           "--cpu-prof",
           `--cpu-prof-dir=${dir}`,
+          // V8's default sampling (every millisecond) alone costs an idle controller more CPU than waitIdle allows
+          // (trickle.ts), so a profiled run would never find it idle; a sample every 20 ms still shows where time goes.
+          `--cpu-prof-interval=${CPU_PROF_INTERVAL_US}`,
           ...(options.profileName ? [`--cpu-prof-name=${options.profileName}`] : []),
         ]
       : [];
