@@ -143,7 +143,10 @@ function checkNonCode(text: string, tree: Tree): Verdict {
     );
   const metric = /^metal3_ipam_(\w+)/.exec(text)?.[1];
   if (metric !== undefined)
-    return verdict(tree.code.get("src/runtime/metrics.ts")?.includes(`}${metric}\``) ?? false, "no such metric");
+    return verdict(
+      [...tree.code.values()].some((src) => src.includes(`}${metric}\``)),
+      "no such metric",
+    );
   return undefined;
 }
 

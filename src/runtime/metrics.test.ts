@@ -1,6 +1,14 @@
 import { expect } from "chai";
+import { Gauge } from "prom-client";
 import { clientStats } from "../kube/ratelimit.js";
-import { PrometheusMetrics } from "./metrics.js";
+import {
+  POOL_LABELS,
+  PrometheusMetrics,
+  noMetrics,
+  poolLabels,
+  type MetricsExtension,
+  type PoolLabels,
+} from "./metrics.js";
 
 /** The value of the one sample of `name` whose labels include `labels`, from the registry's text format. */
 async function sample(
@@ -29,15 +37,28 @@ describe("Prometheus metrics", () => {
     expect(await sample(m, "metal3_ipam_pool_claims_pending", { pool: "p" })).to.equal(undefined);
   });
 
-  it("exports a NetBox pool's drift per kind, zeros included, and drops it with the pool", async () => {
+  it("makes an extension's metrics once per registry and tells them when a pool is gone", async () => {
+    let made = 0;
+    const extension: MetricsExtension<{ set(pool: PoolLabels): void; poolGone(pool: PoolLabels): void }> = {
+      create(registry) {
+        made++;
+        const g = new Gauge({ name: "test_extension", help: "h", labelNames: POOL_LABELS, registers: [registry] });
+        return { set: (pool) => g.set(poolLabels(pool), 1), poolGone: (pool) => g.remove(poolLabels(pool)) };
+      },
+      none: { set: () => undefined, poolGone: () => undefined },
+    };
     const m = new PrometheusMetrics();
-    const pool = { kind: "NetBoxIPPool", namespace: "ns", name: "p" };
-    m.netBoxDrift(pool, { missing: 0, unclaimed: 2 });
-    const labels = { namespace: "ns", pool: "p", pool_kind: "NetBoxIPPool" };
-    expect(await sample(m, "metal3_ipam_netbox_drift_records", { ...labels, drift: "unclaimed" })).to.equal(2);
-    expect(await sample(m, "metal3_ipam_netbox_drift_records", { ...labels, drift: "missing" })).to.equal(0);
-    m.poolGone(pool);
-    expect(await sample(m, "metal3_ipam_netbox_drift_records", { pool: "p" })).to.equal(undefined);
+    const first = m.extend(extension);
+    // A second manager of the process asks again: the same metrics, not a second registration (which would throw).
+    expect(m.extend(extension)).to.equal(first);
+    expect(made).to.equal(1);
+    first.set({ kind: "K", namespace: "ns", name: "p" });
+    first.set({ kind: "K", namespace: "ns", name: "q" });
+    m.poolGone({ kind: "K", namespace: "ns", name: "p" });
+    expect(await sample(m, "test_extension", { pool: "p" })).to.equal(undefined);
+    expect(await sample(m, "test_extension", { pool: "q" })).to.equal(1);
+    expect(noMetrics.extend(extension)).to.equal(extension.none);
+    expect(made).to.equal(1);
   });
 
   it("labels every per-pool series with its pool kind; pools of one name but other kinds are apart", async () => {

@@ -37,15 +37,26 @@ export interface ControllerMetrics {
   leader(isLeader: boolean): void;
   /** Whether a pool kind another provider may serve is served by us (1) or not (0), and why (one series a kind). */
   poolKindServed(kind: string, served: boolean, reason: string): void;
-  /** One finished NetBox request: templated route, method, HTTP status or failure reason, duration. */
-  netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void;
-  /** A NetBox pool's drift: IPAddresses whose record is gone, records of ours no claim holds (controllers/netbox/drift.ts). */
-  netBoxDrift(pool: PoolLabels, counts: Readonly<Record<NetBoxDriftKind, number>>): void;
+  /**
+   * The metrics `extension` defines, made on this controller's registry the first time it is asked for and the same
+   * object every time after (so several managers of one process share them); its `poolGone` runs with this one's.
+   */
+  extend<T extends MetricsOfPools>(extension: MetricsExtension<T>): T;
 }
 
-/** The kinds of drift between NetBox and a pool's claims (the `drift` label). */
-export type NetBoxDriftKind = "missing" | "unclaimed";
-const NETBOX_DRIFT_KINDS: readonly NetBoxDriftKind[] = ["missing", "unclaimed"];
+/** What every set of metrics an extension adds has: a way to drop a forgotten pool's series, if it keeps any. */
+export interface MetricsOfPools {
+  poolGone?(pool: PoolLabels): void;
+}
+
+/**
+ * Metrics of one part of the controller (a pool kind's module) that the shared ones do not name: `create` makes
+ * them on a registry (at most once per registry), `none` records nothing, for a controller with no registry.
+ */
+export interface MetricsExtension<T extends MetricsOfPools> {
+  create(registry: Registry): T;
+  readonly none: T;
+}
 
 export const noMetrics: ControllerMetrics = {
   poolCapacity: () => undefined,
@@ -57,8 +68,7 @@ export const noMetrics: ControllerMetrics = {
   queue: () => ({ queued: () => undefined, processed: () => undefined }),
   leader: () => undefined,
   poolKindServed: () => undefined,
-  netBoxRequest: () => undefined,
-  netBoxDrift: () => undefined,
+  extend: (extension) => extension.none,
 };
 
 /** How an admission request ended: answered allowed or denied, failed inside a handler, or refused at HTTP level. */
@@ -70,12 +80,14 @@ export interface WebhookMetrics {
   webhookRequest(webhook: string, result: WebhookResult, seconds: number): void;
 }
 
-const PREFIX = "metal3_ipam_";
+/** The prefix of every metric name of the controller. */
+export const PREFIX = "metal3_ipam_";
 
 /** Labels of every per-pool series; the pending series adds the claim kind (`kind`). */
-const POOL_LABELS = ["namespace", "pool", "pool_kind"] as const;
+export const POOL_LABELS = ["namespace", "pool", "pool_kind"] as const;
 
-function poolLabels(p: PoolLabels): Record<(typeof POOL_LABELS)[number], string> {
+/** A pool's values of POOL_LABELS. */
+export function poolLabels(p: PoolLabels): Record<(typeof POOL_LABELS)[number], string> {
   return { namespace: p.namespace, pool: p.name, pool_kind: p.kind };
 }
 
@@ -110,25 +122,6 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     name: `${PREFIX}allocation_duration_seconds`,
     help: "Time to write an allocation (IPAddress create and claim status)",
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
-  private readonly netBoxRequests = new Counter({
-    name: `${PREFIX}netbox_requests_total`,
-    help: "NetBox API requests by templated route, method and outcome (HTTP status, or the failure reason)",
-    labelNames: ["route", "method", "code"],
-    registers: [this.registry],
-  });
-  private readonly netBoxSeconds = new Histogram({
-    name: `${PREFIX}netbox_request_duration_seconds`,
-    help: "NetBox API request latency by templated route and method",
-    labelNames: ["route", "method"],
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
-  });
-  private readonly netBoxDriftRecords = new Gauge({
-    name: `${PREFIX}netbox_drift_records`,
-    help: "NetBox pool drift: IPAddresses whose NetBox record is gone (missing), records of ours no claim holds (unclaimed)",
-    labelNames: [...POOL_LABELS, "drift"],
     registers: [this.registry],
   });
   private readonly releases = new Counter({
@@ -213,6 +206,8 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
   });
   /** The reason label of each kind's served series. */
   private readonly kindReasons = new Map<string, string>();
+  /** The metrics each extension made on this registry. */
+  private readonly extensions = new Map<MetricsExtension<MetricsOfPools>, MetricsOfPools>();
 
   constructor() {
     // The event-loop delay histogram samples once a second instead of prom-client's every 10 ms. Each sample wakes the
@@ -307,7 +302,7 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     const labels = poolLabels(pool);
     for (const g of [this.total, this.used, this.free]) g.remove(labels);
     for (const kind of CLAIM_KINDS) this.pending.remove({ ...labels, kind });
-    for (const drift of NETBOX_DRIFT_KINDS) this.netBoxDriftRecords.remove({ ...labels, drift });
+    for (const made of this.extensions.values()) made.poolGone?.(pool);
   }
 
   allocation(result: string, seconds?: number): void {
@@ -353,13 +348,11 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     this.kindServed.set({ pool_kind: kind, reason }, served ? 1 : 0);
   }
 
-  netBoxDrift(pool: PoolLabels, counts: Readonly<Record<NetBoxDriftKind, number>>): void {
-    for (const drift of NETBOX_DRIFT_KINDS) this.netBoxDriftRecords.set({ ...poolLabels(pool), drift }, counts[drift]);
-  }
-
-  netBoxRequest(o: { method: string; route: string; status?: number; reason?: string; seconds: number }): void {
-    const code = o.status !== undefined ? String(o.status) : (o.reason ?? "unknown");
-    this.netBoxRequests.inc({ route: o.route, method: o.method, code });
-    this.netBoxSeconds.observe({ route: o.route, method: o.method }, o.seconds);
+  extend<T extends MetricsOfPools>(extension: MetricsExtension<T>): T {
+    const made = this.extensions.get(extension);
+    if (made) return made as T;
+    const created = extension.create(this.registry);
+    this.extensions.set(extension, created);
+    return created;
   }
 }

@@ -28,12 +28,17 @@ import {
 } from "../pools/kind.js";
 import { isNetBoxError, type NetBoxError } from "../../netbox/client.js";
 import type { NetBoxEngine } from "./engine.js";
+import type { NetBoxMetrics } from "./metrics.js";
 import type { ResolvedParent } from "./parent.js";
 import { URL_NOT_ALLOWED_REASON } from "./trust.js";
 import { claimedCondition, recordsCondition, type PoolCondition } from "./drift.js";
 import { displayOf, sourceSpecsOf, usageOf } from "./sources.js";
 
-function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolKind<NetBoxIPPool> {
+function netBoxKind(
+  descriptor: ResourceDescriptor,
+  engine: NetBoxEngine,
+  metrics: NetBoxMetrics,
+): PoolKind<NetBoxIPPool> {
   return {
     descriptor,
     style: PROVIDER_STYLE,
@@ -49,7 +54,7 @@ function netBoxKind(descriptor: ResourceDescriptor, engine: NetBoxEngine): PoolK
     describeNameCollision: (_pool, name, _address, otherPool) =>
       `IPAddress ${name} already exists and belongs to pool ${otherPool}; it is not this claim's`,
     preallocated: () => false,
-    desiredStatus: (pool, input) => netBoxStatus(pool, input, engine),
+    desiredStatus: (pool, input) => netBoxStatus(pool, input, engine, metrics),
     external: engine,
   };
 }
@@ -108,10 +113,15 @@ export { RECORDS_CONDITION, RECORD_MISSING_REASON } from "./drift.js";
  * (never replaced nor deleted: which side is right is a person's call). Drift is left as last said while the engine
  * does not know the pool's records or claims.
  */
-function netBoxStatus(pool: NetBoxIPPool, input: StatusInput, engine: NetBoxEngine): StatusDecision | undefined {
+function netBoxStatus(
+  pool: NetBoxIPPool,
+  input: StatusInput,
+  engine: NetBoxEngine,
+  metrics: NetBoxMetrics,
+): StatusDecision | undefined {
   const { parents, failure } = engine.view(pool);
   const first = parents?.[0];
-  const { records, claimed } = driftOf(pool, input, engine);
+  const { records, claimed } = driftOf(pool, input, engine, metrics);
   const ready = readyOf(failure, parents);
   const usage = parents && usageOf(parents);
   if (usage) input.metrics.poolCapacity(input.ref, usage.total, usage.used, usage.free);
@@ -158,6 +168,7 @@ function driftOf(
   pool: NetBoxIPPool,
   input: StatusInput,
   engine: NetBoxEngine,
+  metrics: NetBoxMetrics,
 ): { records: PoolCondition | undefined; claimed: PoolCondition | undefined } {
   const missing = engine.missingRecords(
     pool,
@@ -168,14 +179,16 @@ function driftOf(
     })),
   );
   const unclaimed = engine.unclaimedRecords(pool);
-  if (missing && unclaimed)
-    input.metrics.netBoxDrift(input.ref, { missing: missing.length, unclaimed: unclaimed.length });
+  if (missing && unclaimed) metrics.drift(input.ref, { missing: missing.length, unclaimed: unclaimed.length });
   return { records: missing && recordsCondition(missing), claimed: unclaimed && claimedCondition(unclaimed) };
 }
 
-/** The NetBox pool kinds, sharing one engine (one set of connections per NetBox instance). */
-export function netBoxPoolKinds(engine: NetBoxEngine): [PoolKind<NetBoxIPPool>, PoolKind<NetBoxIPPool>] {
-  return [netBoxKind(NETBOX_IPPOOL, engine), netBoxKind(GLOBAL_NETBOX_IPPOOL, engine)];
+/** The NetBox pool kinds, sharing one engine (one set of connections per NetBox instance) and their metrics. */
+export function netBoxPoolKinds(
+  engine: NetBoxEngine,
+  metrics: NetBoxMetrics,
+): [PoolKind<NetBoxIPPool>, PoolKind<NetBoxIPPool>] {
+  return [netBoxKind(NETBOX_IPPOOL, engine, metrics), netBoxKind(GLOBAL_NETBOX_IPPOOL, engine, metrics)];
 }
 
 /** RBAC for serving the NetBox kinds (their tokens: NETBOX_SECRET_RULES in connect.ts, the controller's namespace). */

@@ -9,6 +9,7 @@ import { NETBOX_SECRET_RULES, netBoxConnector } from "./connect.js";
 import { NetBoxEngine } from "./engine.js";
 import { INSTALLATION_RULES, installationSource } from "./installation.js";
 import { NETBOX_RULES, netBoxPoolKinds } from "./kind.js";
+import { NETBOX_METRICS } from "./metrics.js";
 
 /** Deadline of one NetBox request (an allocation is quick; a list of a full prefix is the slowest request). */
 const NETBOX_TIMEOUT_MS = 30_000;
@@ -16,18 +17,18 @@ const NETBOX_USER_AGENT = "metal3-ipam-ts";
 
 export const NETBOX_MODULE: KindModule = {
   kinds(options) {
-    const { metrics } = options;
+    const metrics = options.metrics.extend(NETBOX_METRICS);
     const connector = netBoxConnector(
       options.controllerNamespace ?? DEFAULT_CONTROLLER_NAMESPACE,
       (endpoint) =>
         netBoxClient(endpoint, {
           timeoutMs: NETBOX_TIMEOUT_MS,
           userAgent: NETBOX_USER_AGENT,
-          observe: (o) => metrics.netBoxRequest(o),
+          observe: (o) => metrics.request(o),
         }),
       { allowHttp: options.netBoxAllowHttp ?? false },
     );
-    return netBoxPoolKinds(new NetBoxEngine(connector, installationSource(options.netBoxInstallationId)));
+    return netBoxPoolKinds(new NetBoxEngine(connector, installationSource(options.netBoxInstallationId)), metrics);
   },
   clusterRules: [...NETBOX_RULES, ...INSTALLATION_RULES],
   // Tokens are read from Secrets of the controller's namespace only (connect.ts).
