@@ -100,6 +100,10 @@ export const CAPI_IPADDRESSCLAIM = {
   versions: CLUSTER_API_VERSIONS,
   namespaced: true,
 } as const satisfies ResourceDescriptor;
+
+/** The kinds of claim a pool serves: Metal3's IPClaim and Cluster API's IPAddressClaim. */
+export const CLAIM_KINDS = [IPCLAIM.kind, CAPI_IPADDRESSCLAIM.kind] as const;
+export type ClaimKind = (typeof CLAIM_KINDS)[number];
 /** Cluster API's IPAddress (`ipam.cluster.x-k8s.io`), the record the bridge makes for an IPAddressClaim. */
 export const CAPI_IPADDRESS = {
   group: CAPI_IPAM_GROUP,

@@ -21,6 +21,7 @@ import {
   NETBOX_IPPOOL,
   POOL_DESCRIPTORS,
   poolKindOfRef,
+  type ClaimKind,
   type PoolKindName,
 } from "../../api/registry.js";
 import { PoolAllocator, parseAddress, sameAddress } from "../ipam/index.js";
@@ -49,9 +50,6 @@ export interface Inventory {
    */
   globalRecords: { claims: IPAddressClaim[]; addresses: CapiIPAddress[] };
 }
-
-/** The two claim kinds, as kubectl names them. */
-export type ClaimKind = "IPClaim" | "IPAddressClaim";
 
 /** One allocation record of either kind. */
 export interface Holding {

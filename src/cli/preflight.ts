@@ -20,7 +20,7 @@ import {
   type IPPool,
 } from "../../api/v1alpha1/types.js";
 import { IPADDRESSCLAIM_FINALIZER, type PoolRef } from "../../api/capi/types.js";
-import { IPPOOL, poolKindOfRef } from "../../api/registry.js";
+import { IPPOOL, poolKindOfRef, type ClaimKind } from "../../api/registry.js";
 import { byNamespaceAndName, claimPool, isOurPoolRef, type Inventory } from "./inventory.js";
 import { globalPoolFindings, type GlobalPoolUse, type TargetGlobalPools } from "./preflight-global.js";
 import { isMetal3Kind } from "./poolkind.js";
@@ -190,7 +190,7 @@ function checkPool(c: Context, pool: IPPool): void {
   c.out.push({ severity: "left-behind", kind: IPPOOL.kind, name: nameOf(pool), problem, fix });
 }
 
-function checkClaim(c: Context, kind: "IPClaim" | "IPAddressClaim", claim: IPClaim | IPAddressClaim): void {
+function checkClaim(c: Context, kind: ClaimKind, claim: IPClaim | IPAddressClaim): void {
   if (c.moved.has(uidOf(claim))) return;
   const owners = claim.metadata.ownerReferences ?? [];
   const missing = missingOwners(c, claim);
@@ -294,7 +294,7 @@ function checkAddresses(c: Context): void {
 
 const OUR_CLAIM_FINALIZERS = new Set([IPCLAIM_FINALIZER, IPADDRESSCLAIM_FINALIZER, IPADDRESS_FINALIZER]);
 
-function checkDeleting(c: Context, kind: string, claim: IPClaim | IPAddressClaim): void {
+function checkDeleting(c: Context, kind: ClaimKind, claim: IPClaim | IPAddressClaim): void {
   if (!claim.metadata.deletionTimestamp) return;
   const foreign = (claim.metadata.finalizers ?? []).filter((f) => !OUR_CLAIM_FINALIZERS.has(f));
   if (foreign.length === 0) return;

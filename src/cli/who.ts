@@ -6,7 +6,7 @@
  */
 import { CAPI_IPAM_GROUP } from "../../api/capi/types.js";
 import { CLUSTER_NAME_LABEL, GROUP } from "../../api/v1alpha1/types.js";
-import { IPPOOL, isGlobalKind, poolKindOfRef, type PoolKindName } from "../../api/registry.js";
+import { IPPOOL, isGlobalKind, poolKindOfRef, type ClaimKind, type PoolKindName } from "../../api/registry.js";
 import { canonicalAddress, parseAddress } from "../ipam/index.js";
 import {
   allocatorOf,
@@ -15,7 +15,6 @@ import {
   holdingsOfAddress,
   ipAddressClaimState,
   ipClaimState,
-  type ClaimKind,
   type ClaimState,
   type Holding,
   type Inventory,

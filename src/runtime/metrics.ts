@@ -3,14 +3,10 @@
  * `ControllerMetrics` interface so tests can pass `noMetrics`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { CAPI_IPADDRESSCLAIM, IPCLAIM } from "../../api/registry.js";
+import { CLAIM_KINDS, type ClaimKind } from "../../api/registry.js";
 import { clientStats } from "../kube/ratelimit.js";
 import type { Release } from "./memory.js";
 import type { WorkQueueMetrics } from "./workqueue.js";
-
-/** Kinds of claim a pool serves (the `kind` label of the pending series): Metal3's IPClaim and Cluster API's. */
-export const CLAIM_KINDS = [IPCLAIM.kind, CAPI_IPADDRESSCLAIM.kind] as const;
-export type ClaimKind = (typeof CLAIM_KINDS)[number];
 
 /**
  * The pool a per-pool series is about: its kind's name as its descriptor in api/registry.ts gives it (the
@@ -25,7 +21,10 @@ export interface PoolLabels {
 
 export interface ControllerMetrics {
   poolCapacity(pool: PoolLabels, total: number, used: number, free: number): void;
-  /** Live claims of a pool that hold no address yet, per kind (what the exhausted and pending alerts watch). */
+  /**
+   * Live claims of a pool that hold no address yet, per claim kind (the series' `kind` label; what the exhausted and
+   * pending alerts watch).
+   */
   pendingClaims(pool: PoolLabels, counts: Readonly<Record<ClaimKind, number>>): void;
   /** Drops every per-pool series of a pool that no longer exists. */
   poolGone(pool: PoolLabels): void;

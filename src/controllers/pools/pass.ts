@@ -4,12 +4,13 @@
  * lifecycles of the two claim APIs (ippool/api.ts for IPClaims, capi/api.ts for IPAddressClaims) implement
  * {@link ClaimApi}.
  */
+import type { ClaimKind } from "../../../api/registry.js";
 import type { ObjectMeta, Reason } from "../../../api/v1alpha1/types.js";
 import type { Holder, PoolAllocator } from "../../ipam/allocator.js";
 import type { BucketChange } from "../../kube/journal.js";
 import type { KubeObject } from "../../kube/resource.js";
 import type { Logger } from "../../runtime/logger.js";
-import type { ClaimKind, ControllerMetrics } from "../../runtime/metrics.js";
+import type { ControllerMetrics } from "../../runtime/metrics.js";
 import type { EventSink } from "../events.js";
 import type { Store } from "../store.js";
 import type { PoolLocation } from "./indexes.js";
