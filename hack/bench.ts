@@ -45,7 +45,7 @@ import { ADMISSION_SIZES, measureAdmission } from "./bench/admission.js";
 import { PURE_SCENARIOS, readConfig, type BenchConfig } from "./bench/config.js";
 import { ENTRIES_CASES, ENTRY_COUNTS, measureEntries } from "./bench/entries.js";
 import { startBenchController, stopAllControllers } from "./bench/controller.js";
-import { CAPI_IPADDRESSCLAIM, CLAIM_KINDS, METAL3_IPCLAIM, type ClaimKind } from "./bench/kinds.js";
+import { CAPI_IPADDRESSCLAIM, BENCH_CLAIM_KINDS, METAL3_IPCLAIM, type BenchClaimKind } from "./bench/kinds.js";
 import { sectionsOf, type BenchResults } from "./bench/report.js";
 import {
   bareClientCeiling,
@@ -67,7 +67,7 @@ import { siteScenario } from "./bench/sitescenario.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
 /** "IPAddressClaims on InClusterIPPool", for the progress lines. */
-const plural = (kind: ClaimKind): string => `${kind.label}s on ${kind.pool.label}`;
+const plural = (kind: BenchClaimKind): string => `${kind.label}s on ${kind.pool.label}`;
 
 let plane: LocalPlane | undefined;
 let netBox: NetBoxServer | undefined;
@@ -154,8 +154,8 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
 }
 
 /** The claim kinds this run drives: those whose pool kind BENCH_POOLS names. */
-function kindsOf(config: BenchConfig): ClaimKind[] {
-  return CLAIM_KINDS.filter((kind) => config.pools.some((label) => label === kind.pool.label));
+function kindsOf(config: BenchConfig): BenchClaimKind[] {
+  return BENCH_CLAIM_KINDS.filter((kind) => config.pools.some((label) => label === kind.pool.label));
 }
 
 /** Scenario 5: each pool size, each kind; a namespace, a pool and controllers of its own each (see trickle.ts). */

@@ -4,7 +4,7 @@
  * one namespace's claims and the records it makes (so it receives a claim's four events, as the controller does: the
  * claim, its finalizer, its record, its status) and answers each new claim with the controller's four requests, in the
  * controller's order: the finalizer, the list of the other claim API's records (the read-your-writes barrier's), the
- * record, the status ({@link ClaimKind.bareBind}). No cache, no pool, no allocator: the n-th claim seen gets the
+ * record, the status ({@link BenchClaimKind.bareBind}). No cache, no pool, no allocator: the n-th claim seen gets the
  * n-th address. It talks through the project's own API door (src/kube), as the controller does.
  *
  *   node .cache/bench/floor/hack/bench/floorclient.js <kubeconfig> <namespace> <claim kind> <pool kind> <pool name>
@@ -18,12 +18,12 @@ import type { ClusterAccess } from "../../src/kube/access.js";
 import { loadClusterAccess } from "../../src/kube/kubeconfig.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { streamWatch, type WatchEvent } from "../../src/kube/watch.js";
-import { CLAIM_KINDS, type ClaimKind } from "./kinds.js";
+import { BENCH_CLAIM_KINDS, type BenchClaimKind } from "./kinds.js";
 import { nthAddress } from "./scenarios.js";
 
 /** The claim kind whose claim label and pool label are given (`IPClaim IPPool`, say). */
-export function floorKind(claimLabel: string, poolLabel: string): ClaimKind {
-  const kind = CLAIM_KINDS.find((k) => k.label === claimLabel && k.pool.label === poolLabel);
+export function floorKind(claimLabel: string, poolLabel: string): BenchClaimKind {
+  const kind = BENCH_CLAIM_KINDS.find((k) => k.label === claimLabel && k.pool.label === poolLabel);
   if (!kind) throw new Error(`no claim kind ${claimLabel} on ${poolLabel}`);
   return kind;
 }

@@ -1,7 +1,7 @@
 /**
  * The claim kinds a scenario can drive, each on the pool kind it asks: Metal3's IPClaim on an IPPool, and Cluster
  * API's IPAddressClaim on an IPPool, an InClusterIPPool or a GlobalInClusterIPPool. A scenario only needs
- * to create the claim's pool ({@link ClaimKind.pool}) and claims, recognise a bound claim in a watch event, and read
+ * to create the claim's pool ({@link BenchClaimKind.pool}) and claims, recognise a bound claim in a watch event, and read
  * back which address each claim got.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -18,7 +18,7 @@ import { ipAddressName } from "../../src/ipam/naming.js";
 import { isNotFound } from "../../src/kube/errors.js";
 import type { Kube } from "../../src/kube/access.js";
 import { ResourceClient, type KubeObject, type ResourceType } from "../../src/kube/resource.js";
-// Aliased: this module exports ClaimKinds of Cluster API's IPAddressClaim under names of their own.
+// Aliased: this module exports BenchClaimKinds of Cluster API's IPAddressClaim under names of their own.
 import {
   CAPI_IPADDRESS,
   CAPI_IPADDRESSCLAIM as CAPI_CLAIM,
@@ -29,7 +29,7 @@ import {
 import { BENCH_PREFIX, GLOBAL_INCLUSTER_POOL, INCLUSTER_POOL, METAL3_POOL, type BenchPool } from "./pools.js";
 
 /** What a scenario needs to know about one kind of claim. */
-export interface ClaimKind {
+export interface BenchClaimKind {
   /** The claim's kind, for the report: "IPClaim" or "IPAddressClaim". */
   readonly label: string;
   /** The pool the claims ask, which a scenario creates for them. */
@@ -128,7 +128,7 @@ function readyTrue(conditions: unknown): boolean {
 }
 
 /** Metal3's IPClaim (`ipam.metal3.io/v1alpha1`): bound when `status.address.name` is set and Ready=True. */
-export const METAL3_IPCLAIM: ClaimKind = {
+export const METAL3_IPCLAIM: BenchClaimKind = {
   label: "IPClaim",
   pool: METAL3_POOL,
   claimType: resourceType(IPCLAIM),
@@ -191,7 +191,7 @@ const CAPI_CLAIM_TYPE: ResourceType = resourceType(CAPI_CLAIM);
  * kind serves it through the same pool pass (translated in memory, one Cluster API IPAddress as its record); what
  * differs is the pool's allocatable set, its status, and the record's name and finalizers ({@link BenchPool.capiRecord}).
  */
-export function capiClaimKind(pool: BenchPool): ClaimKind {
+export function capiClaimKind(pool: BenchPool): BenchClaimKind {
   const capiClaim = (namespace: string, name: string, poolName: string): IPAddressClaim => ({
     metadata: { name, namespace },
     spec: { poolRef: pool.ref(poolName) },
@@ -253,14 +253,14 @@ export function capiClaimKind(pool: BenchPool): ClaimKind {
 }
 
 /** IPAddressClaims on a Metal3 IPPool: served by the same pool pass as IPClaims, so both should cost about the same. */
-export const CAPI_IPADDRESSCLAIM: ClaimKind = capiClaimKind(METAL3_POOL);
+export const CAPI_IPADDRESSCLAIM: BenchClaimKind = capiClaimKind(METAL3_POOL);
 /** IPAddressClaims on an InClusterIPPool of their namespace. */
-export const CAPI_ON_INCLUSTER: ClaimKind = capiClaimKind(INCLUSTER_POOL);
+export const CAPI_ON_INCLUSTER: BenchClaimKind = capiClaimKind(INCLUSTER_POOL);
 /** IPAddressClaims of several namespaces on one GlobalInClusterIPPool. */
-export const CAPI_ON_GLOBAL_INCLUSTER: ClaimKind = capiClaimKind(GLOBAL_INCLUSTER_POOL);
+export const CAPI_ON_GLOBAL_INCLUSTER: BenchClaimKind = capiClaimKind(GLOBAL_INCLUSTER_POOL);
 
 /** Every claim kind a run drives, in the order it drives them; the first two are the Metal3 pool paths. */
-export const CLAIM_KINDS: readonly ClaimKind[] = [
+export const BENCH_CLAIM_KINDS: readonly BenchClaimKind[] = [
   METAL3_IPCLAIM,
   CAPI_IPADDRESSCLAIM,
   CAPI_ON_INCLUSTER,

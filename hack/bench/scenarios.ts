@@ -1,7 +1,7 @@
 /**
  * The scenarios that need an API server: a burst of claims on one pool, one claim at a time on a quiet pool, and the
  * controller's memory with many IPAddress objects. Each scenario makes its own namespaces and pool, so they can run in
- * any order and more than once (e.g. once per {@link ClaimKind}): one namespace, or for a cluster-scoped pool
+ * any order and more than once (e.g. once per {@link BenchClaimKind}): one namespace, or for a cluster-scoped pool
  * {@link BenchPool.claimNamespaces} of them with the claims spread round robin.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -12,7 +12,7 @@ import { poll, sleep } from "../testkit/wait.js";
 import { ipAddressName } from "../../src/ipam/naming.js";
 import { describeError } from "../../src/kube/errors.js";
 import { idleNodeMemory, startBenchController, type BenchController, type ProcMemory } from "./controller.js";
-import type { ClaimKind } from "./kinds.js";
+import type { BenchClaimKind } from "./kinds.js";
 import { createPool, namespaceOf, readPool, type BenchPool } from "./pools.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
 import { ClaimWatch } from "./watch.js";
@@ -63,7 +63,7 @@ export async function claimNamespaces(kc: KubeConfig, pool: BenchPool, prefix: s
 /** Claim name → address of every bound claim of `kind` in `namespaces` (names are unique across them). */
 export async function boundAddresses(
   kc: KubeConfig,
-  kind: ClaimKind,
+  kind: BenchClaimKind,
   namespaces: readonly string[],
 ): Promise<Map<string, string>> {
   const maps = await Promise.all(namespaces.map((namespace) => kind.boundAddresses(kc, namespace)));
@@ -105,7 +105,7 @@ export interface BurstOptions {
 
 /** Result of {@link bindBurst}. */
 export interface BurstResult {
-  /** The claim kind ({@link ClaimKind.label}). */
+  /** The claim kind ({@link BenchClaimKind.label}). */
   kind: string;
   /** The pool kind ({@link BenchPool.label}); absent in older runs, all on IPPools. */
   pool?: string;
@@ -143,7 +143,7 @@ export interface BurstResult {
  * Scenario 1: `count` claims created at once (`concurrency` in flight) on one fresh pool of the kind's pool kind (its
  * claims spread over its namespaces); time until all are bound.
  */
-export async function bindBurst(ctx: BenchContext, kind: ClaimKind, options: BurstOptions): Promise<BurstResult> {
+export async function bindBurst(ctx: BenchContext, kind: BenchClaimKind, options: BurstOptions): Promise<BurstResult> {
   const { count, concurrency, controller } = options;
   const namespaces = await claimNamespaces(ctx.kc, kind.pool, "bench-burst");
   const [namespace] = namespaces as [string];
@@ -224,13 +224,13 @@ export interface CeilingResult {
 
 /**
  * The ceiling of a burst: a bare client does, with no controller, the writes a controller cannot avoid for `count`
- * claims (see {@link ClaimKind.bareWrites}), `concurrency` claims at a time, spread over as many namespaces as the
+ * claims (see {@link BenchClaimKind.bareWrites}), `concurrency` claims at a time, spread over as many namespaces as the
  * burst's. Run it while no controller serves the cluster, in the same run as the bursts, so both meet the same
  * machine.
  */
 export async function bareClientCeiling(
   ctx: BenchContext,
-  kind: ClaimKind,
+  kind: BenchClaimKind,
   count: number,
   concurrency: number,
 ): Promise<CeilingResult> {
@@ -272,7 +272,7 @@ export interface LatencyResult {
 /** Scenario 2: `count` claims, one at a time, on a quiet pool (all in one namespace); per-claim time from create to bound. */
 export async function singleClaimLatency(
   ctx: BenchContext,
-  kind: ClaimKind,
+  kind: BenchClaimKind,
   options: LatencyOptions,
 ): Promise<LatencyResult> {
   const { count, controller } = options;

@@ -32,7 +32,7 @@ import {
   CAPI_ON_GLOBAL_INCLUSTER,
   CAPI_ON_INCLUSTER,
   METAL3_IPCLAIM,
-  type ClaimKind,
+  type BenchClaimKind,
 } from "./kinds.js";
 import { BENCH_PREFIX, GLOBAL_INCLUSTER_POOL, INCLUSTER_POOL, METAL3_POOL, type BenchPool } from "./pools.js";
 import { runLimited, type BenchContext } from "./scenarios.js";
@@ -99,12 +99,12 @@ const BENCH_POOLS: Record<SitePoolKind, BenchPool> = {
   InClusterIPPool: INCLUSTER_POOL,
   GlobalInClusterIPPool: GLOBAL_INCLUSTER_POOL,
 };
-const CAPI_KINDS: Record<SitePoolKind, ClaimKind> = {
+const CAPI_KINDS: Record<SitePoolKind, BenchClaimKind> = {
   IPPool: CAPI_IPADDRESSCLAIM,
   InClusterIPPool: CAPI_ON_INCLUSTER,
   GlobalInClusterIPPool: CAPI_ON_GLOBAL_INCLUSTER,
 };
-const kindOf = (c: SiteClaim): ClaimKind => (c.api === "IPClaim" ? METAL3_IPCLAIM : CAPI_KINDS[c.pool.kind]);
+const kindOf = (c: SiteClaim): BenchClaimKind => (c.api === "IPClaim" ? METAL3_IPCLAIM : CAPI_KINDS[c.pool.kind]);
 
 /** Every pool's `used` as its status says, kept current by a watch of each pool kind (no polling in the windows). */
 class PoolWatch {

@@ -21,7 +21,7 @@ import {
   type DoorBytes,
   type RequestsPerClaim,
 } from "./efficiency.js";
-import type { ClaimKind } from "./kinds.js";
+import type { BenchClaimKind } from "./kinds.js";
 import { namespaceOf, type BenchPool } from "./pools.js";
 import { boundAddresses, claimNamespaces, runLimited, waitPoolReconciled, type BenchContext } from "./scenarios.js";
 import { nowMs, summarize, type Summary } from "./stats.js";
@@ -52,7 +52,7 @@ export interface WarmupResult {
 
 /** Result of {@link trickle}. */
 export interface TrickleResult {
-  /** The claim kind ({@link ClaimKind.label}). */
+  /** The claim kind ({@link BenchClaimKind.label}). */
   kind: string;
   /** The pool kind ({@link BenchPool.label}); absent in runs from before issue 24, all on IPPools. */
   pool?: string;
@@ -114,7 +114,7 @@ const names = (prefix: string, count: number): string[] =>
  * watch events and its records are as large as they are in use. The measured controller then starts on a pool in
  * that state, as after a restart, and its CPU profile holds its start-up and the trickle, not the loading.
  */
-async function preload(ctx: BenchContext, kind: ClaimKind, place: Place, options: TrickleOptions): Promise<void> {
+async function preload(ctx: BenchContext, kind: BenchClaimKind, place: Place, options: TrickleOptions): Promise<void> {
   const loader = await startBenchController(ctx.kubeconfigPath, ctx.logDir, {
     ...(place.scope ? { namespace: place.scope } : {}),
     profile: false,
@@ -219,7 +219,7 @@ async function readings(kc: KubeConfig, controller: BenchController): Promise<Re
 async function createOneAtATime(
   ctx: BenchContext,
   measured: { guard<T>(work: Promise<T>): Promise<T> },
-  kind: ClaimKind,
+  kind: BenchClaimKind,
   target: { namespaces: readonly string[]; poolName: string },
   claimNames: readonly string[],
   gapMs: number,
@@ -240,7 +240,7 @@ async function createOneAtATime(
 async function warmUp(
   ctx: BenchContext,
   measured: { pid: number; guard<T>(work: Promise<T>): Promise<T> },
-  kind: ClaimKind,
+  kind: BenchClaimKind,
   watch: ClaimWatch,
   target: { namespaces: readonly string[]; poolName: string },
   count: number,
@@ -265,7 +265,11 @@ async function warmUp(
  * all (a status written late is in it), plus {@link TRAIL_MS}. Before it, the measured controller serves
  * {@link TrickleOptions.warmup} claims the same way in an empty pool of its own.
  */
-export async function trickle(ctx: BenchContext, kind: ClaimKind, options: TrickleOptions): Promise<TrickleResult> {
+export async function trickle(
+  ctx: BenchContext,
+  kind: BenchClaimKind,
+  options: TrickleOptions,
+): Promise<TrickleResult> {
   const namespaces = await claimNamespaces(ctx.kc, kind.pool, "bench-trickle");
   const [namespace] = namespaces as [string];
   const place: Place = {
@@ -351,7 +355,7 @@ export async function trickle(ctx: BenchContext, kind: ClaimKind, options: Trick
 }
 
 /** The file name of the measured controller's CPU profile (BENCH_CPU_PROF): `trickle-<claim>-<pool>-<held>.cpuprofile`. */
-export function trickleProfileName(kind: ClaimKind, held: number): string {
+export function trickleProfileName(kind: BenchClaimKind, held: number): string {
   return `trickle-${kind.label}-${kind.pool.label}-${held}.cpuprofile`;
 }
 
@@ -381,7 +385,7 @@ export interface FloorResult {
  */
 export async function trickleFloor(
   ctx: BenchContext,
-  kind: ClaimKind,
+  kind: BenchClaimKind,
   options: Pick<TrickleOptions, "claims" | "gapMs" | "warmup">,
 ): Promise<FloorResult> {
   const [namespace] = (await claimNamespaces(ctx.kc, kind.pool, "bench-floor")) as [string];

@@ -8,7 +8,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Informer } from "../../src/kube/informer.js";
 import { ResourceClient, type KubeObject } from "../../src/kube/resource.js";
 import { silentLogger } from "../../src/runtime/logger.js";
-import type { ClaimKind } from "./kinds.js";
+import type { BenchClaimKind } from "./kinds.js";
 import { nowMs } from "./stats.js";
 
 /** First-seen-bound times of the claims of a scenario's namespaces. */
@@ -20,7 +20,7 @@ export class ClaimWatch {
   private constructor(private readonly informers: readonly Informer<KubeObject>[]) {}
 
   /** Starts watching `namespaces` for claims of `kind`; resolves once the initial lists are in. */
-  static async start(kc: KubeConfig, kind: ClaimKind, namespaces: readonly string[]): Promise<ClaimWatch> {
+  static async start(kc: KubeConfig, kind: BenchClaimKind, namespaces: readonly string[]): Promise<ClaimWatch> {
     const client = new ResourceClient<KubeObject>(kc, kind.claimType);
     const informers = namespaces.map(
       (namespace) => new Informer<KubeObject>(kc, client, { namespace, resyncMs: 0, logger: silentLogger() }),

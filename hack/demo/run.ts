@@ -38,8 +38,8 @@ export const CLUSTER_API_SAMPLES = join(SAMPLES, "clusterapi");
 
 /** The pool kinds, in the order the tables show them. */
 export const POOL_KINDS = [IPPOOL, INCLUSTER_IPPOOL, GLOBAL_INCLUSTER_IPPOOL] as const;
-const CLAIM_KINDS = [IPCLAIM, CAPI_IPADDRESSCLAIM] as const;
-type Descriptor = (typeof POOL_KINDS)[number] | (typeof CLAIM_KINDS)[number];
+const CLAIM_DESCRIPTORS = [IPCLAIM, CAPI_IPADDRESSCLAIM] as const;
+type Descriptor = (typeof POOL_KINDS)[number] | (typeof CLAIM_DESCRIPTORS)[number];
 
 /** One object of the samples. */
 export interface Sample extends KubeObject {
@@ -87,11 +87,11 @@ export interface DemoResult {
 }
 
 const descriptorOf = (kind: string | undefined): Descriptor | undefined =>
-  [...POOL_KINDS, ...CLAIM_KINDS].find((d) => d.kind === kind);
+  [...POOL_KINDS, ...CLAIM_DESCRIPTORS].find((d) => d.kind === kind);
 
 function clientsOf(kc: KubeConfig): Map<Descriptor, ResourceClient<KubeObject>> {
   return new Map(
-    [...POOL_KINDS, ...CLAIM_KINDS].map((d) => [d, new ResourceClient<KubeObject>(kc, resourceType(d))] as const),
+    [...POOL_KINDS, ...CLAIM_DESCRIPTORS].map((d) => [d, new ResourceClient<KubeObject>(kc, resourceType(d))] as const),
   );
 }
 
