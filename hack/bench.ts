@@ -25,7 +25,8 @@
  *   8. site (only when BENCH_SCENARIOS names it): BENCH_SITE_ADDRESSES addresses (default 100,000) held across
  *      BENCH_SITE_POOLS pools (default 1,000) of every kind in 10 namespaces, both claim APIs; a trickle into the empty
  *      site, a restart with the site held, a trickle and a burst on it; CPU of the controller, the API server and
- *      etcd, requests, RSS and heap per stage (see bench/sitescenario.ts)
+ *      etcd, requests, RSS and heap, V8's collections and the memory releases per stage (see bench/sitescenario.ts);
+ *      its controllers release memory every BENCH_SITE_RELEASE_INTERVAL seconds (default 2; the controller's is 60)
  *
  * BENCH_SCENARIOS=trickle (say) runs only the named ones (allocator, burst, memory, trickle, netbox, admission, site; all
  * but netbox and site by default); BENCH_POOLS=IPPool (say)
@@ -147,6 +148,7 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
       burst: config.siteBurst,
       concurrency: config.concurrency,
       loadConcurrency: config.siteConcurrency,
+      releaseIntervalS: config.siteReleaseIntervalS,
       planePids: () => plane?.pids ?? {},
       progress: (message) => progress(`site: ${message}`),
     });

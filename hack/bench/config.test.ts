@@ -71,5 +71,10 @@ describe("bench configuration (trickle knobs)", () => {
     ]);
     expect(() => readConfig({ BENCH_SITE_POOLS: "0" }, "o")).to.throw("BENCH_SITE_POOLS");
     expect([c.siteCheck, readConfig({ BENCH_SITE_CHECK: "1" }, "o").siteCheck]).to.deep.equal([false, true]);
+    expect([
+      c.siteReleaseIntervalS,
+      readConfig({ BENCH_SITE_RELEASE_INTERVAL: "60" }, "o").siteReleaseIntervalS,
+    ]).to.deep.equal([2, 60]);
+    expect(() => readConfig({ BENCH_SITE_RELEASE_INTERVAL: "0" }, "o")).to.throw("BENCH_SITE_RELEASE_INTERVAL");
   });
 });

@@ -1,5 +1,7 @@
 /** The benchmark's scale, from environment variables, so a smoke run is one line: `BENCH_CLAIMS=50 BENCH_ADDRESSES=200`. */
 
+import { DEFAULT_SITE_RELEASE_INTERVAL_S } from "./site.js";
+
 /** Every knob of a run. */
 export interface BenchConfig {
   /** Claims created at once on one pool (scenario 1). BENCH_CLAIMS, default 1000. */
@@ -57,6 +59,8 @@ export interface BenchConfig {
   siteBurst: number;
   /** Held claims written at once while the site is built. BENCH_SITE_CONCURRENCY, default 200. */
   siteConcurrency: number;
+  /** The site's controllers' memory release interval, seconds. BENCH_SITE_RELEASE_INTERVAL, default 2. */
+  siteReleaseIntervalS: number;
   /** Fail the run when the site is over a bound of hack/bench/site.ts's SITE_BOUNDS. BENCH_SITE_CHECK=1. */
   siteCheck: boolean;
   /** Scenarios to run: BENCH_SCENARIOS, comma-separated among {@link SCENARIOS}; default {@link DEFAULT_SCENARIOS}. */
@@ -151,6 +155,7 @@ export function readConfig(env: NodeJS.ProcessEnv, defaultOutFile: string, argv:
     siteTrickle: positiveInt(env, "BENCH_SITE_TRICKLE", 300),
     siteBurst: positiveInt(env, "BENCH_SITE_BURST", 5_000),
     siteConcurrency: positiveInt(env, "BENCH_SITE_CONCURRENCY", 200),
+    siteReleaseIntervalS: positiveInt(env, "BENCH_SITE_RELEASE_INTERVAL", DEFAULT_SITE_RELEASE_INTERVAL_S),
     siteCheck: env.BENCH_SITE_CHECK === "1" || env.BENCH_SITE_CHECK === "true",
     scenarios: list(env, "BENCH_SCENARIOS", [...DEFAULT_SCENARIOS], scenarioOf),
     pools: list(env, "BENCH_POOLS", [...POOL_LABELS], poolOf),

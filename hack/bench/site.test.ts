@@ -135,6 +135,8 @@ describe("bench site: report", () => {
     memory: { rss: rss + 2_000 * 2 * 1024, peakRss: rss + 10 * MiB, rssAnon: rss },
     heapUsed: heap + 2_000 * 1024,
     settled: { rss, heapUsed: heap, released: true },
+    monotonicWindowMs: [1_000, 1_000 + claims * 200],
+    gc: { majorS: cpu / 2, minorS: cpu / 10, incrementalS: 0.01, releases: claims > 0 ? 3 : 1, releaseS: cpu / 4 },
   });
   const result: SiteResult = {
     addresses: 2_000,
@@ -143,6 +145,7 @@ describe("bench site: report", () => {
     census: { IPPool: 10, InClusterIPPool: 6, GlobalInClusterIPPool: 4, preallocating: 4 },
     loadMs: 5_000,
     loadConcurrency: 200,
+    releaseIntervalS: 2,
     stages: [
       stage(SITE_STAGES.idle, 0, 0.5, 80 * MiB, 20 * MiB),
       stage(SITE_STAGES.emptyTrickle, 300, 1.5, 82 * MiB, 22 * MiB),
@@ -185,6 +188,24 @@ describe("bench site: report", () => {
     expect(value(sections, "(c) restart: writes to claims and records")).to.equal("3");
     expect(value(sections, "(c) restart: pool status writes")).to.equal("20");
     expect(value(sections, "(c) restart: start → first new claim bound")).to.equal("1.20 s");
+  });
+
+  it("one collections line per stage: V8's major collections beside the memory releases among them, and the window", () => {
+    const last = siteSections(result).at(-1)!;
+    expect(last.title).to.include("memory release every 2 s");
+    if (!("cells" in last)) throw new Error("the collections are a grid");
+    expect(last.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
+    // The trickle into the held site: 2.4 CPU-s, 1.2 s major of which 0.6 s in 3 releases, window 1000 → 61000 ms.
+    expect(last.cells[3]).to.deep.equal([
+      SITE_STAGES.trickle,
+      "2.40",
+      "1.20",
+      "0.600",
+      "3",
+      "0.240",
+      "0.0100",
+      "1000,61000",
+    ]);
   });
 
   it("the site's trickle over the empty site's, and memory per held address beyond the idle floor", () => {

@@ -199,6 +199,14 @@ export function siteCensus(layout: SiteLayout): Record<SitePoolKind | "prealloca
   };
 }
 
+/**
+ * How often the site's controllers check for a memory release by default (the controller's own default is a minute):
+ * a release that is due runs within seconds of a stage instead of a minute, so the settled readings come quickly. One
+ * due during a busy stage runs at most every few checks, inside that stage's CPU: at this interval far more often
+ * than at the controller's default, which BENCH_SITE_RELEASE_INTERVAL=60 measures instead.
+ */
+export const DEFAULT_SITE_RELEASE_INTERVAL_S = 2;
+
 /** What one stage of the scenario measured. */
 export interface SiteStage {
   /** The stage, for the report: "idle, empty site", "trickle into the empty site", … */
@@ -220,6 +228,22 @@ export interface SiteStage {
   heapUsed: number;
   /** The same once the controller's memory release ran after the window: what it holds, garbage and freed pages out. */
   settled: SettledMemory;
+  /** The window on the monotonic clock (ms), as V8's profiler reads it: cuts a BENCH_CPU_PROF profile to the stage. */
+  monotonicWindowMs: [number, number];
+  /** The controller's garbage collections in the window. */
+  gc: StageCollections;
+}
+
+/**
+ * A stage's garbage collections, from the controller's /metrics: seconds in V8's collections by kind (prom-client's
+ * `nodejs_gc_duration_seconds`, which counts a memory release among the major ones), and the memory releases alone.
+ */
+export interface StageCollections {
+  majorS: number;
+  minorS: number;
+  incrementalS: number;
+  releases: number;
+  releaseS: number;
 }
 
 /**
@@ -254,6 +278,8 @@ export interface SiteResult {
   /** Writing the held claims and records with no controller running, ms, and in how many requests at once. */
   loadMs: number;
   loadConcurrency: number;
+  /** The controllers' `--memory-release-interval`, seconds. */
+  releaseIntervalS: number;
   /** In order: idle, trickle into the empty site, restart with the site held, trickle, burst. */
   stages: SiteStage[];
   restart: SiteRestart;
@@ -392,7 +418,28 @@ export function siteSections(r: SiteResult): Section[] {
     grid,
     { title: "8 derived: the site against the empty site, same run", rows: derivedRows(r) },
     checkSection(r),
+    collectionsSection(r),
   ];
+}
+
+/** Where each stage's collection time went: V8's own collections against the controller's memory releases. */
+function collectionsSection(r: SiteResult): Section {
+  return {
+    title:
+      `8 collections: the controller's garbage collections per stage, seconds (memory release every ` +
+      `${r.releaseIntervalS} s when due; a release is one of the major collections)`,
+    header: ["stage", "ctrl CPU s", "major s", "of which releases s", "releases", "minor s", "incremental s", "window"],
+    cells: r.stages.map((s) => [
+      s.stage,
+      fmt(s.cpu.controller),
+      fmt(s.gc.majorS),
+      fmt(s.gc.releaseS),
+      String(s.gc.releases),
+      fmt(s.gc.minorS),
+      fmt(s.gc.incrementalS),
+      s.monotonicWindowMs.map((ms) => ms.toFixed(0)).join(","),
+    ]),
+  };
 }
 
 function derivedRows(r: SiteResult): Row[] {

@@ -54,6 +54,7 @@ import {
   type SiteResult,
   type SettledMemory,
   type SiteStage,
+  type StageCollections,
 } from "./site.js";
 import { nowMs, summarize } from "./stats.js";
 import { waitIdle, waitReady } from "./trickle.js";
@@ -71,6 +72,8 @@ export interface SiteScenarioOptions {
   concurrency: number;
   /** Held claims written at once while the site is built (each takes four requests, one after another). */
   loadConcurrency: number;
+  /** The controllers' `--memory-release-interval`, seconds (see site.ts's `DEFAULT_SITE_RELEASE_INTERVAL_S`). */
+  releaseIntervalS: number;
   /** The plane's processes, for their CPU. */
   planePids: () => { etcd?: number; apiServer?: number };
   /** Where the scenario says what it is doing (the site takes minutes to build). */
@@ -85,14 +88,12 @@ const TRAIL_MS = 1_000;
 const HEAP_USED = "metal3_ipam_nodejs_heap_size_used_bytes";
 /** The controller's memory releases so far (src/runtime/memory.ts). */
 const MEMORY_RELEASES = "metal3_ipam_memory_releases_total";
-/**
- * How often the site's controllers check for a memory release (the default is a minute): a release that is due runs
- * within seconds of a stage instead of a minute. One due during a busy stage runs at most every few checks, inside
- * that stage's CPU, as it would in production at the default interval.
- */
-const RELEASE_INTERVAL_S = 2;
 /** How long a stage's settled reading waits for a release: the checks a due release waits through while busy, and two. */
-const RELEASE_WAIT_MS = (MAX_DEFERRED_CHECKS + 2) * RELEASE_INTERVAL_S * 1000;
+const releaseWaitMs = (intervalS: number): number => (MAX_DEFERRED_CHECKS + 2) * intervalS * 1000;
+/** Seconds in V8's collections by kind, from prom-client's default metrics under our prefix. */
+const GC_SECONDS = "metal3_ipam_nodejs_gc_duration_seconds_sum";
+/** Seconds the controller's memory releases held it (src/runtime/memory.ts). */
+const RELEASE_SECONDS = "metal3_ipam_memory_release_seconds_total";
 
 const BENCH_POOLS: Record<SitePoolKind, BenchPool> = {
   IPPool: METAL3_POOL,
@@ -234,6 +235,24 @@ interface Reading {
   apiServer: number;
   etcd: number;
   requests: RequestCounts;
+  /** The controller's collections so far (all 0 when none runs). */
+  gc: StageCollections;
+}
+
+const NO_COLLECTIONS: StageCollections = { majorS: 0, minorS: 0, incrementalS: 0, releases: 0, releaseS: 0 };
+
+/** The controller's collections so far, from its /metrics. */
+async function readCollections(controller: BenchController | undefined): Promise<StageCollections> {
+  if (!controller) return NO_COLLECTIONS;
+  const text = await scrapeMetrics(controller.metricsPort ?? 0);
+  const sample = (metric: string, labels?: Record<string, string>): number => metricSample(text, metric, labels) ?? 0;
+  return {
+    majorS: sample(GC_SECONDS, { kind: "major" }),
+    minorS: sample(GC_SECONDS, { kind: "minor" }),
+    incrementalS: sample(GC_SECONDS, { kind: "incremental" }),
+    releases: sample(MEMORY_RELEASES),
+    releaseS: sample(RELEASE_SECONDS),
+  };
 }
 
 /** The readings now; the controller's CPU is 0 when none runs (`controller` undefined). */
@@ -241,13 +260,14 @@ async function read(site: Site, controller: BenchController | undefined): Promis
   const pids = site.options.planePids();
   const cpu = (pid: number | undefined, none: number): Promise<number> =>
     pid === undefined ? Promise.resolve(none) : cpuSeconds(pid);
-  const [c, apiServer, etcd, requests] = await Promise.all([
+  const [c, apiServer, etcd, requests, gc] = await Promise.all([
     cpu(controller?.pid, 0),
     cpu(pids.apiServer, Number.NaN),
     cpu(pids.etcd, Number.NaN),
     readRequestCounts(site.ctx.kc),
+    readCollections(controller),
   ]);
-  return { controller: c, apiServer, etcd, requests };
+  return { controller: c, apiServer, etcd, requests, gc };
 }
 
 /** The bench's own creates of `claims`, by request key (left out of the controller's requests). */
@@ -265,11 +285,12 @@ async function stageOf(
   site: Site,
   controller: BenchController,
   stage: string,
-  window: { before: Reading; after: Reading; wallMs: number },
+  window: { before: Reading; after: Reading; start: number; wallMs: number },
   claims: readonly SiteClaim[],
   bind?: number[],
 ): Promise<SiteStage> {
   const { before, after } = window;
+  const delta = (key: keyof StageCollections): number => after.gc[key] - before.gc[key];
   const heap = metricSample(await scrapeMetrics(controller.metricsPort ?? 0), HEAP_USED) ?? Number.NaN;
   const memory = await controller.memory();
   return {
@@ -286,23 +307,32 @@ async function stageOf(
     timedOut: bind ? claims.length - bind.length : 0,
     memory,
     heapUsed: heap,
-    settled: await settledMemory(controller),
+    settled: await settledMemory(controller, site.options.releaseIntervalS),
+    monotonicWindowMs: [window.start, window.start + window.wallMs],
+    gc: {
+      majorS: delta("majorS"),
+      minorS: delta("minorS"),
+      incrementalS: delta("incrementalS"),
+      releases: delta("releases"),
+      releaseS: delta("releaseS"),
+    },
   };
 }
 
 /**
- * The controller's memory once its next memory release ran (within {@link RELEASE_WAIT_MS}; at its end when none was
+ * The controller's memory once its next memory release ran (within {@link releaseWaitMs}; at its end when none was
  * due: RSS had not grown enough since the last one).
  */
-async function settledMemory(controller: BenchController): Promise<SettledMemory> {
+async function settledMemory(controller: BenchController, releaseIntervalS: number): Promise<SettledMemory> {
   const sample = async (metric: string): Promise<number> =>
     metricSample(await scrapeMetrics(controller.metricsPort ?? 0), metric) ?? Number.NaN;
   const before = await sample(MEMORY_RELEASES);
   // Once a second: a scrape costs the controller a few ms, and scraping faster would keep its loop from counting as
   // quiet, deferring the release it waits for.
   const released =
-    (await controller.guard(poll(async () => (await sample(MEMORY_RELEASES)) > before, RELEASE_WAIT_MS, 1_000))) ===
-    true;
+    (await controller.guard(
+      poll(async () => (await sample(MEMORY_RELEASES)) > before, releaseWaitMs(releaseIntervalS), 1_000),
+    )) === true;
   const [memory, heapUsed] = await Promise.all([controller.memory(), sample(HEAP_USED)]);
   return { rss: memory.rss, heapUsed, released };
 }
@@ -355,7 +385,8 @@ async function claimStage(
   await site.pools.waitUsed(site.ctx, controller, site.layout, site.expected);
   const wallMs = nowMs() - start;
   await controller.guard(sleep(TRAIL_MS));
-  return await stageOf(site, controller, stage, { before, after: await read(site, controller), wallMs }, claims, bind);
+  const after = await read(site, controller);
+  return await stageOf(site, controller, stage, { before, after, start, wallMs }, claims, bind);
 }
 
 /** A controller of all namespaces with /metrics and /readyz, on its own CPU profile when BENCH_CPU_PROF asks. */
@@ -363,7 +394,7 @@ async function startSiteController(site: Site, profile: string): Promise<BenchCo
   return await startBenchController(site.ctx.kubeconfigPath, site.ctx.logDir, {
     ports: true,
     profileName: `site-${profile}.cpuprofile`,
-    flags: [`--memory-release-interval=${RELEASE_INTERVAL_S}s`],
+    flags: [`--memory-release-interval=${site.options.releaseIntervalS}s`],
   });
 }
 
@@ -382,7 +413,7 @@ async function emptySite(site: Site): Promise<SiteStage[]> {
       site,
       controller,
       SITE_STAGES.idle,
-      { before, after: await read(site, controller), wallMs },
+      { before, after: await read(site, controller), start, wallMs },
       [],
     );
     const trickle = await claimStage(site, controller, SITE_STAGES.emptyTrickle, "empty", site.options.trickle, true);
@@ -412,7 +443,13 @@ async function heldSite(site: Site): Promise<{ stages: SiteStage[]; restart: Sit
     const [readyMs, firstBoundMs, poolsCurrentMs] = await Promise.all([ready, firstBound, poolsCurrent]);
     await waitIdle(site.ctx, controller);
     const window = { before, after: await read(site, controller) };
-    const restart = await stageOf(site, controller, SITE_STAGES.restart, { ...window, wallMs: poolsCurrentMs }, []);
+    const restart = await stageOf(
+      site,
+      controller,
+      SITE_STAGES.restart,
+      { ...window, start, wallMs: poolsCurrentMs },
+      [],
+    );
     // Totals: the stage created no claims of the bench's in its window (the first one came before it).
     const writes = Object.fromEntries(
       [...requestDelta(window.before.requests, window.after.requests)].filter(([key]) =>
@@ -467,6 +504,7 @@ export async function siteScenario(ctx: BenchContext, options: SiteScenarioOptio
       census: siteCensus(layout),
       loadMs,
       loadConcurrency: options.loadConcurrency,
+      releaseIntervalS: options.releaseIntervalS,
       stages: [...empty, ...held.stages],
       restart: held.restart,
     };

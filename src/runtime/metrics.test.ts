@@ -115,14 +115,15 @@ describe("Prometheus metrics", () => {
     expect(await sample(m, "metal3_ipam_reconcile_errors_total", { controller: "ippool" })).to.equal(1);
   });
 
-  it("counts memory releases and the RSS they gave back, and keeps the RSS after the last one", async () => {
+  it("counts memory releases, the RSS they gave back and their time, and keeps the RSS after the last one", async () => {
     const m = new PrometheusMetrics();
     expect(await sample(m, "metal3_ipam_memory_releases_total")).to.equal(0);
     m.memoryRelease({ beforeBytes: 110, afterBytes: 100, durationMs: 20 });
     // A release that gave nothing back (RSS rose while it ran) adds nothing to the bytes.
-    m.memoryRelease({ beforeBytes: 104, afterBytes: 105, durationMs: 20 });
+    m.memoryRelease({ beforeBytes: 104, afterBytes: 105, durationMs: 30 });
     expect(await sample(m, "metal3_ipam_memory_releases_total")).to.equal(2);
     expect(await sample(m, "metal3_ipam_memory_released_bytes_total")).to.equal(10);
+    expect(await sample(m, "metal3_ipam_memory_release_seconds_total")).to.be.closeTo(0.05, 1e-9);
     expect(await sample(m, "metal3_ipam_memory_rss_after_release_bytes")).to.equal(105);
   });
 

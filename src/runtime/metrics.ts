@@ -185,6 +185,11 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
     help: "Resident memory those collections gave back (RSS before minus after)",
     registers: [this.registry],
   });
+  private readonly memoryReleaseSeconds = new Counter({
+    name: `${PREFIX}memory_release_seconds_total`,
+    help: "Time those collections held the process (each stops it while it runs)",
+    registers: [this.registry],
+  });
   private readonly rssAfterRelease = new Gauge({
     name: `${PREFIX}memory_rss_after_release_bytes`,
     help: "Resident memory right after the last memory release: what the process holds with no freed pages kept",
@@ -332,6 +337,7 @@ export class PrometheusMetrics implements ControllerMetrics, WebhookMetrics {
   memoryRelease(release: Release): void {
     this.memoryReleases.inc();
     this.memoryReleasedBytes.inc(Math.max(0, release.beforeBytes - release.afterBytes));
+    this.memoryReleaseSeconds.inc(release.durationMs / 1000);
     this.rssAfterRelease.set(release.afterBytes);
   }
 
