@@ -46,8 +46,9 @@ export async function applyCapiClaimAction(
         releaseInMs: action.releaseInMs,
       });
       return wakeIn(Math.ceil(action.releaseInMs));
-    case "bind":
-      await bind(pass, capi, action.claim, action.address);
+    case "bind": {
+      const outcome = await bind(pass, capi, action.claim, action.address);
+      if (outcome !== NONE) return outcome;
       for (const duplicate of action.duplicates) {
         ctx.log.warn("Releasing duplicate IPAddress of an IPAddressClaim", {
           claim: action.claim.metadata.name,
@@ -56,6 +57,7 @@ export async function applyCapiClaimAction(
         await releaseCapiAddress(ctx, kind, capi, duplicate);
       }
       return NONE;
+    }
     case "redo":
       for (const address of action.addresses) await unconfirmed(ctx, kind, capi, action.claim, address);
       return action.addresses.length > 0 ? REQUEUE : NONE;
@@ -130,20 +132,43 @@ export async function releaseCapiAddress(
   ctx.metrics.release("released");
 }
 
-async function bind(pass: Pass, capi: CapiInformers, claim: IPAddressClaim, address: CapiIPAddress): Promise<void> {
+/**
+ * Binds `claim` to `address`: the claim's finalizer, the record's repair, the claim's status. A claim write refused
+ * with 409 or 404 (the claim changed or went since the cache showed it) is a lost race: REQUEUE, the record kept and
+ * still held.
+ */
+async function bind(
+  pass: Pass,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  address: CapiIPAddress,
+): Promise<PassOutcome> {
   const { ctx, kind, pool } = pass;
-  const withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, kind.finalizers.claim);
+  let withFinalizer: IPAddressClaim;
+  try {
+    withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, kind.finalizers.claim);
+  } catch (err) {
+    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    throw err;
+  }
   // An adopted record (Metal3's, the in-cluster provider's, or a restore) gets the kind's finalizer too, and the
   // owners it lacks where the kind repairs them; a deleting one stays as it is (its deletion is blocked by the
   // finalizer until the claim goes, spec §5.8).
   const repair = address.metadata.deletionTimestamp ? undefined : recordRepair(kind, pool, withFinalizer, address);
   if (repair) await ctx.store.patchMetadata(capi.addresses, address, repair);
-  if (capiBoundByMetal3(withFinalizer, address)) return;
-  await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", {
-    status: "True",
-    reason: Reasons.Allocated,
-    message: `Allocated ${address.spec.address}`,
-  });
+  if (capiBoundByMetal3(withFinalizer, address)) return NONE;
+  try {
+    await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", {
+      status: "True",
+      reason: Reasons.Allocated,
+      message: `Allocated ${address.spec.address}`,
+    });
+  } catch (err) {
+    // writeStatus already takes a 404 as done.
+    if (isConflict(err)) return lostRace(ctx, claim, err);
+    throw err;
+  }
+  return NONE;
 }
 
 /** A record we made whose address another record turned out to hold: released unbound (the pool runs again). */

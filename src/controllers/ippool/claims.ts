@@ -30,10 +30,12 @@ export async function applyClaimAction(ctx: ApplyContext, action: ClaimAction): 
     case "release":
       await release(ctx, action.claim, action.addresses);
       return NONE;
-    case "bind":
-      await bind(ctx, action.claim, action.address);
+    case "bind": {
+      const outcome = await bind(ctx, action.claim, action.address);
+      if (outcome !== NONE) return outcome;
       await releaseDuplicates(ctx, action.claim, action.duplicates ?? []);
       return NONE;
+    }
     case "redo":
       for (const address of action.addresses) await unconfirmed(ctx, action.claim, address);
       return action.addresses.length > 0 ? REQUEUE : NONE;
@@ -86,19 +88,29 @@ async function ensureClaimFinalizer(ctx: ApplyContext, claim: IPClaim): Promise<
   return await ctx.store.addFinalizer(metal3Caches(ctx.store).claims, claim, IPCLAIM_FINALIZER);
 }
 
-async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<void> {
-  const withFinalizer = await ensureClaimFinalizer(ctx, claim);
-  if (boundByMetal3(withFinalizer, address)) return;
-  await writeClaimStatus(
-    ctx,
-    withFinalizer,
-    { name: address.metadata.name ?? "", namespace: address.metadata.namespace ?? "" },
-    undefined,
-    {
-      reason: Reasons.Allocated,
-      message: `Allocated ${address.spec.address}`,
-    },
-  );
+/**
+ * Binds `claim` to `address`: the claim's finalizer, then its status. A claim write refused with 409 or 404 (the claim
+ * changed or went since the cache showed it) is a lost race: REQUEUE, the record kept and still held.
+ */
+async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<PassOutcome> {
+  try {
+    const withFinalizer = await ensureClaimFinalizer(ctx, claim);
+    if (boundByMetal3(withFinalizer, address)) return NONE;
+    await writeClaimStatus(
+      ctx,
+      withFinalizer,
+      { name: address.metadata.name ?? "", namespace: address.metadata.namespace ?? "" },
+      undefined,
+      {
+        reason: Reasons.Allocated,
+        message: `Allocated ${address.spec.address}`,
+      },
+    );
+    return NONE;
+  } catch (err) {
+    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    throw err;
+  }
 }
 
 async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Promise<PassOutcome> {
@@ -142,9 +154,9 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
     address: created.spec.address,
     ipAddress: created.metadata.name,
   });
-  await bind(ctx, withFinalizer, created);
+  const bound = await bind(ctx, withFinalizer, created);
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
-  return NONE;
+  return bound;
 }
 
 /** A record we made whose address another record turned out to hold: released unbound (the pool runs again). */

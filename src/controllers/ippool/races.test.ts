@@ -420,14 +420,38 @@ describe("the IPClaim lifecycle's races, three passes over an API server in memo
       ],
     ],
     [
-      "the claim changed while its record is adopted (its finalizer write conflicts): the pass fails, nothing bound",
+      "the claim changed while its record is adopted (its finalizer write conflicts): a requeue, the record kept, then bound",
       (w) => {
         w.seed(record("10.0.0.1", "a"), claim("a"));
         w.put(claim("a", { labels: { changed: "yes" } }));
       },
       [
-        "error 409 | claims a=- | records 10.0.0.1:a | held 10.0.0.1",
-        "error 409 | claims a=- | records 10.0.0.1:a | held 10.0.0.1",
+        "requeue | claims a=- | records 10.0.0.1:a | held 10.0.0.1",
+        "requeue | claims a=- | records 10.0.0.1:a | held 10.0.0.1",
+        "done | claims a=10.0.0.1 | records 10.0.0.1:a | held 10.0.0.1",
+      ],
+    ],
+    [
+      "the claim is gone while its record is adopted (its finalizer write is not found): a requeue, then released",
+      (w) => {
+        w.seed(record("10.0.0.1", "a"), claim("a"));
+        w.server.of(IPCLAIM.plural).clear();
+      },
+      [
+        "requeue | claims - | records 10.0.0.1:a | held 10.0.0.1",
+        "requeue | claims - | records 10.0.0.1:a | held 10.0.0.1",
+        "done | claims - | records - | held -",
+      ],
+    ],
+    [
+      "the status write of an adopting claim conflicts: a requeue, the record kept, then bound",
+      (w) => {
+        w.seed(record("10.0.0.1", "a"), claim("a", { finalizers: [IPCLAIM_FINALIZER] }));
+        w.server.faults.push(fault("patchStatus", 409));
+      },
+      [
+        "requeue | claims a=- | records 10.0.0.1:a | held 10.0.0.1",
+        "done | claims a=10.0.0.1 | records 10.0.0.1:a | held 10.0.0.1",
         "done | claims a=10.0.0.1 | records 10.0.0.1:a | held 10.0.0.1",
       ],
     ],

@@ -176,23 +176,39 @@ describe("both claim lifecycles in one pass over one pool (plans, pure)", () => 
 
 /**
  * What a claim's write asks of the pool's next pass, for the actions whose write needs no API server: those that
- * write nothing, and a create whose first write (the claim's finalizer) loses a race, answered by a store that only
- * refuses. Everything else a write does is covered against a real API server (e2e/ippool, e2e/capi).
+ * write nothing, and a create or a bind whose claim write loses a race, answered by a store that refuses that write
+ * and lets the others through unchanged. Everything else a write does is covered against a real API server
+ * (e2e/ippool, e2e/capi).
  */
 describe("what each lifecycle's write asks of the next pass (outcomes, no server)", () => {
   const address = (a: string): CapiIPAddress => ({
     metadata: { name: recordName(a), namespace: "ns" },
     spec: { address: a, prefix: 24, claimRef: { name: "b" }, poolRef: capiClaim("b").spec.poolRef },
   });
-  /** A pass whose store refuses the claim's finalizer with `code`, over an allocator holding 10.0.0.1 for "b". */
-  function refusingPass(code: number): { pass: Pass; allocator: PoolAllocator } {
+  /**
+   * A pass whose store refuses the claim's `write` (its finalizer or its status) with `code`, over an allocator
+   * holding 10.0.0.1 for "b"; `released` collects the records it was asked to delete.
+   */
+  function refusingPass(
+    code: number,
+    write: "finalizer" | "status" = "finalizer",
+  ): { pass: Pass; allocator: PoolAllocator; released: string[] } {
     const allocator = new PoolAllocator(pool().spec);
     allocator.reserve("10.0.0.1", capiRecordHolder(METAL3_POOL_KIND, address("10.0.0.1")));
-    const store = { addFinalizer: () => Promise.reject(new ApiError("refused", code, undefined)) };
+    const refuse = (): Promise<never> => Promise.reject(new ApiError("refused", code, undefined));
+    const through = <T>(_cache: unknown, obj: T): Promise<T> => Promise.resolve(obj);
+    const released: string[] = [];
+    const store = {
+      addFinalizer: write === "finalizer" ? refuse : through,
+      patchStatus: write === "status" ? refuse : through,
+      patchMetadata: through,
+      removeFinalizer: through,
+      delete: (_cache: unknown, obj: CapiIPAddress) => Promise.resolve(void released.push(obj.spec.address)),
+    };
     const ctx = { store, log: silentLogger(), allocator, now: new Date(DELETED), metrics: noMetrics };
-    return { pass: { ctx: ctx as unknown as ApplyContext, kind: METAL3_POOL_KIND } as Pass, allocator };
+    return { pass: { ctx: ctx as unknown as ApplyContext, kind: METAL3_POOL_KIND } as Pass, allocator, released };
   }
-  const capi = {} as CapiInformers;
+  const capi = { version: "v1beta1" } as CapiInformers;
   const ipPass = refusingPass(500).pass;
   const rows: [string, () => Promise<PassOutcome>, PassOutcome][] = [
     ["IPClaim, nothing to do: nothing", () => applyClaimAction(ipPass.ctx, { kind: "skip", why: "bound" }), NONE],
@@ -230,6 +246,31 @@ describe("what each lifecycle's write asks of the next pass (outcomes, no server
       expect(await applyCapiClaimAction(pass, capi, create)).to.equal(REQUEUE);
       expect(allocator.heldCount).to.equal(0);
     });
+
+  const adopt: CapiClaimAction = {
+    kind: "bind",
+    claim: capiClaim("b"),
+    address: address("10.0.0.1"),
+    duplicates: [address("10.0.0.2")],
+  };
+  for (const [code, write, why] of [
+    [409, "finalizer", "the claim changed"],
+    [404, "finalizer", "the claim is gone"],
+    [409, "status", "the claim changed"],
+  ] as const)
+    it(`IPAddressClaim adopting its record whose ${write} write loses a race (${why}): a requeue, the record kept`, async () => {
+      const { pass, allocator, released } = refusingPass(code, write);
+      expect(await applyCapiClaimAction(pass, capi, adopt)).to.equal(REQUEUE);
+      expect(allocator.heldCount).to.equal(1);
+      expect(released).to.deep.equal([]);
+    });
+
+  it("IPAddressClaim adopting its record whose finalizer write fails otherwise: the error, no outcome", async () => {
+    const { pass } = refusingPass(500);
+    let error: unknown;
+    await applyCapiClaimAction(pass, capi, adopt).catch((err: unknown) => (error = err));
+    expect((error as ApiError).code).to.equal(500);
+  });
 
   it("IPAddressClaim whose finalizer write fails otherwise: the error, no outcome", async () => {
     const { pass } = refusingPass(500);
