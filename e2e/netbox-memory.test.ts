@@ -1,8 +1,8 @@
 /**
  * What the controller keeps of a NetBox pool goes with the pool: 200 pools on a prefix of 5,000 records of ours,
  * created and deleted, leave the controller process's heap (its /metrics) where it was. A loopback server plays the
- * NetBox (the records are what is measured here, not NetBox); the controller runs as its own process with gc()
- * exposed, as the image runs it.
+ * NetBox (the records are what is measured here, not NetBox); the controller runs as its own process, as the image
+ * runs it, with its inspector open so the heap is read after a full collection (garbage not yet collected is not kept).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -13,7 +13,7 @@ import { expect } from "chai";
 import { freshNamespace, sharedCluster, usingExistingCluster } from "../hack/testkit/cluster.js";
 import { startControllerProcess, type ControllerProcess } from "../hack/testkit/controller.js";
 import { gone } from "../hack/testkit/ipam.js";
-import { metricSample, scrapeMetrics } from "../hack/testkit/metrics.js";
+import { liveHeapBytes } from "../hack/testkit/inspector.js";
 import { claimPort } from "../hack/testkit/ports.js";
 import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
@@ -22,6 +22,8 @@ import { netBoxClients, netBoxPool, writeToken } from "../hack/testkit/netboxpoo
 const RECORDS = 5_000;
 const POOLS = 200;
 const MiB = 1024 * 1024;
+/** The controller's installation id: the records carry it, so every pool keeps them as its own while it serves. */
+const INSTALLATION = "memory-test";
 
 describe("NetBox pools: memory freed with the pool (controller process)", function () {
   this.timeout(600_000);
@@ -46,7 +48,7 @@ describe("NetBox pools: memory freed with the pool (controller process)", functi
     const records = Array.from({ length: RECORDS }, (_, i) => ({
       id: i + 1,
       address: `10.90.${i >> 8}.${i & 255}/16`,
-      description: `IPAddressClaim elsewhere/claim-${i}`,
+      description: `IPAddressClaim elsewhere/claim-${i} @${INSTALLATION}`,
       dns_name: "",
       status: { value: "active" },
       tags: [{ slug: "metal3-ipam-ts" }],
@@ -70,7 +72,7 @@ describe("NetBox pools: memory freed with the pool (controller process)", functi
     const k = netBoxClients(admin);
     const ns = await freshNamespace(admin, "nb-memory");
     const url = await fakeNetBox();
-    const port = await claimPort();
+    const inspectPort = await claimPort();
     const kubeconfigPath = await serviceAccountKubeconfigFile(admin, dir);
     // After the controller's namespace exists (serviceAccountKubeconfigFile makes it).
     await writeToken(k, ns, "nbt_fake.tokentokentoken", { url });
@@ -78,16 +80,14 @@ describe("NetBox pools: memory freed with the pool (controller process)", functi
       kubeconfigPath,
       namespace: ns,
       logDir: dir,
-      diagnosticsAddress: `127.0.0.1:${port}`,
-      insecureDiagnostics: true,
-      nodeFlags: ["--expose-gc"],
-      flags: ["--memory-release-interval=1s"],
+      nodeFlags: [`--inspect=127.0.0.1:${inspectPort}`],
+      flags: [`--netbox-installation-id=${INSTALLATION}`],
     });
     await controller.waitSynced();
-    /** Heap in use after the controller's memory release had a few rounds to collect. */
+    /** What the heap holds once the work in flight has ended. */
     const settledHeap = async (): Promise<number> => {
       await sleep(5_000);
-      return metricSample(await scrapeMetrics(port), "metal3_ipam_nodejs_heap_size_used_bytes") ?? NaN;
+      return await liveHeapBytes(inspectPort);
     };
     const before = await settledHeap();
 
