@@ -29,6 +29,9 @@ export function statusReasonOf(err: unknown): string | undefined {
 
 export const isAlreadyExists = (err: unknown): boolean => isConflict(err) && statusReasonOf(err) === "AlreadyExists";
 
+/** A write another writer got to first: the object changed since it was read (409), or it is gone (404). */
+export const isLostRace = (err: unknown): boolean => isConflict(err) || isNotFound(err);
+
 /** A short, one-line description of an API error for logs, conditions and Events. */
 export function describeError(err: unknown): string {
   if (typeof err === "object" && err !== null && "body" in err) {

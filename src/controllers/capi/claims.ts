@@ -5,9 +5,9 @@
 import { IPADDRESSCLAIM_KIND, type CapiIPAddress, type IPAddressClaim } from "../../../api/capi/types.js";
 import { Reasons } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
-import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
+import { describeError, isAlreadyExists, isConflict, isInvalid, isLostRace, isNotFound } from "../../kube/errors.js";
 import type { PoolKind } from "../pools/kind.js";
-import { NONE, REQUEUE, wakeIn, type PassOutcome } from "../pools/outcome.js";
+import { lostRace, NONE, REQUEUE, wakeIn, type PassOutcome } from "../pools/outcome.js";
 import type { ApplyContext, Pass } from "../pools/pass.js";
 import type { CapiInformers } from "../store.js";
 import type { CapiClaimAction } from "./plan.js";
@@ -148,7 +148,7 @@ async function bind(
   try {
     withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, kind.finalizers.claim);
   } catch (err) {
-    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    if (isLostRace(err)) return lostRace(ctx.log, { ipAddressClaim: claim.metadata.name }, err);
     throw err;
   }
   // An adopted record (Metal3's, the in-cluster provider's, or a restore) gets the kind's finalizer too, and the
@@ -165,7 +165,7 @@ async function bind(
     });
   } catch (err) {
     // writeStatus already takes a 404 as done.
-    if (isConflict(err)) return lostRace(ctx, claim, err);
+    if (isConflict(err)) return lostRace(ctx.log, { ipAddressClaim: claim.metadata.name }, err);
     throw err;
   }
   return NONE;
@@ -202,7 +202,7 @@ async function create(
     withFinalizer = await ctx.store.addFinalizer(capi.claims, claim, kind.finalizers.claim);
   } catch (err) {
     ctx.allocator?.release(address.spec.address, holder);
-    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    if (isLostRace(err)) return lostRace(ctx.log, { ipAddressClaim: claim.metadata.name }, err);
     throw err;
   }
   let created: CapiIPAddress;
@@ -213,7 +213,7 @@ async function create(
     if (isAlreadyExists(err)) {
       // Someone holds that name and our cache did not show it yet: learn it, keep the address taken, retry the pass.
       await ctx.store.fetch(capi.addresses, address.metadata.namespace ?? "", address.metadata.name ?? "");
-      return lostRace(ctx, claim, err);
+      return lostRace(ctx.log, { ipAddressClaim: claim.metadata.name }, err);
     }
     ctx.allocator?.release(address.spec.address, holder);
     if (isInvalid(err)) {
@@ -243,11 +243,6 @@ async function create(
   });
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
   return NONE;
-}
-
-function lostRace(ctx: ApplyContext, claim: IPAddressClaim, err: unknown): PassOutcome {
-  ctx.log.debug("Lost a race; retrying the pool", { ipAddressClaim: claim.metadata.name, error: describeError(err) });
-  return REQUEUE;
 }
 
 /** Writes the claim's status when it differs; a new failure is also an Event and counts in the metrics. */

@@ -11,9 +11,9 @@ import {
   type Reason,
 } from "../../../api/v1alpha1/types.js";
 import type { Holder } from "../../ipam/allocator.js";
-import { describeError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "../../kube/errors.js";
+import { describeError, isAlreadyExists, isInvalid, isLostRace, isNotFound } from "../../kube/errors.js";
 import { conditionUnchanged } from "../conditions.js";
-import { NONE, REQUEUE, type PassOutcome } from "../pools/outcome.js";
+import { lostRace, NONE, REQUEUE, type PassOutcome } from "../pools/outcome.js";
 import type { ApplyContext } from "../pools/pass.js";
 import { metal3Caches } from "./caches.js";
 import { boundByMetal3, claimStatusPatch } from "./claimstatus.js";
@@ -108,7 +108,7 @@ async function bind(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Prom
     );
     return NONE;
   } catch (err) {
-    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    if (isLostRace(err)) return lostRace(ctx.log, { claim: claim.metadata.name }, err);
     throw err;
   }
 }
@@ -120,7 +120,7 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
     withFinalizer = await ensureClaimFinalizer(ctx, claim);
   } catch (err) {
     ctx.allocator?.release(address.spec.address, holderOf(address));
-    if (isConflict(err) || isNotFound(err)) return lostRace(ctx, claim, err);
+    if (isLostRace(err)) return lostRace(ctx.log, { claim: claim.metadata.name }, err);
     throw err;
   }
   let created: IPAddress;
@@ -135,7 +135,7 @@ async function create(ctx: ApplyContext, claim: IPClaim, address: IPAddress): Pr
         address.metadata.namespace ?? "",
         address.metadata.name ?? "",
       );
-      return lostRace(ctx, claim, err);
+      return lostRace(ctx.log, { claim: claim.metadata.name }, err);
     }
     ctx.allocator?.release(address.spec.address, holderOf(address));
     if (isInvalid(err)) {
@@ -175,11 +175,6 @@ export function holderOf(address: IPAddress): Holder {
   return claimName
     ? { kind: "claim", claimName, claimKind: IPCLAIM_KIND }
     : { kind: "other", description: `IPAddress ${address.metadata.name ?? ""}` };
-}
-
-function lostRace(ctx: ApplyContext, claim: IPClaim, err: unknown): PassOutcome {
-  ctx.log.debug("Lost a race; retrying the pool", { claim: claim.metadata.name, error: describeError(err) });
-  return REQUEUE;
 }
 
 export async function failClaim(ctx: ApplyContext, claim: IPClaim, reason: Reason, message: string): Promise<void> {

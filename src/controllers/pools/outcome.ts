@@ -4,6 +4,9 @@
  * {@link mergeOutcomes} and turns the result into its requeue (reconciler.ts `requeueOf`). Outcomes are frozen and
  * shared, so a step with nothing to report returns {@link NONE} and allocates nothing.
  */
+import { describeError } from "../../kube/errors.js";
+import type { Logger } from "../../runtime/logger.js";
+
 export interface PassOutcome {
   /** A write lost a race: the pool runs again soon, as a full pass. */
   readonly requeue?: true;
@@ -16,6 +19,15 @@ export const NONE: PassOutcome = Object.freeze({});
 
 /** A lost race. */
 export const REQUEUE: PassOutcome = Object.freeze({ requeue: true });
+
+/**
+ * A claim's write lost a race (kube/errors.ts isLostRace, or a record name taken): nothing is wrong, the pool's next
+ * pass decides again on fresh reads. Logged at debug with `claim` (its log key and name) and the API server's answer.
+ */
+export function lostRace(log: Logger, claim: Readonly<Record<string, string | undefined>>, err: unknown): PassOutcome {
+  log.debug("Lost a race; retrying the pool", { ...claim, error: describeError(err) });
+  return REQUEUE;
+}
 
 /** Run the pool again in `ms`. */
 export function wakeIn(ms: number): PassOutcome {
