@@ -18,14 +18,17 @@ export async function cpuSeconds(pid: number): Promise<number> {
 /** `apiserver_request_total` summed by `<VERB> <group>/<resource>[/<subresource>]`. */
 export type RequestCounts = Map<string, number>;
 
-const SAMPLE = /^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$/;
 const LABEL = /(\w+)="([^"]*)"/g;
 
-/** Parses the API server's /metrics text into {@link RequestCounts} (all codes, all scopes). */
-export function parseRequestCounts(text: string): RequestCounts {
+/**
+ * Parses the API server's /metrics text into {@link RequestCounts} (all codes, all scopes): the samples of `metric`,
+ * by default the request counters; `apiserver_response_sizes_sum` gives the bytes of the answers the same way.
+ */
+export function parseRequestCounts(text: string, metric = "apiserver_request_total"): RequestCounts {
+  const sample = new RegExp(`^${metric}\\{([^}]*)\\} ([0-9.e+]+)$`);
   const counts: RequestCounts = new Map();
   for (const line of text.split("\n")) {
-    const m = SAMPLE.exec(line);
+    const m = sample.exec(line);
     if (!m) continue;
     const labels = new Map<string, string>(
       [...(m[1] ?? "").matchAll(LABEL)].map((l): [string, string] => [l[1] ?? "", l[2] ?? ""]),
@@ -38,8 +41,8 @@ export function parseRequestCounts(text: string): RequestCounts {
   return counts;
 }
 
-/** Reads the API server's request counters with the admin identity of `kc`. */
-export async function readRequestCounts(kc: KubeConfig): Promise<RequestCounts> {
+/** Reads the API server's request counters (or another metric of theirs, as parseRequestCounts) as `kc`'s admin. */
+export async function readRequestCounts(kc: KubeConfig, metric?: string): Promise<RequestCounts> {
   const server = new URL(kc.getCurrentCluster()?.server ?? "");
   const options: RequestOptions = {
     method: "GET",
@@ -62,7 +65,7 @@ export async function readRequestCounts(kc: KubeConfig): Promise<RequestCounts> 
     req.on("error", reject);
     req.end();
   });
-  return parseRequestCounts(body);
+  return parseRequestCounts(body, metric);
 }
 
 /** `after - before`, keeping only what changed. */

@@ -229,8 +229,9 @@ export class Store {
   }
 
   /**
-   * The barrier of {@link refreshWhere} for a kind the API server does not filter by the pool's field, from a printed
-   * list (pools/printed.ts): only the records of pool `value` that the cache lacks, as the rows show them, are read in
+   * The barrier of {@link refreshWhere} for a kind the API server does not filter by the pool's field, from printed
+   * lists (pools/printed.ts), one per label selector of `selectors` (together they must hold every record of the pool
+   * the barrier protects): only the records of pool `value` that the cache lacks, as the rows show them, are read in
    * full. With no `namespace` (a cluster-scoped pool, whose records live in every namespace) the rows of every
    * namespace are read and matched by name against `poolRecords`, the pool's cached records: a row does not say its
    * namespace, so a record the cache lacks cannot be read alone. False when it cannot serve: the server filters the
@@ -243,6 +244,7 @@ export class Store {
     namespace: string,
     columns: PrintedColumns,
     value: string,
+    selectors: readonly string[],
     notOlderThan: string | undefined,
     cachedAs: (obj: T) => CachedRecord,
     poolRecords: () => readonly T[],
@@ -258,12 +260,18 @@ export class Store {
     // than may be read one by one, the rest of the list is not read (the full list decides then).
     const readable = namespace ? MAX_UNSEEN_READS : 0;
     let unseen: string[] | undefined = [];
-    await informer.client.listPrinted(namespace, notOlderThan ? { notOlderThan } : {}, (page) => {
-      const found = unseenRecords(page, columns, value, cached);
-      unseen = found && [...(unseen ?? []), ...found];
-      return unseen !== undefined && unseen.length <= readable;
-    });
-    if (!unseen || unseen.length > readable) return false;
+    for (const labelSelector of selectors) {
+      await informer.client.listPrinted(
+        namespace,
+        { labelSelector, ...(notOlderThan ? { notOlderThan } : {}) },
+        (page) => {
+          const found = unseenRecords(page, columns, value, cached);
+          unseen = found && [...(unseen ?? []), ...found];
+          return unseen !== undefined && unseen.length <= readable;
+        },
+      );
+      if (!unseen || unseen.length > readable) return false;
+    }
     await Promise.all(unseen.map((name) => this.fetch(informer, namespace, name)));
     return true;
   }

@@ -233,18 +233,23 @@ export class ResourceClient<T extends KubeObject> {
   /**
    * Lists one namespace's objects, or every namespace's with `namespace` "", as printed rows, handing each page to
    * `onPage` as it arrives (no page is kept) until it answers false, at least as fresh as `notOlderThan` when given
-   * (the same barrier as {@link list}); resolves to the list's resourceVersion. A row does not say its object's
-   * namespace.
+   * (the same barrier as {@link list}) and only of the objects `labelSelector` selects when given; resolves to the
+   * list's resourceVersion. A row does not say its object's namespace.
    */
   async listPrinted(
     namespace: string,
-    options: Pick<ListOptions, "notOlderThan" | "timeoutMs">,
+    options: Pick<ListOptions, "notOlderThan" | "timeoutMs" | "labelSelector">,
     onPage: (page: PrintedPage) => boolean | void,
   ): Promise<string> {
     let columns: string[] = [];
     return await this.pageLoop<{ columnDefinitions?: { name: string }[]; rows?: { cells?: unknown[] }[] }>(
       namespace,
-      { ...options, query: { includeObject: "None" }, accept: PRINTED_TABLE, pageSize: PRINTED_PAGE },
+      {
+        ...options,
+        query: { includeObject: "None", labelSelector: options.labelSelector },
+        accept: PRINTED_TABLE,
+        pageSize: PRINTED_PAGE,
+      },
       (page) => {
         if (page.columnDefinitions) columns = page.columnDefinitions.map((c) => c.name);
         return onPage({ columns, rows: (page.rows ?? []).map((row) => row.cells ?? []) });

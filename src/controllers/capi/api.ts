@@ -24,6 +24,7 @@ import {
   capiClaimTarget,
   capiClaimToPool,
   capiHolderName,
+  recordPoolSelectors,
 } from "./translate.js";
 
 /** Cluster API's printer columns of an IPAddress (its CRDs), for the barrier's printed list (Store.refreshPrinted). */
@@ -74,8 +75,9 @@ export class IPAddressClaimApi implements ClaimApi {
     const capi = this.capi;
     if (!capi) return;
     const { namespace, name } = pass.ref;
-    // The API server cannot filter these by pool: printed rows say which records the cache lacks. A cluster-scoped
-    // pool's records live in every namespace: "" reads them all.
+    // The API server cannot filter these by the pool's field: the rows of the pool's label and of no label (a record
+    // someone else made) say which records the cache lacks. A cluster-scoped pool's records live in every namespace:
+    // "" reads them all.
     const poolRecords = (): CapiIPAddress[] => this.index.recordsOf(pass.key);
     if (
       await this.store.refreshPrinted(
@@ -83,6 +85,7 @@ export class IPAddressClaimApi implements ClaimApi {
         namespace,
         CAPI_ADDRESS_COLUMNS,
         name,
+        recordPoolSelectors(name),
         notOlderThan,
         cachedAs,
         poolRecords,

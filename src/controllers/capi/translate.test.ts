@@ -10,6 +10,7 @@ import {
   claimStatus,
   claimStatusWrite,
   desiredCapiAddress,
+  recordPoolSelectors,
   madeForCapiClaim,
   type AllocatedAddress,
   type ReadyInput,
@@ -79,13 +80,44 @@ describe("Cluster API translation", () => {
         });
         expect(out.metadata.name).to.equal("p-10-0-0-1");
         expect(out.metadata.finalizers).to.deep.equal(["ipam.metal3.io/ipaddress"]);
-        expect(out.metadata.labels).to.deep.equal({ "cluster.x-k8s.io/cluster-name": "wl" });
+        expect(out.metadata.labels).to.deep.equal({
+          "cluster.x-k8s.io/cluster-name": "wl",
+          "ipam.metal3.io/pool-name": "p",
+        });
         expect(
           out.metadata.ownerReferences?.map((o) => [o.kind, o.uid, o.controller === true, o.blockOwnerDeletion]),
         ).to.deep.equal([
           ["IPAddressClaim", "uid-c1", true, true],
           ["IPPool", "uid-p", false, true],
         ]);
+      });
+    }
+  });
+
+  describe("recordPoolSelectors: the pool's label and no label, or no label alone for a name no label holds", () => {
+    const long = `p${"a".repeat(63)}`;
+    const rows: [string, string, string[]][] = [
+      ["a short name", "p-1.a", ["ipam.metal3.io/pool-name=p-1.a", "!ipam.metal3.io/pool-name"]],
+      [
+        "63 characters",
+        long.slice(0, 63),
+        [`ipam.metal3.io/pool-name=${long.slice(0, 63)}`, "!ipam.metal3.io/pool-name"],
+      ],
+      ["64 characters", long, ["!ipam.metal3.io/pool-name"]],
+      ["a name ending in a dot", "p.", ["!ipam.metal3.io/pool-name"]],
+    ];
+    for (const [what, name, expected] of rows) {
+      it(what, () => {
+        expect(recordPoolSelectors(name)).to.deep.equal(expected);
+        const labels = desiredCapiAddress(
+          claim(),
+          METAL3_POOL_KIND,
+          { ...pool(), metadata: { name } },
+          "r",
+          { address: "10.0.0.1", prefix: 24 },
+          "v",
+        ).metadata.labels;
+        expect(labels?.["ipam.metal3.io/pool-name"]).to.equal(expected.length === 2 ? name : undefined);
       });
     }
   });

@@ -23,6 +23,33 @@ import type { PoolKind, PoolObject } from "../pools/kind.js";
 import { poolKeyOf } from "../pools/indexes.js";
 import type { PoolKinds, PoolReference } from "../pools/registry.js";
 
+/**
+ * The label naming the pool of each Cluster API IPAddress we make, so the freshness barrier can ask the API server
+ * for one pool's records (Cluster API's CRDs declare no selectable field for the pool: the barrier otherwise reads
+ * every record of the namespace). Records made without it (by Metal3's controller, the in-cluster provider, a
+ * person, or for a pool whose name is no label value) are read as the barrier's unlabelled ones. A record labelled
+ * with another pool than the one it names is not among the rows: it reaches the cache by its watch event alone.
+ */
+export const RECORD_POOL_LABEL = "ipam.metal3.io/pool-name";
+
+/** A label value is at most 63 characters, alphanumeric at both ends, with `-`, `_` and `.` between. */
+const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
+
+/** The {@link RECORD_POOL_LABEL} value of the records of pool `name`; undefined when the name is no label value. */
+export function recordPoolLabelValue(name: string): string | undefined {
+  return LABEL_VALUE.test(name) ? name : undefined;
+}
+
+/**
+ * The label selectors whose lists hold together every record of pool `name` made with {@link RECORD_POOL_LABEL}
+ * right, and every record made without it: the pool's label, and no label at all.
+ */
+export function recordPoolSelectors(name: string): string[] {
+  const value = recordPoolLabelValue(name);
+  const unlabelled = `!${RECORD_POOL_LABEL}`;
+  return value === undefined ? [unlabelled] : [`${RECORD_POOL_LABEL}=${value}`, unlabelled];
+}
+
 /** Spec §4: `spec.clusterName`, else the cluster-name label, else the pool's (pools of kinds that name one). */
 export function capiClaimClusterName(
   claim: IPAddressClaim,
@@ -40,7 +67,8 @@ export function capiClaimClusterName(
 /**
  * Spec §5.4: the Cluster API IPAddress that records `claim`'s allocation, named as the pool's kind names it (Metal3:
  * `<namePrefix>-<address>`, so Metal3's controller finds it after a rollback; the in-cluster kinds: the claim's name).
- * `poolRef` is copied from the claim; owners are the claim (controller) and the pool; the kind's record finalizer
+ * `poolRef` is copied from the claim; labels are the claim's cluster name and the pool's name
+ * ({@link RECORD_POOL_LABEL}); owners are the claim (controller) and the pool; the kind's record finalizer
  * holds it until the claim releases it. `annotations` are an external engine's (NetBox names its record there).
  */
 export function desiredCapiAddress(
@@ -53,13 +81,18 @@ export function desiredCapiAddress(
   annotations?: Readonly<Record<string, string>>,
 ): CapiIPAddress {
   const cluster = claim.metadata.labels?.[CLUSTER_NAME_LABEL];
+  const poolLabel = recordPoolLabelValue(pool.metadata.name ?? "");
+  const labels = {
+    ...(cluster ? { [CLUSTER_NAME_LABEL]: cluster } : {}),
+    ...(poolLabel !== undefined ? { [RECORD_POOL_LABEL]: poolLabel } : {}),
+  };
   return {
     apiVersion,
     kind: CAPI_IPADDRESS_KIND,
     metadata: {
       name,
       namespace: claim.metadata.namespace ?? "",
-      ...(cluster ? { labels: { [CLUSTER_NAME_LABEL]: cluster } } : {}),
+      ...(Object.keys(labels).length > 0 ? { labels } : {}),
       ...(annotations ? { annotations: { ...annotations } } : {}),
       finalizers: [kind.finalizers.record],
       ownerReferences: [
