@@ -28,7 +28,8 @@ import type { PoolKinds, PoolReference } from "../pools/registry.js";
  * for one pool's records (Cluster API's CRDs declare no selectable field for the pool: the barrier otherwise reads
  * every record of the namespace). Records made without it (by Metal3's controller, the in-cluster provider, a
  * person, or for a pool whose name is no label value) are read as the barrier's unlabelled ones. A record labelled
- * with another pool than the one it names is not among the rows: it reaches the cache by its watch event alone.
+ * with another pool than the one it names, or relabelled between the barrier's two lists, may be among neither: it
+ * reaches the cache by its watch event alone.
  */
 export const RECORD_POOL_LABEL = "ipam.metal3.io/pool-name";
 
