@@ -133,9 +133,9 @@ export async function releaseCapiAddress(
 }
 
 /**
- * Binds `claim` to `address`: the claim's finalizer, the record's repair, the claim's status. A claim write refused
- * with 409 or 404 (the claim changed or went since the cache showed it) is a lost race: REQUEUE, the record kept and
- * still held.
+ * Binds `claim` to `address`: the claim's finalizer, the record's repair, the claim's status. A write refused with 409
+ * or 404 (the claim or the record changed or went since the cache showed it) is a lost race: REQUEUE, the record kept
+ * and still held.
  */
 async function bind(
   pass: Pass,
@@ -155,20 +155,37 @@ async function bind(
   // owners it lacks where the kind repairs them; a deleting one stays as it is (its deletion is blocked by the
   // finalizer until the claim goes, spec §5.8).
   const repair = address.metadata.deletionTimestamp ? undefined : recordRepair(kind, pool, withFinalizer, address);
-  if (repair) await ctx.store.patchMetadata(capi.addresses, address, repair);
-  if (capiBoundByMetal3(withFinalizer, address)) return NONE;
   try {
-    await writeStatus(ctx, capi, withFinalizer, address.metadata.name ?? "", {
+    if (repair) await ctx.store.patchMetadata(capi.addresses, address, repair);
+  } catch (err) {
+    if (isLostRace(err)) return lostRace(ctx.log, { ipAddressClaim: claim.metadata.name }, err);
+    throw err;
+  }
+  if (capiBoundByMetal3(withFinalizer, address)) return NONE;
+  return await writeAllocated(ctx, capi, withFinalizer, address);
+}
+
+/**
+ * The claim's Ready=True naming `address`. A 409 (the claim changed since the cache showed it) is a lost race:
+ * REQUEUE, and the next pass binds the claim to its record; writeStatus already takes a 404 as done.
+ */
+async function writeAllocated(
+  ctx: ApplyContext,
+  capi: CapiInformers,
+  claim: IPAddressClaim,
+  address: CapiIPAddress,
+): Promise<PassOutcome> {
+  try {
+    await writeStatus(ctx, capi, claim, address.metadata.name ?? "", {
       status: "True",
       reason: Reasons.Allocated,
       message: `Allocated ${address.spec.address}`,
     });
+    return NONE;
   } catch (err) {
-    // writeStatus already takes a 404 as done.
     if (isConflict(err)) return lostRace(ctx.log, { ipAddressClaim: claim.metadata.name }, err);
     throw err;
   }
-  return NONE;
 }
 
 /** A record we made whose address another record turned out to hold: released unbound (the pool runs again). */
@@ -236,13 +253,9 @@ async function create(
     address: created.spec.address,
     ipAddress: created.metadata.name,
   });
-  await writeStatus(ctx, capi, withFinalizer, created.metadata.name ?? "", {
-    status: "True",
-    reason: Reasons.Allocated,
-    message: `Allocated ${created.spec.address}`,
-  });
+  const outcome = await writeAllocated(ctx, capi, withFinalizer, created);
   ctx.metrics.allocation("allocated", (performance.now() - started) / 1000);
-  return NONE;
+  return outcome;
 }
 
 /** Writes the claim's status when it differs; a new failure is also an Event and counts in the metrics. */

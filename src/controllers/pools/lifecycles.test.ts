@@ -186,12 +186,12 @@ describe("what each lifecycle's write asks of the next pass (outcomes, no server
     spec: { address: a, prefix: 24, claimRef: { name: "b" }, poolRef: capiClaim("b").spec.poolRef },
   });
   /**
-   * A pass whose store refuses the claim's `write` (its finalizer or its status) with `code`, over an allocator
+   * A pass whose store refuses `write` (the claim's finalizer or status, the record's metadata) with `code`, over an allocator
    * holding 10.0.0.1 for "b"; `released` collects the records it was asked to delete.
    */
   function refusingPass(
     code: number,
-    write: "finalizer" | "status" = "finalizer",
+    write: "finalizer" | "status" | "record" = "finalizer",
   ): { pass: Pass; allocator: PoolAllocator; released: string[] } {
     const allocator = new PoolAllocator(pool().spec);
     allocator.reserve("10.0.0.1", capiRecordHolder(METAL3_POOL_KIND, address("10.0.0.1")));
@@ -201,7 +201,8 @@ describe("what each lifecycle's write asks of the next pass (outcomes, no server
     const store = {
       addFinalizer: write === "finalizer" ? refuse : through,
       patchStatus: write === "status" ? refuse : through,
-      patchMetadata: through,
+      patchMetadata: write === "record" ? refuse : through,
+      create: through,
       removeFinalizer: through,
       delete: (_cache: unknown, obj: CapiIPAddress) => Promise.resolve(void released.push(obj.spec.address)),
     };
@@ -257,6 +258,8 @@ describe("what each lifecycle's write asks of the next pass (outcomes, no server
     [409, "finalizer", "the claim changed"],
     [404, "finalizer", "the claim is gone"],
     [409, "status", "the claim changed"],
+    [409, "record", "the record changed"],
+    [404, "record", "the record is gone"],
   ] as const)
     it(`IPAddressClaim adopting its record whose ${write} write loses a race (${why}): a requeue, the record kept`, async () => {
       const { pass, allocator, released } = refusingPass(code, write);
@@ -264,6 +267,14 @@ describe("what each lifecycle's write asks of the next pass (outcomes, no server
       expect(allocator.heldCount).to.equal(1);
       expect(released).to.deep.equal([]);
     });
+
+  it("IPAddressClaim whose record is made and whose status write loses a race: a requeue, the record held", async () => {
+    const { pass, allocator, released } = refusingPass(409, "status");
+    const create = { kind: "create", claim: capiClaim("b"), address: address("10.0.0.1") } as const;
+    expect(await applyCapiClaimAction(pass, capi, create)).to.equal(REQUEUE);
+    expect(allocator.heldCount).to.equal(1);
+    expect(released).to.deep.equal([]);
+  });
 
   it("IPAddressClaim adopting its record whose finalizer write fails otherwise: the error, no outcome", async () => {
     const { pass } = refusingPass(500);
