@@ -19,6 +19,7 @@ export interface CertificateSource {
   caPem(): string | undefined;
   /** Starts watching for new pairs; `onChange` gets each one. */
   start(onChange: (pair: CertificatePair) => void): void;
+  /** Stops watching: `onChange` is not called again, not even by a check that was under way. */
   stop(): void;
   /** Whether the API server can be expected to trust the current pair. */
   ready(): boolean;
@@ -96,6 +97,8 @@ export class CertDirSource implements CertificateSource {
         certPem: await readFile(join(this.dir, CERT_FILE), "utf8"),
         keyPem: await readFile(join(this.dir, KEY_FILE), "utf8"),
       };
+      // A check still reading when stop() ran reports nothing: whoever it would tell has stopped listening.
+      if (this.timer === undefined) return;
       if (pair.certPem === this.pair.certPem && pair.keyPem === this.pair.keyPem) return;
       const problem = pairProblem(pair);
       if (problem !== undefined) throw new Error(problem);
