@@ -144,7 +144,7 @@ describe("Cluster API IPAddressClaim bridge (real CRDs)", function () {
           "theirs",
           "p",
           {},
-          // Not a kind we serve (the in-cluster provider's InClusterIPPool is one since issue 24).
+          // Not a kind we serve (the in-cluster provider's InClusterIPPool is one now).
           { poolRef: { apiGroup: "ipam.example.com", kind: "ExampleIPPool", name: "p" } },
         ),
       );

@@ -1,5 +1,5 @@
 /**
- * Hostile admission (issue 42): two controller processes with leader election and webhooks, as the Deployment runs
+ * Hostile admission: two controller processes with leader election and webhooks, as the Deployment runs
  * them, while for a minute the largest pools the API server stores are sent, several at a time, through the API
  * server (creates the webhook denies, updates it admits) and straight to the leader's webhook port as raw
  * AdmissionReviews, as any pod that reaches the port could send them (`curl -k`). Meanwhile the leader must keep its

@@ -1,5 +1,5 @@
 /**
- * Migration from the Cluster API in-cluster IPAM provider to this controller, and back (issue 25), on a real API
+ * Migration from the Cluster API in-cluster IPAM provider to this controller, and back, on a real API
  * server, after e2e/migration.test.ts (Metal3's). The suite builds what the provider leaves (hack/testkit/inclusterleftovers.ts:
  * an InClusterIPPool with a reuse grace period and a deleted claim left waiting out its period, a GlobalInClusterIPPool
  * used from two namespaces with same-named claims in both, the provider's finalizers, owners, labels, records named

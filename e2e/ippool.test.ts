@@ -241,7 +241,7 @@ describe("IPAM controller (real API server)", function () {
       ).to.equal(true);
       const freed = await addressOf(c, ns, "a-0001");
       await c.claims.delete(ns, "a-0001");
-      // "Within seconds" (issue 3) is the wait's deadline; a missed event would leave the claim waiting far longer.
+      // "Within seconds" is the wait's deadline; a missed event would leave the claim waiting far longer.
       const healed = await eventually("late to get the freed address", () => addressOf(c, ns, "late"), 15_000);
       expect(healed).to.equal(freed);
       expect((await c.claims.get(ns, "late")).status?.errorMessage).to.equal(undefined);

@@ -1,5 +1,5 @@
 /**
- * Migration from Metal3's IP Address Manager, and rollback to it (issue 12), on a real API server.
+ * Migration from Metal3's IP Address Manager, and rollback to it, on a real API server.
  *
  * Metal3's Go modules cannot be fetched here, so the suite builds, object by object, what Metal3's controller leaves
  * behind (names, finalizers, owner references, labels, `status.indexes`, both claim kinds, a preallocation, a claim

@@ -1,10 +1,10 @@
 /**
- * Resilience (issue 8): API server restarts, expired watches (410 Gone), hung watches and controller crashes never
+ * Resilience: API server restarts, expired watches (410 Gone), hung watches and controller crashes never
  * lose or duplicate an address. Every test runs a local plane of its own, since it breaks it; the controller runs in
  * this process (watch faults) or as a child process (crashes).
  *
- * The faults run on a Metal3 IPPool (IPClaims in one namespace) and on a GlobalInClusterIPPool (issue 24:
- * IPAddressClaims of three namespaces, each name claimed in every one, served by a controller of all namespaces).
+ * The faults run on a Metal3 IPPool (IPClaims in one namespace) and on a GlobalInClusterIPPool
+ * (IPAddressClaims of three namespaces, each name claimed in every one, served by a controller of all namespaces).
  * The global pool's records are named after their claims, so no AlreadyExists stops a second record of one address:
  * only the pool-keyed queue, the allocator's `<namespace>/<name>` holders and the freshness barrier do; the lagging
  * records' watch is the case that fails without the barrier. One scenario function per fault, run for each kind

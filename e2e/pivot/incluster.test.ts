@@ -1,5 +1,5 @@
 /**
- * Pivot of the in-cluster provider's pools (spec §7, issue 25): the real `clusterctl move` of a namespace whose
+ * Pivot of the in-cluster provider's pools (spec §7): the real `clusterctl move` of a namespace whose
  * claims use a namespaced InClusterIPPool and a GlobalInClusterIPPool shared with a namespace that stays.
  *
  * What clusterctl does (its objectgraph and mover, both pool CRDs labelled move-hierarchy as the provider labels

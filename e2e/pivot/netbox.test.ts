@@ -1,5 +1,5 @@
 /**
- * Pivot of NetBox pools (issue 26, spec §7): the real `clusterctl move` of a namespace whose Cluster's claims are bound
+ * Pivot of NetBox pools (spec §7): the real `clusterctl move` of a namespace whose Cluster's claims are bound
  * on a NetBoxIPPool of the namespace and on a GlobalNetBoxIPPool shared with a namespace that stays, between two real
  * API servers, with our controller on each side talking to one real NetBox.
  *

@@ -1,7 +1,7 @@
 /**
- * Pivot (spec §7, issue 6): the real `clusterctl move` carries three workload clusters and their 100 claims (IPClaims
+ * Pivot (spec §7): the real `clusterctl move` carries three workload clusters and their 100 claims (IPClaims
  * and Cluster API IPAddressClaims) between two management clusters while our controller runs on both, and back; and
- * Clusters whose control-plane endpoints our webhook took from a pool (issue 38), with the webhooks served on both.
+ * Clusters whose control-plane endpoints our webhook took from a pool, with the webhooks served on both.
  *
  * By default both management clusters are local planes started here; `e2e/pivot/run.ts --from K1 --to K2` runs the
  * same suite against two existing clusters (kind).

@@ -1,5 +1,5 @@
 /**
- * The NetBox pool of the bench (issue 26): a NetBoxIPPool on a fresh prefix of a real NetBox (hack/testkit/netbox.ts)
+ * The NetBox pool of the bench: a NetBoxIPPool on a fresh prefix of a real NetBox (hack/testkit/netbox.ts)
  * just large enough for the scenario's claims, its token in a Secret of the controller's namespace that allows the
  * pool's namespace only (as hack/testkit/netboxpools.ts sets one up). As a {@link BenchPool}, so the bursts' code drives it.
  */

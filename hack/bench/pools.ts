@@ -1,6 +1,6 @@
 /**
  * The pools a scenario puts its claims on, one per pool kind the controller serves: Metal3's IPPool, and the Cluster
- * API in-cluster provider's InClusterIPPool and GlobalInClusterIPPool (issue 24). A scenario creates the pool its
+ * API in-cluster provider's InClusterIPPool and GlobalInClusterIPPool. A scenario creates the pool its
  * claim kind asks ({@link BenchClaimKind.pool}), waits until the controller wrote the pool's status, and reads back how many
  * addresses the status counts used; each pool kind keeps those in a status of its own.
  */

@@ -1,5 +1,5 @@
 /**
- * The large site of the `site` scenario (issue 41), pure: which pools it has (kind, name, namespaces, subnet,
+ * The large site of the `site` scenario, pure: which pools it has (kind, name, namespaces, subnet,
  * preallocations), how many addresses each holds and which, where each new claim of a stage goes, and the report's
  * rows. The scenario itself (sitescenario.ts) writes and measures what this module lays out.
  *
@@ -310,7 +310,7 @@ export function poolStatusWrites(writes: Record<string, number>): number {
 }
 
 /**
- * The bounds a site is held to (issue 41), as the `8 checks` rows show and BENCH_SITE_CHECK=1 enforces: a start-up
+ * The bounds a site is held to, as the `8 checks` rows show and BENCH_SITE_CHECK=1 enforces: a start-up
  * rewrites nothing that is current (it binds the one claim created while no controller ran: its finalizer, its record,
  * its status) and writes each pool's status at most once; a held address (its claim and its record together) costs at
  * most {@link SITE_BOUNDS.rssPerAddressKiB} of RSS beyond the idle floor; every claim of every stage is bound.

@@ -1,5 +1,5 @@
 /**
- * Scenario 8, the large site (issue 41): the pools site.ts lays out, in 10 namespaces of their own, then one
+ * Scenario 8, the large site: the pools site.ts lays out, in 10 namespaces of their own, then one
  * controller of all namespaces after another:
  *
  *   1. a controller on the empty site: its idle reading once every pool's status is written, then the trickle into

@@ -1,5 +1,5 @@
 /**
- * Scenario 5, the trickle (issue 27): claims created one at a time into a pool that already holds `held` addresses, as
+ * Scenario 5, the trickle: claims created one at a time into a pool that already holds `held` addresses, as
  * machines are provisioned one after another. What one claim costs the controller when a pool pass cannot serve many
  * claims at once: CPU, API requests, body bytes at its API door (watch streams included), create → bound.
  *
@@ -54,9 +54,9 @@ export interface WarmupResult {
 export interface TrickleResult {
   /** The claim kind ({@link BenchClaimKind.label}). */
   kind: string;
-  /** The pool kind ({@link BenchPool.label}); absent in runs from before issue 24, all on IPPools. */
+  /** The pool kind ({@link BenchPool.label}); absent in older runs, all on IPPools. */
   pool?: string;
-  /** Namespaces the claims (held and trickled) were spread over; absent before issue 24 (one). */
+  /** Namespaces the claims (held and trickled) were spread over; absent in older runs (one). */
   namespaces?: number;
   /** Whether the controllers watched all namespaces (a cluster-scoped pool) rather than the trickle's one. */
   allNamespaces?: boolean;
@@ -376,7 +376,7 @@ export interface FloorResult {
 }
 
 /**
- * The floor under a trickle claim's cost (issue 27): the same trickle (`claims` claims of `kind`, one at a time,
+ * The floor under a trickle claim's cost: the same trickle (`claims` claims of `kind`, one at a time,
  * `gapMs` apart, into an empty pool of a namespace of their own) served by no controller but the floor client
  * (floorclient.ts), which receives each claim's events and makes its requests and does nothing else. Its CPU per claim
  * is what a Node client pays for one claim's messages alone; the controller's figure over it is what the controller's
