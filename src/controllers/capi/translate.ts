@@ -37,7 +37,7 @@ export const RECORD_POOL_LABEL = "ipam.metal3.io/pool-name";
 const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
 
 /** The {@link RECORD_POOL_LABEL} value of the records of pool `name`; undefined when the name is no label value. */
-export function recordPoolLabelValue(name: string): string | undefined {
+function recordPoolLabelValue(name: string): string | undefined {
   return LABEL_VALUE.test(name) ? name : undefined;
 }
 
