@@ -27,6 +27,7 @@ import {
   IN,
   owner,
   poolClient,
+  providerLabels,
   providerOwners,
   readyOf,
   ref,
@@ -203,7 +204,9 @@ function recordProblems(
     expect(record.metadata.finalizers).to.deep.equal([PROTECT_ADDRESS_FINALIZER]);
     expect((record.metadata.ownerReferences ?? []).map(owner)).to.deep.equal(providerOwners(claim, pool, kind));
     const cluster = claim.metadata.labels?.[CLUSTER_NAME_LABEL];
-    expect(record.metadata.labels ?? {}).to.deep.equal(cluster ? { [CLUSTER_NAME_LABEL]: cluster } : {});
+    expect(providerLabels(record, pool.metadata.name ?? "")).to.deep.equal(
+      cluster ? { [CLUSTER_NAME_LABEL]: cluster } : {},
+    );
   } catch (err) {
     problems.push(`${where}: not as the provider writes it: ${err instanceof Error ? err.message : String(err)}`);
   }
