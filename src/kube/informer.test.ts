@@ -192,6 +192,9 @@ describe("Informer (fake API server)", function () {
     await until("the relist", () => api.watches.length === 2);
     expect(cachedAtPage, "a relist: nothing dropped before its last page").to.deep.equal([["a", "b", "c", "d", "e"]]);
     expect(names(inf)).to.deep.equal(["c", "d", "f"]);
+    expect([inf.countIn("ns"), inf.countIn(), inf.countIn("other")], "counts after the relist").to.deep.equal([
+      3, 3, 0,
+    ]);
     expect(inf.get("ns", "c")?.metadata.resourceVersion).to.equal("20");
     expect(inf.synced).to.equal(true);
   });
@@ -211,6 +214,7 @@ describe("Informer (fake API server)", function () {
     inf.upsert(tagged("a", "x", 2));
     inf.upsert(tagged("a", "x", 3));
     expect(byTag("x"), "one object, written twice").to.deep.equal(["a"]);
+    expect(inf.countIn("ns"), "one object, counted once").to.equal(1);
     inf.upsert(tagged("b", "x", 4));
     inf.upsert(tagged("c", "x", 5));
     expect(byTag("x")).to.deep.equal(["a", "b", "c"]);
@@ -224,6 +228,7 @@ describe("Informer (fake API server)", function () {
     inf.remove(tagged("b", "y", 9));
     inf.remove(tagged("a", "y", 10));
     expect(byTag("y")).to.deep.equal([]);
+    expect([inf.countIn("ns"), inf.countIn()], "none left").to.deep.equal([0, 0]);
   });
 
   it("tells a writer when its watch has delivered as far as a resourceVersion (our own upserts do not count)", async () => {

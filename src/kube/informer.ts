@@ -175,6 +175,8 @@ const PRODUCTIVE_WATCH_MS = 1_000;
 
 export class Informer<T extends KubeObject> {
   private readonly store = new Map<string, T>();
+  /** Cached objects per namespace ("" for cluster-scoped ones), kept with {@link store}. */
+  private readonly counts = new Map<string, number>();
   private readonly indexers = new Map<string, (obj: T) => string[]>();
   /**
    * Each index's buckets: index key → the cache keys of its objects. A bucket of one object holds its cache key
@@ -255,6 +257,11 @@ export class Informer<T extends KubeObject> {
 
   list(): T[] {
     return [...this.store.values()];
+  }
+
+  /** How many objects of `namespace` the cache holds (of every namespace without one), without reading them. */
+  countIn(namespace?: string): number {
+    return namespace === undefined ? this.store.size : (this.counts.get(namespace) ?? 0);
   }
 
   byIndex(index: string, key: string): T[] {
@@ -398,6 +405,7 @@ export class Informer<T extends KubeObject> {
     this.tombstones.delete(key);
     flattened(key);
     if (old) this.unindex(key, old);
+    else this.count(obj, 1);
     this.store.set(key, obj);
     this.index(key, obj);
     for (const journal of this.journals.values()) journal.record(key, old, obj);
@@ -415,8 +423,16 @@ export class Informer<T extends KubeObject> {
     this.bury(key, Math.max(rvOf(old), deletedAt));
     this.unindex(key, old);
     this.store.delete(key);
+    this.count(old, -1);
     for (const journal of this.journals.values()) journal.record(key, old, undefined);
     this.emit("delete", old);
+  }
+
+  private count(obj: T, by: 1 | -1): void {
+    const namespace = obj.metadata.namespace ?? "";
+    const n = (this.counts.get(namespace) ?? 0) + by;
+    if (n > 0) this.counts.set(namespace, n);
+    else this.counts.delete(namespace);
   }
 
   private pruneTombstones(): void {

@@ -76,8 +76,8 @@ export class IPAddressClaimApi implements ClaimApi {
     if (!capi) return;
     const { namespace, name } = pass.ref;
     // The API server cannot filter these by the pool's field: the rows of the pool's label and of no label (a record
-    // someone else made) say which records the cache lacks. A cluster-scoped pool's records live in every namespace:
-    // "" reads them all.
+    // someone else made), or of every record where few are, say which records the cache lacks. A cluster-scoped
+    // pool's records live in every namespace: "" reads them all.
     const poolRecords = (): CapiIPAddress[] => this.index.recordsOf(pass.key);
     if (
       await this.store.refreshPrinted(
@@ -85,7 +85,7 @@ export class IPAddressClaimApi implements ClaimApi {
         namespace,
         CAPI_ADDRESS_COLUMNS,
         name,
-        recordPoolSelectors(name),
+        recordPoolSelectors(name, capi.addresses.countIn(namespace || undefined)),
         notOlderThan,
         cachedAs,
         poolRecords,

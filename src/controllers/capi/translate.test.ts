@@ -10,6 +10,7 @@ import {
   claimStatus,
   claimStatusWrite,
   desiredCapiAddress,
+  ONE_LIST_UP_TO,
   recordPoolSelectors,
   madeForCapiClaim,
   type AllocatedAddress,
@@ -95,6 +96,11 @@ describe("Cluster API translation", () => {
   });
 
   describe("recordPoolSelectors: the pool's label and no label, or no label alone for a name no label holds", () => {
+    it("one list of every record where the cache holds few", () => {
+      expect(recordPoolSelectors("p-1", 0)).to.deep.equal([undefined]);
+      expect(recordPoolSelectors("p-1", ONE_LIST_UP_TO)).to.deep.equal([undefined]);
+      expect(recordPoolSelectors("p-1", ONE_LIST_UP_TO + 1)).to.have.length(2);
+    });
     const long = `p${"a".repeat(63)}`;
     const rows: [string, string, string[]][] = [
       ["a short name", "p-1.a", ["ipam.metal3.io/pool-name=p-1.a", "!ipam.metal3.io/pool-name"]],
@@ -108,7 +114,7 @@ describe("Cluster API translation", () => {
     ];
     for (const [what, name, expected] of rows) {
       it(what, () => {
-        expect(recordPoolSelectors(name)).to.deep.equal(expected);
+        expect(recordPoolSelectors(name, ONE_LIST_UP_TO + 1)).to.deep.equal(expected);
         const labels = desiredCapiAddress(
           claim(),
           METAL3_POOL_KIND,

@@ -42,10 +42,20 @@ function recordPoolLabelValue(name: string): string | undefined {
 }
 
 /**
- * The label selectors whose lists hold together every record of pool `name` made with {@link RECORD_POOL_LABEL}
- * right, and every record made without it: the pool's label, and no label at all.
+ * Up to this many Cluster API IPAddresses in the namespace the barrier reads (every namespace, for a cluster-scoped
+ * pool), one printed list of them all costs the API server and us less than the two labelled lists of
+ * {@link recordPoolSelectors}: each list has a fixed cost, and the rows of a small namespace cost little.
  */
-export function recordPoolSelectors(name: string): string[] {
+export const ONE_LIST_UP_TO = 150;
+
+/**
+ * The label selectors whose lists hold together every record of pool `name` made with {@link RECORD_POOL_LABEL}
+ * right, and every record made without it: the pool's label, and no label at all. `undefined` selects every record:
+ * the one list chosen while `recordsThere` (the cached records where the barrier reads) is at most
+ * {@link ONE_LIST_UP_TO}.
+ */
+export function recordPoolSelectors(name: string, recordsThere: number): (string | undefined)[] {
+  if (recordsThere <= ONE_LIST_UP_TO) return [undefined];
   const value = recordPoolLabelValue(name);
   const unlabelled = `!${RECORD_POOL_LABEL}`;
   return value === undefined ? [unlabelled] : [`${RECORD_POOL_LABEL}=${value}`, unlabelled];
