@@ -114,7 +114,7 @@ const CPU_PROF_INTERVAL_US = 20_000;
 
 /**
  * Starts the compiled controller (`dist/src/main.js` with the image's ENTRYPOINT flags and the Deployment's
- * NODE_OPTIONS, as a pod runs it) against `kubeconfigPath` with `--log-level warn`; its log goes to `logDir`. Throws
+ * NODE_OPTIONS, as a pod runs it) against `kubeconfigPath` with `--log-level warn` (or BENCH_LOG_LEVEL); its log goes to `logDir`. Throws
  * when the build is missing.
  */
 export async function startBenchController(
@@ -143,7 +143,8 @@ export async function startBenchController(
     ...(options.namespace ? { namespace: options.namespace } : {}),
     ...(ports.metrics ? { diagnosticsAddress: `127.0.0.1:${ports.metrics}`, insecureDiagnostics: true } : {}),
     ...(ports.health ? { healthProbeBindAddress: `127.0.0.1:${ports.health}` } : {}),
-    logLevel: "warn",
+    // BENCH_LOG_LEVEL=info puts the start-up's steps (each cache filled, kinds served, reconciling) in the log.
+    logLevel: process.env.BENCH_LOG_LEVEL ?? "warn",
     nodeFlags: [...profile, ...extraNodeFlags()],
     ...(options.flags ? { flags: options.flags } : {}),
   });

@@ -572,6 +572,7 @@ export class Informer<T extends KubeObject> {
    */
   private async relist(): Promise<void> {
     const seen = new Set<string>();
+    const started = performance.now();
     let resourceVersion: string;
     try {
       resourceVersion = await this.client.listPages(
@@ -595,6 +596,13 @@ export class Informer<T extends KubeObject> {
         failures: this.failures,
       });
     else if (this.counters.lists > 1) this.options.logger.debug("Relisted", { ...this.logFields, items: seen.size });
+    // The first list is the start-up's: how long each cache took to fill says where a slow start went.
+    else
+      this.options.logger.info("Cache filled", {
+        ...this.logFields,
+        items: seen.size,
+        ms: Math.round(performance.now() - started),
+      });
     this.inSync = true;
     this.recovering = false;
     for (const w of this.readyWaiters.splice(0)) w();
