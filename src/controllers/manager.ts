@@ -134,7 +134,9 @@ export class Manager {
         add(key);
       }),
     );
-    await store.start();
+    // Every cache lists at once: the API server answers one list while we fold another, and the first pass waits
+    // for the slowest list, not for their sum.
+    const storeSynced = store.start();
     const loadBalancers = this.options.serveLoadBalancers
       ? new LoadBalancerController(store, { logger: log.child({ component: "loadbalancer" }), events, metrics })
       : undefined;
@@ -155,7 +157,7 @@ export class Manager {
         this.endpoints.start();
       },
     });
-    await this.bridge.start();
+    const bridgeStarted = this.bridge.start();
     const gate = new ProviderGate(this.shared, {
       kube: this.kubeConfig,
       logger: log,
@@ -164,9 +166,22 @@ export class Manager {
       pollMs: this.options.providerPollMs,
     });
     this.gate = gate;
-    await gate.start();
+    const kindsServed = gate.start().then(() => this.discover(store, reconciler, gate, add));
+    await Promise.all([storeSynced, bridgeStarted, kindsServed]);
+    await loadBalancers?.start();
+    queue.start();
+    log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
+  }
+
+  /** Serves the optional kinds found, once the gate knows which of them another provider serves. */
+  private async discover(
+    store: Store,
+    reconciler: PoolReconciler,
+    gate: ProviderGate,
+    add: (key: string) => void,
+  ): Promise<void> {
     this.discovery = new PoolKindDiscovery(store, this.optionalKinds(), {
-      logger: log,
+      logger: this.options.logger,
       enqueuePool: add,
       retryMs: this.options.capiDiscoveryRetryMs,
       held: (kind) => gate.held(kind),
@@ -178,9 +193,6 @@ export class Manager {
     });
     gate.attach(this.discovery);
     await this.discovery.start();
-    await loadBalancers?.start();
-    queue.start();
-    log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
   }
 
   /**
