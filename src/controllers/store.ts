@@ -231,8 +231,8 @@ export class Store {
   /**
    * The barrier of {@link refreshWhere} for a kind the API server does not filter by the pool's field, from printed
    * lists (pools/printed.ts), one per label selector of `selectors` (together they must hold every record of the pool
-   * the barrier protects; `undefined` lists every record): only the records of pool `value` that the cache lacks, as the rows show them, are read in
-   * full. With no `namespace` (a cluster-scoped pool, whose records live in every namespace) the rows of every
+   * the barrier protects; `undefined` lists every record): only the records of pool `value` that the cache lacks, as
+   * the rows show them, are read in full. With no `namespace` (a cluster-scoped pool, whose records live in every namespace) the rows of every
    * namespace are read and matched by name against `poolRecords`, the pool's cached records: a row does not say its
    * namespace, so a record the cache lacks cannot be read alone. False when it cannot serve: the server filters the
    * field (refreshWhere lists just the pool), the kind is printed without those columns, or records are missing

@@ -95,7 +95,7 @@ describe("Cluster API translation", () => {
     }
   });
 
-  describe("recordPoolSelectors: the pool's label and no label, or no label alone for a name no label holds", () => {
+  describe("recordPoolSelectors: one list where few records are; else the pool's label and no label, or no label alone for a name no label holds", () => {
     it("one list of every record where the cache holds few", () => {
       expect(recordPoolSelectors("p-1", 0)).to.deep.equal([undefined]);
       expect(recordPoolSelectors("p-1", ONE_LIST_UP_TO)).to.deep.equal([undefined]);
