@@ -232,24 +232,25 @@ export class Store {
    * The barrier of {@link refreshWhere} for a kind the API server does not filter by the pool's field, from printed
    * lists (pools/printed.ts), one per label selector of `selectors` (together they must hold every record of the pool
    * the barrier protects; `undefined` lists every record): only the records of pool `value` that the cache lacks, as
-   * the rows show them, are read in full. With no `namespace` (a cluster-scoped pool, whose records live in every namespace) the rows of every
-   * namespace are read and matched by name against `poolRecords`, the pool's cached records: a row does not say its
-   * namespace, so a record the cache lacks cannot be read alone. False when it cannot serve: the server filters the
-   * field (refreshWhere lists just the pool), the kind is printed without those columns, or records are missing
-   * (more than {@link MAX_UNSEEN_READS} of a namespace, any of every namespace: one list is then needed); the caller
-   * then uses refreshWhere.
+   * the rows show them, are read in full. With no `namespace` (a cluster-scoped pool, whose records live in every
+   * namespace) the rows of every namespace are read and matched by name against `poolRecords`, the pool's cached
+   * records: a row does not say its namespace, so a record the cache lacks cannot be read alone. False when it cannot
+   * serve: the server filters by selectable field `field` (refreshWhere lists just the pool; asked once per process),
+   * the kind is printed without those columns, or records are missing (more than {@link MAX_UNSEEN_READS} of a
+   * namespace, any of every namespace: one list is then needed); the caller then uses refreshWhere.
    */
   async refreshPrinted<T extends KubeObject>(
     informer: Informer<T>,
     namespace: string,
     columns: PrintedColumns,
+    field: string,
     value: string,
     selectors: readonly (string | undefined)[],
     notOlderThan: string | undefined,
     cachedAs: (obj: T) => CachedRecord,
     poolRecords: () => readonly T[],
   ): Promise<boolean> {
-    if (informer.client.filtersFields) return false;
+    if (await informer.client.filtersField(namespace, field, value)) return false;
     const cached = namespace
       ? (name: string): CachedRecord | undefined => {
           const obj = informer.get(namespace, name);

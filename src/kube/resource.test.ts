@@ -68,3 +68,60 @@ describe("ResourceClient with an empty object name", () => {
     );
   });
 });
+
+describe("ResourceClient: whether the API server filters by a selectable field", () => {
+  let server: Server | undefined;
+  const requests: string[] = [];
+  /** Whether the fake server filters by field; otherwise it answers 400 to a field selector, as an older one does. */
+  let filters = false;
+
+  before(async () => {
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? "", "http://x");
+      requests.push(`${url.searchParams.get("fieldSelector") ?? "-"} limit=${url.searchParams.get("limit") ?? "-"}`);
+      if (url.searchParams.has("fieldSelector") && !filters)
+        res.writeHead(400, { "Content-Type": "application/json" }).end('{"message":"field label not supported"}');
+      else res.writeHead(200, { "Content-Type": "application/json" }).end('{"metadata":{},"items":[]}');
+    });
+    await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  });
+
+  after(() => {
+    server?.closeAllConnections();
+    server?.close();
+  });
+
+  const client = (): ResourceClient<KubeObject> => {
+    const { port } = server?.address() as AddressInfo;
+    const access: ClusterAccess = {
+      server: `http://127.0.0.1:${port}`,
+      requestOptions: () => Promise.resolve({ headers: {} }),
+    };
+    return new ResourceClient<KubeObject>(access, POOLS, { requestTimeoutMs: 5_000 });
+  };
+
+  beforeEach(() => {
+    requests.length = 0;
+  });
+
+  it("asks once with a list of one object, and remembers a 400 for listWhere too", async () => {
+    filters = false;
+    const c = client();
+    expect(await c.filtersField("ns", "spec.pool.name", "p")).to.equal(false);
+    expect(await c.filtersField("ns", "spec.pool.name", "q")).to.equal(false);
+    expect(requests, "one question, of one object").to.deep.equal(["spec.pool.name=p limit=1"]);
+    await c.listWhere("ns", "spec.pool.name", "p", () => "p");
+    expect(requests[1], "listWhere lists without the field at once").to.equal("- limit=500");
+  });
+
+  it("asks once and remembers a filtered answer; a client that listed by field already knows", async () => {
+    filters = true;
+    const asked = client();
+    expect(await asked.filtersField("ns", "spec.pool.name", "p")).to.equal(true);
+    expect(await asked.filtersField("ns", "spec.pool.name", "q")).to.equal(true);
+    const listed = client();
+    await listed.listWhere("ns", "spec.pool.name", "p", () => "p");
+    expect(await listed.filtersField("ns", "spec.pool.name", "p")).to.equal(true);
+    expect(requests).to.deep.equal(["spec.pool.name=p limit=1", "spec.pool.name=p limit=500"]);
+  });
+});

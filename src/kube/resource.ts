@@ -107,6 +107,8 @@ export interface ResourceClientOptions {
  */
 export class ResourceClient<T extends KubeObject> {
   private fieldSelectorsWork = true;
+  /** Whether the API server has answered a list by a selectable field yet (filtered, or 400). */
+  private fieldSelectorsKnown = false;
 
   constructor(
     readonly kube: Kube,
@@ -211,10 +213,12 @@ export class ResourceClient<T extends KubeObject> {
   ): Promise<T[]> {
     if (this.fieldSelectorsWork) {
       try {
-        return (await this.list(namespace, { ...options, fieldSelector: `${field}=${value}` })).items;
+        const items = (await this.list(namespace, { ...options, fieldSelector: `${field}=${value}` })).items;
+        this.fieldSelectorsKnown = true;
+        return items;
       } catch (err) {
         if (statusCodeOf(err) !== 400) throw err;
-        this.fieldSelectorsWork = false;
+        this.noFieldSelectors();
       }
     }
     // Filtered page by page: the heap holds one page and the matches, not the whole collection.
@@ -225,9 +229,26 @@ export class ResourceClient<T extends KubeObject> {
     return matches;
   }
 
-  /** Whether lists by a selectable field are filtered by the API server (false once it answered 400). */
-  get filtersFields(): boolean {
+  /**
+   * Whether the API server filters lists of this resource by selectable field `field`: asked once, with a list of at
+   * most one object of `namespace` whose field equals `value`, and remembered (as {@link listWhere} remembers it). A
+   * caller with a cheaper way than listing the namespace in full asks this first.
+   */
+  async filtersField(namespace: string, field: string, value: string): Promise<boolean> {
+    if (this.fieldSelectorsKnown) return this.fieldSelectorsWork;
+    try {
+      await this.list(namespace, { fieldSelector: `${field}=${value}`, limit: 1 });
+      this.fieldSelectorsKnown = true;
+    } catch (err) {
+      if (statusCodeOf(err) !== 400) throw err;
+      this.noFieldSelectors();
+    }
     return this.fieldSelectorsWork;
+  }
+
+  private noFieldSelectors(): void {
+    this.fieldSelectorsWork = false;
+    this.fieldSelectorsKnown = true;
   }
 
   /**

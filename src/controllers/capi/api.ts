@@ -84,6 +84,7 @@ export class IPAddressClaimApi implements ClaimApi {
         capi.addresses,
         namespace,
         CAPI_ADDRESS_COLUMNS,
+        CAPI_ADDRESS_POOL_FIELD.path,
         name,
         recordPoolSelectors(name, capi.addresses.countIn(namespace || undefined)),
         notOlderThan,

@@ -97,7 +97,7 @@ class MemoryApi {
         return result as T;
       });
     const client = {
-      filtersFields: true,
+      filtersField: () => Promise.resolve(true),
       get: (namespace: string, name: string) => later(() => structuredClone(existing(namespace, name)) as T),
       create: (_namespace: string, body: T) =>
         write("create", () => {
