@@ -113,11 +113,15 @@ async function runClusterScenarios(config: BenchConfig, results: BenchResults): 
   // No kube-controller-manager: its garbage collector checks owners with GETs of its own, which would be counted as
   // the controller's requests per claim (the bench never deletes, so nothing needs collecting). The measured
   // controller serves no webhooks, so the CRDs come without their conversion webhook: the in-cluster pools' other
-  // version would otherwise keep the API server retrying its watch cache beside every stage.
+  // version would otherwise keep the API server retrying its watch cache beside every stage. Nor does the API server
+  // check its watch caches against etcd (a beta feature on by default): every few minutes per resource it decodes
+  // every object of it from etcd, which at a large site is most of the API server's CPU in any stage it falls into,
+  // whatever the controller does.
   plane = await LocalPlane.start({
     crdDirs: [OUR_CRDS, INCLUSTER_POOL_CRDS, CAPI_CRDS],
     controllerManager: false,
     crdsWithoutConversionWebhooks: true,
+    apiServerFlags: ["--feature-gates=DetectCacheInconsistency=false"],
   });
   const ctx: BenchContext = {
     kc: plane.kubeConfig,
