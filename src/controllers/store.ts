@@ -65,6 +65,9 @@ export class Store {
    * `<Kind>.<group>`.
    */
   private readonly poolInformers = new Map<string, Informer<PoolObject>>();
+  /** The informers whose change logs {@link journal} keeps. */
+  private readonly journaled: Informer<KubeObject>[] = [];
+  private journalsPaused = false;
 
   constructor(
     readonly kubeConfig: Kube,
@@ -126,6 +129,28 @@ export class Store {
   /** Creates (not starts) an informer for another resource with this store's options. */
   informerFor<T extends KubeObject>(type: ResourceType): Informer<T> {
     return new Informer<T>(this.kubeConfig, new ResourceClient<T>(this.kubeConfig, type), this.informerOptions);
+  }
+
+  /**
+   * Keeps the change log of index `index` of `informer` (Informer.journal), paused while the store's are
+   * ({@link pauseJournals}). For the informers that live as long as the store (claims and records of every pool).
+   */
+  journal<T extends KubeObject>(informer: Informer<T>, index: string): void {
+    informer.journal(index);
+    if (this.journalsPaused) informer.pauseJournals();
+    this.journaled.push(informer as unknown as Informer<KubeObject>);
+  }
+
+  /**
+   * Pauses or resumes the change logs kept through {@link journal} (src/kube/journal.ts): a replica that keeps its
+   * caches warm but runs no passes pauses them (nobody would drain them), and resumes them when it starts passing.
+   */
+  pauseJournals(paused: boolean): void {
+    this.journalsPaused = paused;
+    for (const informer of this.journaled) {
+      if (paused) informer.pauseJournals();
+      else informer.resumeJournals();
+    }
   }
 
   get synced(): boolean {

@@ -231,6 +231,24 @@ describe("Informer (fake API server)", function () {
     expect([inf.countIn("ns"), inf.countIn()], "none left").to.deep.equal([0, 0]);
   });
 
+  it("keeps no change log while its journals are paused, a journal made then included, and reads whole once resumed", async () => {
+    const tagged = (name: string, tag: string, rv: number): KubeObject => ({
+      metadata: { ...thing(name, rv).metadata, labels: { tag } },
+    });
+    const inf = makeInformer();
+    inf.addIndex("tag", (o) => [o.metadata.labels?.["tag"] ?? ""]);
+    inf.pauseJournals();
+    inf.journal("tag");
+    await inf.start();
+    inf.upsert(tagged("a", "x", 2));
+    expect(inf.changesIn("tag", "x"), "paused").to.equal(undefined);
+    inf.resumeJournals();
+    inf.upsert(tagged("b", "x", 3));
+    expect(inf.changesIn("tag", "x"), "first read after the resume").to.equal(undefined);
+    inf.upsert(tagged("c", "x", 4));
+    expect(inf.changesIn("tag", "x")?.map((c) => c.key)).to.deep.equal(["ns/c"]);
+  });
+
   it("tells a writer when its watch has delivered as far as a resourceVersion (our own upserts do not count)", async () => {
     api.listing = { items: [thing("a", 10)], resourceVersion: 10 };
     const inf = makeInformer();

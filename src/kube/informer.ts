@@ -186,6 +186,7 @@ export class Informer<T extends KubeObject> {
   private readonly indexes = new Map<string, Map<string, Bucket>>();
   /** Change logs of the indexes a reader asked to follow (see {@link journal}). */
   private readonly journals = new Map<string, IndexJournal<T>>();
+  private journalsPaused = false;
   private readonly handlers: Handler<T>[] = [];
   /** Recently deleted keys → the resourceVersion at or below which a version of them is stale, and when. */
   private readonly tombstones = new Map<string, { rv: number; at: number }>();
@@ -236,7 +237,24 @@ export class Informer<T extends KubeObject> {
   journal(name: string): void {
     const fn = this.indexers.get(name);
     if (!fn) throw new Error(`journal(${name}): no such index`);
-    this.journals.set(name, new IndexJournal(fn));
+    const journal = new IndexJournal(fn);
+    if (this.journalsPaused) journal.pause();
+    this.journals.set(name, journal);
+  }
+
+  /**
+   * Pauses every change log, present and future ({@link IndexJournal.pause}): for a cache nobody reads the logs of
+   * yet, which would otherwise hold up to MAX_CHANGES old objects per bucket.
+   */
+  pauseJournals(): void {
+    this.journalsPaused = true;
+    for (const journal of this.journals.values()) journal.pause();
+  }
+
+  /** Resumes the change logs; each bucket's first read after this answers undefined (read it whole). */
+  resumeJournals(): void {
+    this.journalsPaused = false;
+    for (const journal of this.journals.values()) journal.resume();
   }
 
   /**

@@ -57,4 +57,21 @@ describe("IndexJournal: what changed in one index bucket since the last drain (p
     j.record("ns/x", undefined, obj("x", "p"));
     expect(j.drain("p")?.map((c) => c.key)).to.deep.equal(["ns/x"]);
   });
+
+  it("paused, keeps nothing and answers undefined; resumed, each bucket's first drain is undefined, then changes", () => {
+    const j = journal();
+    j.record("ns/a", undefined, obj("a", "p"));
+    j.pause();
+    j.record("ns/b", undefined, obj("b", "p"));
+    j.record("ns/c", undefined, obj("c", "q"));
+    expect(j.drain("p")).to.equal(undefined);
+    j.resume();
+    j.record("ns/d", undefined, obj("d", "p"));
+    // What changed while paused is unknown: a reader of either bucket must read it whole once.
+    expect(j.drain("p")).to.equal(undefined);
+    expect(j.drain("q")).to.equal(undefined);
+    j.record("ns/e", undefined, obj("e", "p"));
+    expect(j.drain("p")?.map((c) => c.key)).to.deep.equal(["ns/e"]);
+    expect(j.drain("q")).to.deep.equal([]);
+  });
 });

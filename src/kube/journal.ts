@@ -8,6 +8,10 @@
  * {@link MAX_CHANGES} changes: past that it forgets them and remembers only that it overflowed, and the next `drain`
  * answers `undefined`: the reader must then read the whole bucket (as on its first read, which it does anyway). So
  * a bucket nobody drains costs bounded memory.
+ *
+ * A journal can be paused while nobody reads it (a replica that is not the leader keeps its caches but runs no passes):
+ * paused, it keeps nothing, and from its resume on, each bucket's first drain answers `undefined`, since what changed
+ * while it was paused is not known.
  */
 import type { KubeObject } from "./resource.js";
 
@@ -31,11 +35,15 @@ interface Bucket<T> {
 
 export class IndexJournal<T extends KubeObject> {
   private readonly buckets = new Map<string, Bucket<T>>();
+  private paused = false;
+  /** After a resume: the buckets drained since (each one's first drain answers undefined). */
+  private drainedSinceResume?: Set<string>;
 
   constructor(private readonly keysOf: (obj: T) => string[]) {}
 
   /** Records that the object at `key` changed from `before` to `after` (either may be undefined). */
   record(key: string, before: T | undefined, after: T | undefined): void {
+    if (this.paused) return;
     const old = before ? this.keysOf(before) : [];
     const now = after ? this.keysOf(after) : [];
     for (const bucket of new Set([...old, ...now])) {
@@ -51,8 +59,26 @@ export class IndexJournal<T extends KubeObject> {
   drain(bucket: string): BucketChange<T>[] | undefined {
     const b = this.buckets.get(bucket);
     this.buckets.delete(bucket);
+    if (this.paused) return undefined;
+    if (this.drainedSinceResume && !this.drainedSinceResume.has(bucket)) {
+      this.drainedSinceResume.add(bucket);
+      return undefined;
+    }
     if (!b) return [];
     return b.overflowed ? undefined : b.changes;
+  }
+
+  /** Stops recording and forgets what was recorded; drains answer undefined until {@link resume}. */
+  pause(): void {
+    this.paused = true;
+    this.buckets.clear();
+  }
+
+  /** Records again; each bucket's first drain from now on answers undefined (see the contract above). */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.drainedSinceResume = new Set();
   }
 
   private append(bucket: string, change: BucketChange<T>): void {

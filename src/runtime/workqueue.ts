@@ -200,7 +200,13 @@ export class WorkQueue {
    */
   start(): void {
     if (this.#stopping) throw new Error("WorkQueue: start() called after shutdown()");
-    this.#started = true;
+    if (!this.#started) {
+      // Keys queued before the start (a standby replica's) waited for no handler: their wait begins now.
+      const now = this.#clock.now();
+      for (const key of this.#addedAt.keys()) this.#addedAt.set(key, now);
+      this.#started = true;
+      this.#emitDepth();
+    }
     this.#pump();
   }
 
@@ -334,7 +340,9 @@ export class WorkQueue {
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
 
+  /** The depth is reported from the start on: before it, nothing can drain the queue. */
   #emitDepth(): void {
+    if (!this.#started) return;
     callSafely(() => this.#metrics?.queued(this.len()));
   }
 }

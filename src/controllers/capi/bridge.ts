@@ -115,10 +115,10 @@ export class CapiBridge {
     const addresses = store.informerFor<CapiIPAddress>(resourceType(CAPI_IPADDRESS, version));
     const { kinds } = this.options;
     claims.addIndex(BY_POOL, (c) => capiClaimToPool(kinds, c));
-    claims.journal(BY_POOL);
+    store.journal(claims, BY_POOL);
     claims.addIndex(BY_CLUSTER, capiClaimToCluster);
     addresses.addIndex(BY_POOL, (a) => capiAddressToPool(kinds, a));
-    addresses.journal(BY_POOL);
+    store.journal(addresses, BY_POOL);
     addresses.addIndex(BY_CLAIM, (a) => [capiAddressToClaim(a)]);
     addresses.addIndex(BY_POOL_ADDRESS, (a) =>
       a.spec?.address ? capiAddressToPool(kinds, a).map((pool) => poolAddressKey(pool, a.spec.address)) : [],

@@ -43,10 +43,10 @@ export function attachMetal3Caches(store: Store): Metal3Caches {
   pools.addIndex(BY_CLUSTER, poolToCluster);
   claims.addIndex(BY_POOL, (c) => [claimToPool(c)]);
   // The pool pass reads what changed in its pool instead of every claim and record of it (pools/state.ts).
-  claims.journal(BY_POOL);
+  store.journal(claims, BY_POOL);
   claims.addIndex(BY_CLUSTER, claimToCluster);
   addresses.addIndex(BY_POOL, (a) => [addressToPool(a)]);
-  addresses.journal(BY_POOL);
+  store.journal(addresses, BY_POOL);
   addresses.addIndex(BY_CLAIM, addressToClaim);
   addresses.addIndex(BY_NAMESPACE, (a) => [a.metadata.namespace ?? ""]);
   addresses.addIndex(BY_POOL_ADDRESS, addressToPoolAddress);
