@@ -3,7 +3,7 @@
  * a SIGKILLed leader is replaced within the lease duration without a duplicate address, and SIGTERM hands over at
  * once. Plus /metrics gauges that match the pools' status.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
@@ -73,6 +73,7 @@ describe("leader election and metrics (controller processes)", function () {
     namespace: string,
     lease: string,
     durations: [string, string, string],
+    logLevel = "warn",
   ): Promise<Replica> {
     const metricsPort = await claimPort();
     const proc = startControllerProcess({
@@ -81,7 +82,7 @@ describe("leader election and metrics (controller processes)", function () {
       namespace,
       logDir: dir,
       logName: `${lease}-${name}.log`,
-      logLevel: "warn",
+      logLevel,
       diagnosticsAddress: `127.0.0.1:${metricsPort}`,
       insecureDiagnostics: true,
       flags: [
@@ -175,11 +176,19 @@ describe("leader election and metrics (controller processes)", function () {
   it("GlobalInClusterIPPool: replaces a SIGKILLed leader serving IPAddressClaims of 3 namespaces (replicas of all namespaces) without duplicates", () =>
     leaderKilled("GlobalInClusterIPPool"));
 
-  it("hands over at once on SIGTERM: the lease is released, not left to expire", async () => {
+  /** The messages of a replica's JSON log, in order, with the resource each names (informer lines). */
+  function logLines(r: Replica): { msg: string; resource?: string }[] {
+    return readFileSync(r.proc.logFile, "utf8")
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { msg: string; resource?: string });
+  }
+
+  it("hands over at once on SIGTERM to a standby whose caches are already filled: it lists nothing to lead", async () => {
     const ns = await freshNamespace(admin, "leader-term");
     const lease = `lease-${ns}`;
-    const a = await startReplica("a", ns, lease, ["15s", "10s", "500ms"]);
-    const b = await startReplica("b", ns, lease, ["15s", "10s", "500ms"]);
+    const a = await startReplica("a", ns, lease, ["15s", "10s", "500ms"], "info");
+    const b = await startReplica("b", ns, lease, ["15s", "10s", "500ms"], "info");
     const leader = await eventually(
       "a leader",
       async () => ((await isLeader(a)) ? a : (await isLeader(b)) ? b : undefined),
@@ -187,16 +196,38 @@ describe("leader election and metrics (controller processes)", function () {
       250,
     );
     const follower = leader === a ? b : a;
+    await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.51.0.1", end: "10.51.0.9" }] }));
+    await c.claims.create(ns, claim(ns, "before", "p"));
+    expect(await eventually("the leader to allocate", async () => (await boundAddresses(ns))[0], 30_000)).to.equal(
+      "10.51.0.1",
+    );
+    // The standby filled its caches at its start, while the other replica led, and passed nothing.
+    const standby = logLines(follower);
+    const filled = (lines: typeof standby): string[] =>
+      lines.filter((l) => l.msg === "Cache filled").map((l) => l.resource ?? "");
+    expect(filled(standby)).to.include.members(["ippools", "ipclaims", "ipaddresses"]);
+    expect(standby.map((l) => l.msg)).to.not.include("Caches synced; reconciling");
     leader.proc.signal("SIGTERM");
     const at = Date.now();
     await leader.proc.exited;
     await eventually("the follower to lead", () => isLeader(follower), 15_000, 100);
     expect(Date.now() - at).to.be.lessThan(15_000 / 2);
-    await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.51.0.1", end: "10.51.0.9" }] }));
     await c.claims.create(ns, claim(ns, "after", "p"));
-    expect(await eventually("the new leader to allocate", async () => (await boundAddresses(ns))[0], 30_000)).to.equal(
-      "10.51.0.1",
+    const both = await eventually(
+      "the new leader to allocate",
+      async () => {
+        const got = await boundAddresses(ns);
+        return got.length === 2 ? got.sort() : undefined;
+      },
+      30_000,
     );
+    expect(both).to.deep.equal(["10.51.0.1", "10.51.0.2"]);
+    // Elected, it reconciled from the caches it had: no cache listed a first time after it became leader.
+    const lines = logLines(follower);
+    const elected = lines.findIndex((l) => l.msg === "Became leader");
+    expect(elected, "the follower's log says it became leader").to.be.greaterThan(-1);
+    expect(filled(lines.slice(elected))).to.not.include.members(["ippools", "ipclaims", "ipaddresses"]);
+    expect(filled(lines.slice(elected))).to.not.include("ipaddressclaims");
   });
 
   it("stops leading as soon as it cannot renew: another holder took the Lease", async () => {

@@ -1,9 +1,8 @@
 /**
- * The controller process: flags → logger → probes and metrics → webhooks (every replica) → reconciliation (the
- * leader only, when leader election is on). SIGTERM drains in-flight reconciles and releases the Lease, so a
- * successor takes over at once; a lost Lease ends the process at once (a restart begins from the API server's state,
- * which the allocation path is designed for).
- */
+ * The controller process: flags → logger → probes and metrics → webhooks and warm caches (every replica) →
+ * reconciliation (the leader only, when leader election is on). SIGTERM drains in-flight reconciles and releases the
+ * Lease, so a successor takes over at once; a lost Lease ends the process at once (a restart begins from the API
+ * server's state, which the allocation path is designed for). */
 import { hostname } from "node:os";
 import { selfSignedCertificate } from "./certs/selfsigned.js";
 import { CONVERSION_CRDS } from "./conversioncrds.js";
@@ -157,22 +156,21 @@ async function main(): Promise<void> {
     metrics.webhookCertificate(flags.webhookSelfManaged ? "self-managed" : "cert-dir", () =>
       webhook.certificateExpiry(),
     );
-  let leading = false;
   const closers: (() => Promise<void>)[] = [];
   if (flags.healthAddress !== "0") {
-    const readiness = { webhook: () => !webhook || webhook.ready(), caches: () => !leading || manager.synced };
+    const readiness = { webhook: () => !webhook || webhook.ready(), caches: () => manager.synced };
     closers.push((await startProbeServer({ address: flags.healthAddress, readiness })).close);
   }
   const diagnostics = await startDiagnostics(flags, kc, logger, metrics);
   if (diagnostics) closers.push(() => diagnostics.close());
 
+  const failed = (err: unknown): never => {
+    logger.error("Controller failed to start", { error: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
+  };
   const becomeLeader = (): void => {
-    leading = true;
     metrics.leader(true);
-    manager.start().catch((err: unknown) => {
-      logger.error("Controller failed to start", { error: err instanceof Error ? err.message : String(err) });
-      process.exit(1);
-    });
+    manager.lead().catch(failed);
   };
   const elector = flags.leaderElect
     ? new LeaderElector(kc, {
@@ -203,8 +201,11 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
-  if (elector) elector.start();
-  else becomeLeader();
+  if (elector) {
+    // A replica waiting for the Lease fills its caches meanwhile, so that elected it serves at once.
+    manager.warm().catch(failed);
+    elector.start();
+  } else becomeLeader();
 }
 
 main().catch((err: unknown) => {

@@ -12,7 +12,8 @@ import { WorkQueue } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
 import { KIND_MODULES } from "./kinds.js";
-import { keyOf } from "../kube/informer.js";
+import { keyOf, type Informer } from "../kube/informer.js";
+import type { IPAddressClaim } from "../../api/capi/types.js";
 import { Store } from "./store.js";
 import { IPAddressClaimApi } from "./capi/api.js";
 import { CapiBridge } from "./capi/bridge.js";
@@ -67,6 +68,14 @@ export interface ManagerOptions {
   serveLoadBalancers?: boolean;
 }
 
+/** What a warm manager has made: the caches, the reconciler and its queue (not started). */
+interface Warm {
+  store: Store;
+  reconciler: PoolReconciler;
+  queue: WorkQueue;
+  bridge: CapiBridge;
+}
+
 export class Manager {
   private store?: Store;
   private queue?: WorkQueue;
@@ -82,6 +91,18 @@ export class Manager {
   private attached: AttachedCaches[] = [];
   /** The kinds another provider may serve too: one declaration per provider (pools/providers.ts). */
   private readonly shared: SharedKinds<PoolKind>[];
+  private readonly metrics: ControllerMetrics;
+  private readonly events: EventSink;
+  /** The caches' fill, once {@link warm} or {@link lead} was called. */
+  private warming?: { made: Promise<Warm>; synced: Promise<Warm> };
+  /** Whether the caches' first lists are done. */
+  private listed = false;
+  /** Whether {@link lead} was called: passes, writes and Events are the leader's only. */
+  private leading = false;
+  /** Cluster API's claims, once cached (the endpoint claims' loop reads them). */
+  private capiClaims?: Informer<IPAddressClaim>;
+  /** Queues a pool's pass (events reach the queue as soon as the caches fill; it runs from {@link lead} on). */
+  private readonly add = (key: string, waiting?: boolean): void => this.queue?.add(key, waiting);
 
   constructor(
     private readonly kubeConfig: Kube,
@@ -91,10 +112,74 @@ export class Manager {
     this.kinds = new PoolKinds(KIND_MODULES.flatMap((m) => m.kinds(moduleOptions)));
     this.hooks = KIND_MODULES.flatMap((m) => m.hooks ?? []);
     this.shared = KIND_MODULES.flatMap((m) => (m.shared ? [m.shared(moduleOptions)] : []));
+    this.metrics = options.metrics ?? noMetrics;
+    this.events = options.events ?? new EventRecorder(kubeConfig, options.logger);
   }
 
-  /** Discovers Cluster API, syncs caches, then starts reconciling. Resolves when caches are synced. */
+  /** Discovers Cluster API, syncs caches, then starts reconciling ({@link lead}). Resolves when it reconciles. */
   async start(): Promise<void> {
+    await this.lead();
+  }
+
+  /**
+   * Fills and watches the caches of the claims, records, pools and Clusters, and takes nothing from them: no pass,
+   * no write, no Event, the change logs paused (nobody reads them yet). A replica that is not the leader warms up
+   * so that, elected, it serves at once instead of after listing everything. Idempotent; resolves when
+   * the caches are synced.
+   */
+  async warm(): Promise<void> {
+    await this.warmed().synced;
+  }
+
+  /** The caches being filled: made (informers and queue exist) and synced (every first list done). */
+  private warmed(): { made: Promise<Warm>; synced: Promise<Warm> } {
+    if (!this.warming) {
+      const made = this.make();
+      // Every cache lists at once: the API server answers one list while we fold another, and the first pass waits
+      // for the slowest list, not for their sum.
+      const synced = made.then(async (warm) => {
+        await Promise.all([warm.store.start(), warm.bridge.start()]);
+        this.listed = true;
+        return warm;
+      });
+      this.warming = { made, synced };
+    }
+    return this.warming;
+  }
+
+  /**
+   * Reconciles: warms up if {@link warm} was not called, resumes the change logs, serves the optional kinds (their
+   * pools listed beside the other caches), the endpoint claims and the load balancers, and starts the pool queue.
+   * Resolves when it reconciles.
+   */
+  async lead(): Promise<void> {
+    const log = this.options.logger;
+    this.leading = true;
+    const { made, synced } = this.warmed();
+    const { store, reconciler, queue } = await made;
+    // Every pool's first pass is full (nothing is kept yet), and each change log answers "read it whole" once.
+    store.pauseJournals(false);
+    const gate = new ProviderGate(this.shared, {
+      kube: this.kubeConfig,
+      logger: log,
+      metrics: this.metrics,
+      events: this.events,
+      pollMs: this.options.providerPollMs,
+    });
+    this.gate = gate;
+    const kindsServed = gate.start().then(() => this.discover(store, reconciler, gate, this.add));
+    await Promise.all([synced, kindsServed]);
+    this.startEndpointClaims();
+    await this.loadBalancers?.start();
+    queue.start();
+    log.info("Caches synced; reconciling", {
+      namespace: this.options.namespace || "(all)",
+      clusterVersion: store.clusters.client.type.version,
+    });
+  }
+
+  /** Makes the caches (not started), the reconciler and its queue (not started) and wires events to the queue. */
+  private async make(): Promise<Warm> {
     const log = this.options.logger;
     const served = await servedVersion(this.kubeConfig, CLUSTER);
     if (!served) log.warn("Cluster API Clusters are not served; pools and claims naming a Cluster wait until they are");
@@ -108,13 +193,12 @@ export class Manager {
       logger: log.child({ component: "informer" }),
     });
     this.store = store;
-    const events = this.options.events ?? new EventRecorder(this.kubeConfig, log);
-    const metrics = this.options.metrics ?? noMetrics;
-    // Events reach the queue only once the store has started, after the queue is made.
-    const add = (key: string, waiting?: boolean): void => this.queue?.add(key, waiting);
+    store.pauseJournals(!this.leading);
+    const metrics = this.metrics;
+    const add = this.add;
     this.attached = this.hooks.map((hook) => hook.attach(store, add));
     const apis = [...this.attached.map((a) => a.api), new IPAddressClaimApi(store, this.kinds)];
-    const reconciler = new PoolReconciler(store, this.kinds, apis, events, log, { metrics });
+    const reconciler = new PoolReconciler(store, this.kinds, apis, this.events, log, { metrics });
     const queue = new WorkQueue((key) => reconciler.reconcile(key), {
       concurrency: this.options.poolConcurrency ?? 4,
       onMetrics: metrics.queue(POOL_CONTROLLER),
@@ -134,43 +218,40 @@ export class Manager {
         add(key);
       }),
     );
-    // Every cache lists at once: the API server answers one list while we fold another, and the first pass waits
-    // for the slowest list, not for their sum.
-    const storeSynced = store.start();
     const loadBalancers = this.options.serveLoadBalancers
-      ? new LoadBalancerController(store, { logger: log.child({ component: "loadbalancer" }), events, metrics })
+      ? new LoadBalancerController(store, {
+          logger: log.child({ component: "loadbalancer" }),
+          events: this.events,
+          metrics,
+        })
       : undefined;
     this.loadBalancers = loadBalancers;
-    this.bridge = new CapiBridge(store, {
+    const bridge = new CapiBridge(store, {
       onInformers: (capi) => loadBalancers?.attach(capi),
       logger: log,
       enqueuePool: add,
       kinds: this.kinds,
       discoveryRetryMs: this.options.capiDiscoveryRetryMs,
       onSynced: (claims) => {
-        this.endpoints = new EndpointClaims({
-          store,
-          claims,
-          logger: log.child({ component: "endpoint-claims" }),
-          graceMs: this.options.endpointClaimGraceMs ?? DEFAULT_ENDPOINT_CLAIM_GRACE_MS,
-        });
-        this.endpoints.start();
+        this.capiClaims = claims;
+        this.startEndpointClaims();
       },
     });
-    const bridgeStarted = this.bridge.start();
-    const gate = new ProviderGate(this.shared, {
-      kube: this.kubeConfig,
-      logger: log,
-      metrics,
-      events,
-      pollMs: this.options.providerPollMs,
+    this.bridge = bridge;
+    return { store, reconciler, queue, bridge };
+  }
+
+  /** The endpoint claims' loop, once leading and Cluster API's claims are cached (whichever comes last). */
+  private startEndpointClaims(): void {
+    const store = this.store;
+    if (!this.leading || !this.capiClaims || !store || this.endpoints) return;
+    this.endpoints = new EndpointClaims({
+      store,
+      claims: this.capiClaims,
+      logger: this.options.logger.child({ component: "endpoint-claims" }),
+      graceMs: this.options.endpointClaimGraceMs ?? DEFAULT_ENDPOINT_CLAIM_GRACE_MS,
     });
-    this.gate = gate;
-    const kindsServed = gate.start().then(() => this.discover(store, reconciler, gate, add));
-    await Promise.all([storeSynced, bridgeStarted, kindsServed]);
-    await loadBalancers?.start();
-    queue.start();
-    log.info("Caches synced; reconciling", { namespace: this.options.namespace || "(all)", clusterVersion });
+    this.endpoints.start();
   }
 
   /** Serves the optional kinds found, once the gate knows which of them another provider serves. */
@@ -225,8 +306,9 @@ export class Manager {
     ];
   }
 
+  /** Whether every cache has listed once (Cluster API's too, where served) and the store's are in sync now. */
   get synced(): boolean {
-    return this.store?.synced ?? false;
+    return this.listed && (this.store?.synced ?? false);
   }
 
   /** Resolves when no pool is queued or being reconciled (tests, shutdown). */
