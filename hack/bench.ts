@@ -24,7 +24,7 @@
  *   7. admission only: the pool webhooks' validation of pools of 10 to 100,000 entries (bench/admission.ts)
  *   8. site (only when BENCH_SCENARIOS names it): BENCH_SITE_ADDRESSES addresses (default 100,000) held across
  *      BENCH_SITE_POOLS pools (default 1,000) of every kind in 10 namespaces, both claim APIs; a trickle into the empty
- *      site, a restart with the site held, a trickle and a burst on it; CPU of the controller, the API server and
+ *      site, a restart with the site held, a trickle and a burst on it, a handover to a warm standby; CPU of the controller, the API server and
  *      etcd, requests, RSS and heap, V8's collections and the memory releases per stage (see bench/sitescenario.ts);
  *      its controllers release memory every BENCH_SITE_RELEASE_INTERVAL seconds (default 2; the controller's is 60)
  *

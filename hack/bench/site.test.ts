@@ -277,4 +277,29 @@ describe("bench site: report", () => {
     const table = siteSections(result)[2];
     expect(table && "rows" in table ? table.rows.map((r) => r.detail) : []).to.include("OVER: at most 3");
   });
+
+  it("the handover to a warm standby: its figures, and its rewrites held to the start-up's bound", () => {
+    const handover = {
+      readyMs: 4_000,
+      leaderGoneMs: 600,
+      firstBoundMs: 2_500,
+      writes: {
+        "POST ipam.metal3.io/ipclaims": 1,
+        "PATCH ipam.metal3.io/ipclaims": 1,
+        "PATCH ipam.metal3.io/ipclaims/status": 1,
+        "POST ipam.metal3.io/ipaddresses": 1,
+        "PATCH ipam.metal3.io/ippools/status": 1,
+        "PATCH coordination.k8s.io/leases": 2,
+      },
+    };
+    const sections = siteSections({ ...result, handover });
+    expect(value(sections, "(c) handover: leader's SIGTERM → first new claim bound")).to.equal("2.50 s");
+    expect(value(sections, "(c) handover: writes to claims and records, pool status writes")).to.equal("4, 1");
+    const verdict = (r: SiteResult): boolean | undefined =>
+      siteChecks(r).find((c) => c.check === "handover writes to claims and records")?.ok;
+    expect(verdict({ ...result, handover })).to.equal(true);
+    const rewrote = { ...handover, writes: { ...handover.writes, "PATCH ipam.metal3.io/ipclaims": 2 } };
+    expect(verdict({ ...result, handover: rewrote })).to.equal(false);
+    expect(verdict(result), "a result without a handover is not held to it").to.equal(undefined);
+  });
 });

@@ -1,13 +1,17 @@
 /**
- * Scenario 8, the large site: the pools site.ts lays out, in 10 namespaces of their own, then one
- * controller of all namespaces after another:
+ * Scenario 8, the large site: the pools site.ts lays out, in 10 namespaces of their own, then controllers of all
+ * namespaces:
  *
  *   1. a controller on the empty site: its idle reading once every pool's status is written, then the trickle into
  *      the empty site (the reference of the site's trickle);
  *   2. with no controller running, the held claims and their records written directly as a controller leaves them
  *      (sitefixtures.ts) at high concurrency, plus one new claim;
  *   3. a controller started on that (c): until its /readyz, the new claim bound, every pool's status counting what it
- *      holds, and the writes it made; then the trickle (a) and the burst (b) on it.
+ *      holds, and the writes it made; then the trickle (a) and the burst (b) on it;
+ *   4. the handover (c): a standby on the same Lease fills its caches, the leader gets SIGTERM, and a claim created
+ *      once it is gone is bound by the standby.
+ *
+ * The controllers elect a leader on a Lease as the shipped Deployment's replicas do.
  *
  * Every stage reads the controller's CPU, the API server's and etcd's (from /proc), the controller's API requests
  * (the API server's apiserver_request_total, the bench's own creates left out), and at its end the controller's RSS
@@ -48,6 +52,7 @@ import {
   stageClaim,
   type SiteClaim,
   type SiteClaimApi,
+  type SiteHandover,
   type SiteLayout,
   type SitePool,
   type SitePoolKind,
@@ -337,6 +342,13 @@ async function settledMemory(controller: BenchController, releaseIntervalS: numb
   return { rss: memory.rss, heapUsed, released };
 }
 
+/** The API server's write requests between two readings, by verb and resource (totals). */
+function writesBetween(before: Reading, after: Reading): Record<string, number> {
+  return Object.fromEntries(
+    [...requestDelta(before.requests, after.requests)].filter(([key]) => /^(POST|PUT|PATCH|DELETE|APPLY) /.test(key)),
+  );
+}
+
 /** Resolves once every claim of `claims` was seen bound (false at the deadline); create → bound of each bound one. */
 async function waitBound(
   site: Site,
@@ -389,12 +401,18 @@ async function claimStage(
   return await stageOf(site, controller, stage, { before, after, start, wallMs }, claims, bind);
 }
 
-/** A controller of all namespaces with /metrics and /readyz, on its own CPU profile when BENCH_CPU_PROF asks. */
+/** The Lease the site's controllers elect their leader on, as the shipped Deployment's replicas do. */
+const SITE_LEASE = ["--leader-elect", "--leader-election-namespace=default", "--leader-election-id=bench-site"];
+
+/**
+ * A controller of all namespaces with /metrics and /readyz and leader election, on its own CPU profile when
+ * BENCH_CPU_PROF asks.
+ */
 async function startSiteController(site: Site, profile: string): Promise<BenchController> {
   return await startBenchController(site.ctx.kubeconfigPath, site.ctx.logDir, {
     ports: true,
     profileName: `site-${profile}.cpuprofile`,
-    flags: [`--memory-release-interval=${site.options.releaseIntervalS}s`],
+    flags: [`--memory-release-interval=${site.options.releaseIntervalS}s`, ...SITE_LEASE],
   });
 }
 
@@ -424,7 +442,9 @@ async function emptySite(site: Site): Promise<SiteStage[]> {
 }
 
 /** Stage 3: a controller started on the held site (c), then the trickle (a) and the burst (b) on it. */
-async function heldSite(site: Site): Promise<{ stages: SiteStage[]; restart: SiteResult["restart"] }> {
+async function heldSite(
+  site: Site,
+): Promise<{ stages: SiteStage[]; restart: SiteResult["restart"]; handover: SiteHandover }> {
   // Created while no controller runs: the start-up serves it among everything it finds.
   const first = stageClaim(site.layout, "first", site.layout.pools.length - 1);
   site.expected[first.pool.index] = (site.expected[first.pool.index] ?? 0) + 1;
@@ -451,16 +471,45 @@ async function heldSite(site: Site): Promise<{ stages: SiteStage[]; restart: Sit
       [],
     );
     // Totals: the stage created no claims of the bench's in its window (the first one came before it).
-    const writes = Object.fromEntries(
-      [...requestDelta(window.before.requests, window.after.requests)].filter(([key]) =>
-        /^(POST|PUT|PATCH|DELETE|APPLY) /.test(key),
-      ),
-    );
+    const writes = writesBetween(window.before, window.after);
     const trickle = await claimStage(site, controller, SITE_STAGES.trickle, "trickle", site.options.trickle, true);
     const burst = await claimStage(site, controller, SITE_STAGES.burst, "burst", site.options.burst, false);
-    return { stages: [restart, trickle, burst], restart: { readyMs, firstBoundMs, poolsCurrentMs, writes } };
+    const handedOver = await handover(site, controller);
+    return {
+      stages: [restart, trickle, burst],
+      restart: { readyMs, firstBoundMs, poolsCurrentMs, writes },
+      handover: handedOver,
+    };
   } finally {
     await controller.stop();
+  }
+}
+
+/**
+ * The shipped Deployment's other replica: a standby started beside the leader fills its caches; the leader is
+ * stopped (SIGTERM: it drains and releases the Lease), a claim is created once it is gone, and the standby, elected,
+ * binds it.
+ */
+async function handover(site: Site, leader: BenchController): Promise<SiteHandover> {
+  const claim = stageClaim(site.layout, "handover", 0);
+  site.expected[claim.pool.index] = (site.expected[claim.pool.index] ?? 0) + 1;
+  const standby = await startSiteController(site, "standby");
+  try {
+    const started = nowMs();
+    await waitReady(site.ctx, standby);
+    const readyMs = nowMs() - started;
+    const before = await read(site, standby);
+    const stopping = nowMs();
+    await leader.stop();
+    const leaderGoneMs = nowMs() - stopping;
+    await standby.guard(kindOf(claim).create(site.ctx.kc, namespaceOf(site, claim), claim.name, claim.pool.name));
+    const [firstBoundMs] = await waitBound(site, standby, [claim], new Map([[claim.name, stopping]]));
+    await site.pools.waitUsed(site.ctx, standby, site.layout, site.expected);
+    await waitIdle(site.ctx, standby);
+    const after = await read(site, standby);
+    return { readyMs, leaderGoneMs, firstBoundMs: firstBoundMs ?? Number.NaN, writes: writesBetween(before, after) };
+  } finally {
+    await standby.stop();
   }
 }
 
@@ -470,7 +519,7 @@ export async function siteScenario(ctx: BenchContext, options: SiteScenarioOptio
     addresses: options.addresses,
     pools: options.pools,
     namespaces: NAMESPACES,
-    newClaims: 2 * options.trickle + options.burst + 1,
+    newClaims: 2 * options.trickle + options.burst + 2,
   });
   const namespaces = await Promise.all(Array.from({ length: NAMESPACES }, () => freshNamespace(ctx.kc, "bench-site")));
   const [ipClaims, capiClaims, pools] = await Promise.all([
@@ -507,6 +556,7 @@ export async function siteScenario(ctx: BenchContext, options: SiteScenarioOptio
       releaseIntervalS: options.releaseIntervalS,
       stages: [...empty, ...held.stages],
       restart: held.restart,
+      handover: held.handover,
     };
   } finally {
     ipClaims.stop();
