@@ -148,8 +148,8 @@ export class Manager {
   }
 
   /**
-   * Reconciles: warms up if {@link warm} was not called, resumes the change logs, serves the optional kinds (their
-   * pools listed beside the other caches), the endpoint claims and the load balancers, and starts the pool queue.
+   * Reconciles: warms up if {@link warm} was not called, serves the optional kinds (their pools listed beside the
+   * other caches), then resumes the change logs and starts the endpoint claims, the load balancers and the pool queue.
    * Resolves when it reconciles.
    */
   async lead(): Promise<void> {
@@ -157,8 +157,6 @@ export class Manager {
     this.leading = true;
     const { made, synced } = this.warmed();
     const { store, reconciler, queue } = await made;
-    // Every pool's first pass is full (nothing is kept yet), and each change log answers "read it whole" once.
-    store.pauseJournals(false);
     const gate = new ProviderGate(this.shared, {
       kube: this.kubeConfig,
       logger: log,
@@ -169,6 +167,8 @@ export class Manager {
     this.gate = gate;
     const kindsServed = gate.start().then(() => this.discover(store, reconciler, gate, this.add));
     await Promise.all([synced, kindsServed]);
+    // Every pool's first pass is full (nothing is kept yet), and each change log answers "read it whole" once.
+    store.pauseJournals(false);
     this.startEndpointClaims();
     await this.loadBalancers?.start();
     queue.start();
@@ -193,7 +193,9 @@ export class Manager {
       logger: log.child({ component: "informer" }),
     });
     this.store = store;
-    store.pauseJournals(!this.leading);
+    // No change log during the first lists: the first pass of every pool reads it whole, and a standby's would
+    // grow until it leads.
+    store.pauseJournals(true);
     const metrics = this.metrics;
     const add = this.add;
     this.attached = this.hooks.map((hook) => hook.attach(store, add));
