@@ -334,7 +334,8 @@ export function poolStatusWrites(writes: Record<string, number>): number {
  * made meanwhile: its create by the bench and the same three writes); a held address (its claim and its record
  * together) costs at most {@link SITE_BOUNDS.perAddressKiB} beyond the idle floor, in V8's heap at every size and in
  * RSS from {@link SITE_BOUNDS.rssFromAddresses} addresses on (below, the process's own swings in RSS between two
- * controllers outweigh what the site holds); every claim of every stage is bound.
+ * controllers outweigh what the site holds; at the smallest sites its heap's do too, so the guard is a site of tens
+ * of thousands of addresses); every claim of every stage is bound.
  */
 export const SITE_BOUNDS = {
   startupClaimWrites: 3,

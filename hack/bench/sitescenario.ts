@@ -312,7 +312,7 @@ async function stageOf(
     timedOut: bind ? claims.length - bind.length : 0,
     memory,
     heapUsed: heap,
-    settled: await settledMemory(controller, site.options.releaseIntervalS),
+    settled: await settledMemory(site, controller, stage),
     monotonicWindowMs: [window.start, window.start + window.wallMs],
     gc: {
       majorS: delta("majorS"),
@@ -328,16 +328,16 @@ async function stageOf(
  * The controller's memory once its next memory release ran (within {@link releaseWaitMs}; at its end when none was
  * due: RSS had not grown enough since the last one).
  */
-async function settledMemory(controller: BenchController, releaseIntervalS: number): Promise<SettledMemory> {
+async function settledMemory(site: Site, controller: BenchController, stage: string): Promise<SettledMemory> {
+  const waitMs = releaseWaitMs(site.options.releaseIntervalS);
+  site.options.progress(`${stage}: a settled reading, waiting up to ${waitMs / 1000} s for a memory release`);
   const sample = async (metric: string): Promise<number> =>
     metricSample(await scrapeMetrics(controller.metricsPort ?? 0), metric) ?? Number.NaN;
   const before = await sample(MEMORY_RELEASES);
   // Once a second: a scrape costs the controller a few ms, and scraping faster would keep its loop from counting as
   // quiet, deferring the release it waits for.
   const released =
-    (await controller.guard(
-      poll(async () => (await sample(MEMORY_RELEASES)) > before, releaseWaitMs(releaseIntervalS), 1_000),
-    )) === true;
+    (await controller.guard(poll(async () => (await sample(MEMORY_RELEASES)) > before, waitMs, 1_000))) === true;
   const [memory, heapUsed] = await Promise.all([controller.memory(), sample(HEAP_USED)]);
   return { rss: memory.rss, heapUsed, released };
 }
@@ -493,6 +493,7 @@ async function heldSite(
 async function handover(site: Site, leader: BenchController): Promise<SiteHandover> {
   const claim = stageClaim(site.layout, "handover", 0);
   site.expected[claim.pool.index] = (site.expected[claim.pool.index] ?? 0) + 1;
+  site.options.progress("handover: a standby on the leader's Lease fills its caches, then the leader stops");
   const standby = await startSiteController(site, "standby");
   try {
     const started = nowMs();
