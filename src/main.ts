@@ -2,7 +2,8 @@
  * The controller process: flags → logger → probes and metrics → webhooks and warm caches (every replica) →
  * reconciliation (the leader only, when leader election is on). SIGTERM drains in-flight reconciles and releases the
  * Lease, so a successor takes over at once; a lost Lease ends the process at once (a restart begins from the API
- * server's state, which the allocation path is designed for). */
+ * server's state, which the allocation path is designed for).
+ */
 import { hostname } from "node:os";
 import { selfSignedCertificate } from "./certs/selfsigned.js";
 import { CONVERSION_CRDS } from "./conversioncrds.js";
