@@ -17,8 +17,10 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { PROTECT_ADDRESS_FINALIZER } from "../api/incluster/types.js";
-import { apiVersionOf, GLOBAL_INCLUSTER_IPPOOL } from "../api/registry.js";
+import { apiVersionOf, GLOBAL_INCLUSTER_IPPOOL, IPADDRESS } from "../api/registry.js";
 import { API_VERSION, IPADDRESS_FINALIZER } from "../api/v1alpha1/types.js";
+import { Manager } from "../src/controllers/manager.js";
+import { ResourceClient, type KubeObject } from "../src/kube/resource.js";
 import { LocalPlane, type LocalPlaneOptions } from "../hack/testkit/plane.js";
 import {
   CAPI_CRDS,
@@ -28,15 +30,9 @@ import {
   repoRoot,
   usingExistingCluster,
 } from "../hack/testkit/cluster.js";
-import {
-  auditAllocations,
-  FaultProxy,
-  lagWatch,
-  startObservedController,
-  type LogCapture,
-} from "../hack/testkit/faults.js";
+import { auditAllocations, FaultProxy, lagWatch, LogCapture, startObservedController } from "../hack/testkit/faults.js";
 import { startControllerProcess } from "../hack/testkit/controller.js";
-import { capiClients, clients, exists, globalPoolRef, pool } from "../hack/testkit/ipam.js";
+import { addressOf, capiClients, claim, clients, exists, globalPoolRef, pool } from "../hack/testkit/ipam.js";
 import {
   expectSound,
   freshTarget,
@@ -63,6 +59,28 @@ async function withPlane<T>(options: LocalPlaneOptions, body: (plane: LocalPlane
   } finally {
     await plane.stop();
   }
+}
+
+/**
+ * Holds the end of the next list of `type` this process makes: its pages are handed over as they come, but it
+ * resolves only once released (a cache whose first list is slow). Reaches into ResourceClient, as lagWatch reaches
+ * into an informer; `restore` puts the method back.
+ */
+function holdNextList(type: { group: string; plural: string }): { release: () => void; restore: () => void } {
+  const proto = ResourceClient.prototype as unknown as { listPages: ResourceClient<KubeObject>["listPages"] };
+  const original = proto.listPages;
+  let release = (): void => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held = false;
+  proto.listPages = async function (this: ResourceClient<KubeObject>, ...args) {
+    const resourceVersion = await original.apply(this, args);
+    if (!held && this.type.group === type.group && this.type.plural === type.plural) {
+      held = true;
+      await released;
+    }
+    return resourceVersion;
+  };
+  return { release, restore: () => (proto.listPages = original) };
 }
 
 /** Claim names `<prefix>-0000`, `<prefix>-0001`, … */
@@ -475,6 +493,46 @@ describe("resilience: faults never lose or duplicate an address (own local plane
         ).to.have.length(1);
       } finally {
         await ctl.stop();
+      }
+    });
+  });
+
+  it("serves a pool while the start-up's lists still run once they went past its namespace, and not before", async () => {
+    await withPlane(crdsFor(GLOBAL), async (plane) => {
+      const kc = plane.kubeConfig;
+      const c = clients(kc);
+      // Caches list in key order (<namespace>/<name>): the "a-" namespace's objects come before the "z-" one's.
+      const early = await freshNamespace(kc, "a-listed");
+      const late = await freshNamespace(kc, "z-listed");
+      for (const ns of [early, late]) {
+        await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.9.0.1", end: "10.9.0.20" }], prefix: 24 }));
+        await c.claims.create(ns, claim(ns, "c", "p"));
+      }
+      // Someone else's record in the late namespace holds its pool's first address.
+      await c.addresses.create(late, {
+        metadata: { name: "manual", namespace: late },
+        spec: { address: "10.9.0.1", pool: { name: "p" }, claim: { name: "outside-kubernetes" } },
+      });
+      // The records' first list hands over its one page (both namespaces) but does not end until released.
+      const held = holdNextList(IPADDRESS);
+      const logs = new LogCapture();
+      const manager = new Manager(kc, { poolConcurrency: 4, logger: logs.logger, serveInClusterPools: true });
+      const started = manager.start();
+      try {
+        const address = await eventually("the early claim bound", () => addressOf(c, early, "c"), 30_000, 50);
+        expect(address).to.equal("10.9.0.1");
+        expect(manager.synced, "every cache listed").to.equal(false);
+        // The late namespace is where the held list stopped: its pool waits.
+        await consistently("the late claim unbound", async () => !(await addressOf(c, late, "c")), 2_000);
+        held.release();
+        await started;
+        expect(await eventually("the late claim bound", () => addressOf(c, late, "c"), 30_000)).to.equal("10.9.0.2");
+        const audits = [await auditAllocations(c, early), await auditAllocations(c, late)];
+        expect(audits.map((a) => a.duplicateAddresses).flat(), "addresses held twice").to.deep.equal([]);
+      } finally {
+        held.release();
+        held.restore();
+        await manager.stop();
       }
     });
   });

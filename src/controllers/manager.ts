@@ -8,7 +8,7 @@ import { servedVersion } from "../kube/discovery.js";
 import { DEFAULT_ENDPOINT_CLAIM_GRACE_MS } from "../ipam/endpoint.js";
 import type { Logger } from "../runtime/logger.js";
 import { noMetrics, type ControllerMetrics } from "../runtime/metrics.js";
-import { WorkQueue } from "../runtime/workqueue.js";
+import { WorkQueue, type ReconcileResult } from "../runtime/workqueue.js";
 import type { Cluster } from "./clusters.js";
 import { EventRecorder, type EventSink } from "./events.js";
 import { KIND_MODULES } from "./kinds.js";
@@ -21,7 +21,7 @@ import { EndpointClaims } from "./capi/endpoint.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
 import { ProviderGate } from "./pools/gate.js";
-import { BY_CLUSTER } from "./pools/indexes.js";
+import { BY_CLUSTER, parsePoolKey } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
 import type { AttachedCaches, CacheHook, ModuleOptions } from "./pools/module.js";
 import type { SharedKinds } from "./pools/providers.js";
@@ -101,8 +101,21 @@ export class Manager {
   private leading = false;
   /** Cluster API's claims, once cached (the endpoint claims' loop reads them). */
   private capiClaims?: Informer<IPAddressClaim>;
-  /** Queues a pool's pass (events reach the queue as soon as the caches fill; it runs from {@link lead} on). */
-  private readonly add = (key: string, waiting?: boolean): void => this.queue?.add(key, waiting);
+  /**
+   * Pools whose pass came due while the first lists ran and whose namespace they had not gone past (by key: the
+   * namespace, and whether someone waits on the pool, as WorkQueue.add takes it): queued again as the lists go past
+   * it (Store.covers), and all of them once every cache has listed.
+   */
+  private readonly waitingForLists = new Map<string, { namespace: string; waited: boolean }>();
+  /**
+   * Queues a pool's pass (events reach the queue as soon as the caches fill; it runs from {@link lead} on). A pool
+   * waiting for the lists stays out of the queue until {@link requeueListed} puts it back.
+   */
+  private readonly add = (key: string, waiting = false): void => {
+    const waitingForLists = this.waitingForLists.get(key);
+    if (waitingForLists) waitingForLists.waited ||= waiting;
+    else this.queue?.add(key, waiting);
+  };
 
   constructor(
     private readonly kubeConfig: Kube,
@@ -166,12 +179,15 @@ export class Manager {
     });
     this.gate = gate;
     const kindsServed = gate.start().then(() => this.discover(store, reconciler, gate, this.add));
+    // Pools are passed as the lists go past their namespace (passWhenListed), not after everything.
+    queue.start();
     await Promise.all([synced, kindsServed]);
-    // Every pool's first pass is full (nothing is kept yet), and each change log answers "read it whole" once.
+    this.requeueListed(reconciler);
+    // Every pool's first pass after this is full (nothing is kept yet), and each change log answers "read it whole"
+    // once.
     store.pauseJournals(false);
     this.startEndpointClaims();
     await this.loadBalancers?.start();
-    queue.start();
     log.info("Caches synced; reconciling", {
       namespace: this.options.namespace || "(all)",
       clusterVersion: store.clusters.client.type.version,
@@ -188,6 +204,7 @@ export class Manager {
     const store = new Store(this.kubeConfig, {
       namespace: this.options.namespace || undefined,
       clusterVersion,
+      clustersServed: served !== undefined,
       resyncMs: this.options.resyncMs,
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,
       logger: log.child({ component: "informer" }),
@@ -201,7 +218,7 @@ export class Manager {
     this.attached = this.hooks.map((hook) => hook.attach(store, add));
     const apis = [...this.attached.map((a) => a.api), new IPAddressClaimApi(store, this.kinds)];
     const reconciler = new PoolReconciler(store, this.kinds, apis, this.events, log, { metrics });
-    const queue = new WorkQueue((key) => reconciler.reconcile(key), {
+    const queue = new WorkQueue((key) => this.passWhenListed(reconciler, key), {
       concurrency: this.options.poolConcurrency ?? 4,
       onMetrics: metrics.queue(POOL_CONTROLLER),
       onError: (key, err) => {
@@ -213,6 +230,7 @@ export class Manager {
       },
     });
     this.queue = queue;
+    store.onListProgress(() => this.requeueListed(reconciler));
     // A Cluster's change (pause, deletion, creation) can change decisions of claims that did not change themselves.
     store.clusters.on((_kind, c: Cluster) =>
       this.clusterToPools(keyOf(c)).forEach((key) => {
@@ -241,6 +259,32 @@ export class Manager {
     });
     this.bridge = bridge;
     return { store, reconciler, queue, bridge };
+  }
+
+  /**
+   * The queue's pass of pool `key`: before every cache has listed, only when the caches hold all of its namespace
+   * (PoolReconciler.listedFor); otherwise it waits in {@link waitingForLists}.
+   */
+  private async passWhenListed(reconciler: PoolReconciler, key: string): Promise<ReconcileResult> {
+    if (this.listed || reconciler.listedFor(key)) return await reconciler.reconcile(key);
+    this.waitingForLists.set(key, { namespace: parsePoolKey(key)?.namespace ?? "", waited: false });
+  }
+
+  /** Queues the pools of {@link waitingForLists} whose namespace the lists went past (all once they are done). */
+  private requeueListed(reconciler: PoolReconciler): void {
+    const covered = new Map<string, boolean>();
+    const covers = (namespace: string): boolean => {
+      const known = covered.get(namespace);
+      if (known !== undefined) return known;
+      const now = this.store?.covers(namespace) ?? false;
+      covered.set(namespace, now);
+      return now;
+    };
+    for (const [key, { namespace, waited }] of this.waitingForLists) {
+      if (!this.listed && !(covers(namespace) && reconciler.listedFor(key))) continue;
+      this.waitingForLists.delete(key);
+      this.add(key, waited);
+    }
   }
 
   /** The endpoint claims' loop, once leading and Cluster API's claims are cached (whichever comes last). */

@@ -40,6 +40,11 @@ export interface StoreOptions {
   namespace?: string;
   /** The Cluster version to watch (the served one, see src/kube/discovery.ts). */
   clusterVersion: VersionOf<typeof CLUSTER>;
+  /**
+   * Whether Clusters were served at start-up. Unserved, their cache lists nothing until they are, and {@link
+   * Store.covers} does not wait for it (a pool or claim naming a Cluster waits for it anyway). Default true.
+   */
+  clustersServed?: boolean;
   resyncMs?: number;
   watchTimeoutSeconds?: number;
   logger: Logger;
@@ -68,6 +73,11 @@ export class Store {
   /** The informers whose change logs {@link journal} keeps. */
   private readonly journaled: Informer<KubeObject>[] = [];
   private journalsPaused = false;
+  private readonly clustersServed: boolean;
+  /** Whether the bridge has learnt if Cluster API's IPAM is served ({@link capi} is set by then if it is). */
+  capiKnown = false;
+  /** Told when a page of one of the store's caches' first lists went in ({@link onListProgress}). */
+  private listProgress?: () => void;
 
   constructor(
     readonly kubeConfig: Kube,
@@ -80,6 +90,7 @@ export class Store {
       logger: options.logger,
     };
     this.informerOptions = informerOptions;
+    this.clustersServed = options.clustersServed ?? true;
     this.clusters = this.informerFor<Cluster>(resourceType(CLUSTER, options.clusterVersion));
   }
 
@@ -128,7 +139,31 @@ export class Store {
 
   /** Creates (not starts) an informer for another resource with this store's options. */
   informerFor<T extends KubeObject>(type: ResourceType): Informer<T> {
-    return new Informer<T>(this.kubeConfig, new ResourceClient<T>(this.kubeConfig, type), this.informerOptions);
+    const informer = new Informer<T>(
+      this.kubeConfig,
+      new ResourceClient<T>(this.kubeConfig, type),
+      this.informerOptions,
+    );
+    informer.onListProgress(() => this.listProgress?.());
+    return informer;
+  }
+
+  /** Calls `handler` after each page of any of the store's caches' first lists, and when each is done. */
+  onListProgress(handler: () => void): void {
+    this.listProgress = handler;
+  }
+
+  /**
+   * Whether the caches a pass of a pool in `namespace` reads besides the pools' own (Clusters, Metal3's claims,
+   * records and pools, Cluster API's claims and records once the bridge knows whether they are served) each hold all
+   * of that namespace (Informer.covers): while the first lists run, a pool whose namespace they went past can be
+   * passed without waiting for the rest.
+   */
+  covers(namespace: string): boolean {
+    if (!this.capiKnown) return false;
+    const clusters = this.clustersServed ? [this.clusters] : [];
+    const capi = this.capi ? [this.capi.claims, this.capi.addresses] : [];
+    return [...clusters, ...this.tracked, ...capi].every((informer) => informer.covers(namespace));
   }
 
   /**

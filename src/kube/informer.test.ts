@@ -170,6 +170,55 @@ describe("Informer (fake API server)", function () {
     expect(inf.synced).to.equal(true);
   });
 
+  it("covers each namespace its first list went past, page by page in key order, and every one once listed", async () => {
+    const at = (namespace: string, name: string): KubeObject => ({
+      metadata: { name, namespace, resourceVersion: "10", uid: `${namespace}-${name}` },
+    });
+    // The API server's key order: "b-x/…" sorts before "b/…" ('-' before '/').
+    api.listing = {
+      items: [at("a", "1"), at("b-x", "1"), at("b", "1"), at("b", "2"), at("c", "1")],
+      resourceVersion: 10,
+    };
+    api.pageSize = 2;
+    const probe = ["a", "b-x", "b", "c", ""];
+    const covered: string[][] = [];
+    api.onListRequest = (token) => {
+      const inf = informer;
+      if (token !== null && inf) covered.push(probe.filter((ns) => inf.covers(ns)));
+    };
+    const inf = makeInformer({ namespace: undefined });
+    let progress = 0;
+    inf.onListProgress(() => progress++);
+    expect(
+      probe.filter((ns) => inf.covers(ns)),
+      "before the list",
+    ).to.deep.equal([]);
+    await inf.start();
+    expect(covered, "before each later page").to.deep.equal([["a"], ["a", "b-x"]]);
+    expect(
+      probe.filter((ns) => inf.covers(ns)),
+      "listed",
+    ).to.deep.equal(probe);
+    expect(progress, "three pages, then done").to.equal(4);
+  });
+
+  it("covers nothing more in a first list once a page broke the key order", async () => {
+    const at = (namespace: string): KubeObject => ({
+      metadata: { name: "x", namespace, resourceVersion: "10", uid: namespace },
+    });
+    api.listing = { items: [at("b"), at("a"), at("c"), at("d")], resourceVersion: 10 };
+    api.pageSize = 1;
+    const covered: string[][] = [];
+    api.onListRequest = (token) => {
+      const inf = informer;
+      if (token !== null && inf) covered.push(["a", "b", "c"].filter((ns) => inf.covers(ns)));
+    };
+    const inf = makeInformer({ namespace: undefined });
+    await inf.start();
+    expect(covered).to.deep.equal([["a"], [], []]);
+    expect(inf.covers("c"), "listed").to.equal(true);
+  });
+
   it("folds each list page into the cache as it arrives, and drops what the list lacks only after the last page", async () => {
     api.pageSize = 2;
     const cachedAtPage: string[][] = [];

@@ -217,6 +217,14 @@ export class Informer<T extends KubeObject> {
   private recovering = false;
   /** Events (bookmarks included) the last finished watch delivered. */
   private lastWatchEvents = 0;
+  /**
+   * During the first list only: the key of the last object folded, while the pages came in key order (undefined
+   * before the first object, and for good once a key came out of order). See {@link covers}.
+   */
+  private listedThrough?: string;
+  private listInOrder = true;
+  /** Called after each page of the first list and when it is done (see {@link onListProgress}). */
+  private readonly progressHandlers: (() => void)[] = [];
 
   constructor(
     private readonly kube: Kube,
@@ -296,6 +304,26 @@ export class Informer<T extends KubeObject> {
    */
   get synced(): boolean {
     return this.inSync;
+  }
+
+  /**
+   * Whether the cache holds every object of `namespace`: always once it has listed; during its first list, once the
+   * pages went past the namespace. The API server lists in key order (`<namespace>/<name>`), so a namespace whose keys
+   * all sort before the last key folded is complete in the cache, as of the list's snapshot. Never for "" (the
+   * objects of a cluster-scoped kind, or of every namespace, are all there only when the list is), and never again
+   * in that list once a page broke the order.
+   */
+  covers(namespace: string): boolean {
+    if (this.counters.lists > 0) return true;
+    const through = this.listedThrough;
+    if (namespace === "" || !this.listInOrder || through === undefined) return false;
+    const prefix = `${namespace}/`;
+    return through > prefix && !through.startsWith(prefix);
+  }
+
+  /** Calls `handler` after each page of the first list and when it is done: {@link covers} may have changed. */
+  onListProgress(handler: () => void): void {
+    this.progressHandlers.push(handler);
   }
 
   /**
@@ -591,6 +619,9 @@ export class Informer<T extends KubeObject> {
   private async relist(): Promise<void> {
     const seen = new Set<string>();
     const started = performance.now();
+    // A first list that failed and starts over covers nothing until its own pages say so.
+    this.listedThrough = undefined;
+    this.listInOrder = true;
     let resourceVersion: string;
     try {
       resourceVersion = await this.client.listPages(
@@ -624,6 +655,14 @@ export class Informer<T extends KubeObject> {
     this.inSync = true;
     this.recovering = false;
     for (const w of this.readyWaiters.splice(0)) w();
+    if (this.counters.lists === 1) {
+      this.listedThrough = undefined;
+      this.progress();
+    }
+  }
+
+  private progress(): void {
+    for (const handler of this.progressHandlers) handler();
   }
 
   /**
@@ -633,12 +672,17 @@ export class Informer<T extends KubeObject> {
    * pages sees what it would have seen before the list, with some objects already newer.
    */
   private fold(items: readonly T[], seen: Set<string>): void {
+    const first = this.counters.lists === 0;
     for (const obj of items) {
       const key = keyOf(obj);
       seen.add(key);
       const old = this.store.get(key);
       if (laterVersion(obj, old) && !this.buried(key, obj)) this.put(key, obj, old);
+      if (!first) continue;
+      if (this.listedThrough !== undefined && key <= this.listedThrough) this.listInOrder = false;
+      this.listedThrough = key;
     }
+    if (first && this.listInOrder && items.length > 0) this.progress();
   }
 
   /**

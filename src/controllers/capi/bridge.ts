@@ -94,6 +94,8 @@ export class CapiBridge {
   /** Starts now if Cluster API's IPAM is served, else keeps looking (every 30 s by default). Never rejects for a missing API. */
   async start(): Promise<void> {
     const version = await discoverCapiIpamVersion(this.store);
+    // Known in the same tick as the informers are made (startWith runs synchronously up to its first await).
+    this.store.capiKnown = true;
     if (version) return await this.startWith(version);
     this.options.logger.info(
       "Cluster API IPAM (ipam.cluster.x-k8s.io) is not served; the IPAddressClaim bridge is off until it is",

@@ -28,13 +28,14 @@ function fakeApi(
   recordKind: RecordKind,
   observed: string,
   lists: string[],
-  options: { silent?: boolean; served?: boolean } = {},
+  options: { silent?: boolean; served?: boolean; listing?: boolean } = {},
 ): ClaimApi & { held: PoolRecord[] } {
   const held: PoolRecord[] = [];
   const cache = {
     byIndex: (index: string, key: string) =>
       index === BY_POOL_ADDRESS ? held.filter((r) => poolAddressKey(KEY, r.spec.address) === key) : [],
     observedResourceVersion: observed,
+    synced: options.listing !== true,
     waitObserved: (rv: string) => Promise.resolve(!options.silent && Number(observed) >= Number(rv)),
   };
   return {
@@ -65,6 +66,8 @@ interface Row {
   b?: KubeObject[];
   /** How far each API's watch has delivered. */
   observed: [string, string];
+  /** Which APIs' caches are still in their first list (no watch yet). */
+  listing?: [boolean, boolean];
   /** The lists made before deciding, and whether new records must be confirmed. */
   lists: string[];
   confirms: boolean;
@@ -113,6 +116,15 @@ const rows: Row[] = [
     confirms: true,
   },
   {
+    what: "the allocating API's cache is still being listed: no event would confirm a record soon, so it is listed",
+    pool: pool("5"),
+    a: [claim("9")],
+    observed: ["8", "9"],
+    listing: [true, false],
+    lists: ["IPAddress@9"],
+    confirms: false,
+  },
+  {
     what: "the other API's cache is behind: it is listed at the barrier (its records hold the pool's addresses too)",
     pool: pool("5"),
     a: [claim("9")],
@@ -152,8 +164,8 @@ describe("the freshness barrier before allocating (pools/barrier.ts, in memory)"
   for (const row of rows)
     it(row.what, async () => {
       const lists: string[] = [];
-      const a = fakeApi("IPAddress", row.observed[0], lists);
-      const b = fakeApi("CapiIPAddress", row.observed[1], lists);
+      const a = fakeApi("IPAddress", row.observed[0], lists, { listing: row.listing?.[0] });
+      const b = fakeApi("CapiIPAddress", row.observed[1], lists, { listing: row.listing?.[1] });
       const claims = new Map([
         [a, row.a],
         [b, row.b ?? []],

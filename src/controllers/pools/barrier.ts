@@ -38,9 +38,11 @@ export async function freshnessBarrier(
   // delivered everything up to the barrier makes its cache as fresh as a list would be.
   const fresh = (api: ClaimApi): boolean =>
     barrier !== undefined && atOrPast(api.index.records()?.observedResourceVersion ?? "", barrier);
-  // A quorum read (barrier undefined) cannot be confirmed by an event: it lists, as does an API nothing is made of.
+  // A quorum read (barrier undefined) cannot be confirmed by an event: it lists, as does an API nothing is made of
+  // and one whose cache is being listed (no watch would echo a new record before the list is done).
+  const echoes = (api: ClaimApi): boolean => api.index.records()?.synced === true;
   const stale = new Set(
-    apis.filter((api) => barrier !== undefined && (pending.get(api) ?? []).length > 0 && !fresh(api)),
+    apis.filter((api) => barrier !== undefined && (pending.get(api) ?? []).length > 0 && !fresh(api) && echoes(api)),
   );
   await Promise.all(apis.filter((api) => !fresh(api) && !stale.has(api)).map((api) => api.listRecords(pass, barrier)));
   if (stale.size === 0 || barrier === undefined) return undefined;

@@ -40,6 +40,7 @@ function cache<T extends KubeObject>(
     byIndex: (index, key) => rows.filter((r) => r.buckets[index] === key).map((r) => r.object),
     changesIn: (index, key) => (index === BY_POOL ? changes[key] : undefined),
     observedResourceVersion: "1",
+    synced: true,
     waitObserved: () => Promise.resolve(true),
   };
 }

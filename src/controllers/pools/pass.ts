@@ -22,6 +22,8 @@ export interface RecordCache {
   byIndex(index: string, key: string): PoolRecord[];
   /** The newest resourceVersion the watch has delivered. */
   readonly observedResourceVersion: string;
+  /** False while a list fills the cache: no watch runs then, so no new record's own event comes until it is done. */
+  readonly synced: boolean;
   /** Resolves true once the watch has delivered `resourceVersion`, false after `timeoutMs`. */
   waitObserved(resourceVersion: string, timeoutMs: number): Promise<boolean>;
 }

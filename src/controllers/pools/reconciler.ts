@@ -89,6 +89,17 @@ export class PoolReconciler {
     return target ? await this.reconcilePool(key, target.ref, target.kind, target.pools) : undefined;
   }
 
+  /**
+   * Whether a pass of pool `key` may run while the first lists still run: its kind is served and every cache the
+   * pass reads holds all of the pool's namespace (Store.covers); never for a cluster-scoped pool.
+   */
+  listedFor(key: string): boolean {
+    const target = this.resolve(key);
+    if (!target) return false;
+    const namespace = target.ref.namespace;
+    return target.pools.covers(namespace) && this.store.covers(namespace);
+  }
+
   /** The pool a key names, its kind and the kind's informer; undefined for a kind not served (yet). */
   private resolve(key: string): { ref: PoolLocation; kind: PoolKind; pools: Informer<PoolObject> } | undefined {
     const ref = parsePoolKey(key);
