@@ -187,7 +187,26 @@ describe("bench site: report", () => {
     expect(poolStatusWrites(result.restart.writes)).to.equal(20);
     expect(value(sections, "(c) restart: writes to claims and records")).to.equal("3");
     expect(value(sections, "(c) restart: pool status writes")).to.equal("20");
-    expect(value(sections, "(c) restart: start → first new claim bound")).to.equal("1.20 s");
+    expect(value(sections, "(c) restart: start → new claim bound, last pool")).to.equal("1.20 s");
+    expect(value(sections, "(c) restart: start → new claim bound, namespace listed first")).to.equal(undefined);
+  });
+
+  it("the restart's claim of the namespace listed first, and its writes bound per claim made while down", () => {
+    const two = {
+      ...result,
+      restart: {
+        ...result.restart,
+        listedFirstBoundMs: 400,
+        claims: 2,
+        writes: { ...result.restart.writes, "PATCH ipam.cluster.x-k8s.io/ipaddressclaims/status": 3 },
+      },
+    };
+    expect(value(siteSections(two), "(c) restart: start → new claim bound, namespace listed first")).to.equal("400 ms");
+    expect(value(siteSections(two), "(c) restart: writes to claims and records")).to.equal("6");
+    const startup = (r: typeof two): boolean | undefined =>
+      siteChecks(r).find((c) => c.check === "start-up writes to claims and records")?.ok;
+    expect(startup(two), "6 writes for 2 claims").to.equal(true);
+    expect(startup({ ...two, restart: { ...two.restart, claims: 1 } }), "6 writes for 1 claim").to.equal(false);
   });
 
   it("one collections line per stage: V8's own collections, the memory releases apart, and the window", () => {

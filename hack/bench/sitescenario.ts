@@ -441,26 +441,45 @@ async function emptySite(site: Site): Promise<SiteStage[]> {
   }
 }
 
+/**
+ * The first IPPool of the namespace whose name sorts first: the API server lists in key order (`<namespace>/<name>`),
+ * so a controller's first lists reach that namespace's objects first.
+ */
+function listedFirstPool(site: Site): SitePool {
+  const first = site.namespaces.indexOf([...site.namespaces].sort()[0] ?? "");
+  const pools = site.layout.pools;
+  return pools.find((p) => p.kind === "IPPool" && p.claimNamespaces[0] === first) ?? (pools[0] as SitePool);
+}
+
 /** Stage 3: a controller started on the held site (c), then the trickle (a) and the burst (b) on it. */
 async function heldSite(
   site: Site,
 ): Promise<{ stages: SiteStage[]; restart: SiteResult["restart"]; handover: SiteHandover }> {
-  // Created while no controller runs: the start-up serves it among everything it finds.
+  // Created while no controller runs: the start-up serves them among everything it finds. One in the last pool,
+  // one in an IPPool of the namespace the lists reach first.
   const first = stageClaim(site.layout, "first", site.layout.pools.length - 1);
-  site.expected[first.pool.index] = (site.expected[first.pool.index] ?? 0) + 1;
-  await kindOf(first).create(site.ctx.kc, namespaceOf(site, first), first.name, first.pool.name);
+  const early = stageClaim(site.layout, "early", listedFirstPool(site).index);
+  for (const c of [first, early]) {
+    site.expected[c.pool.index] = (site.expected[c.pool.index] ?? 0) + 1;
+    await kindOf(c).create(site.ctx.kc, namespaceOf(site, c), c.name, c.pool.name);
+  }
   const before = await read(site, undefined);
   const controller = await startSiteController(site, "held");
   try {
     const start = nowMs();
     const ready = waitReady(site.ctx, controller).then(() => nowMs() - start);
-    const firstBound = waitBound(site, controller, [first], new Map([[first.name, start]])).then(
-      ([ms]) => ms ?? Number.NaN,
-    );
+    const bound = (c: SiteClaim): Promise<number> =>
+      waitBound(site, controller, [c], new Map([[c.name, start]])).then(([ms]) => ms ?? Number.NaN);
+    const [firstBound, listedFirstBound] = [bound(first), bound(early)];
     const poolsCurrent = site.pools
       .waitUsed(site.ctx, controller, site.layout, site.expected)
       .then(() => nowMs() - start);
-    const [readyMs, firstBoundMs, poolsCurrentMs] = await Promise.all([ready, firstBound, poolsCurrent]);
+    const [readyMs, firstBoundMs, listedFirstBoundMs, poolsCurrentMs] = await Promise.all([
+      ready,
+      firstBound,
+      listedFirstBound,
+      poolsCurrent,
+    ]);
     await waitIdle(site.ctx, controller);
     const window = { before, after: await read(site, controller) };
     const restart = await stageOf(
@@ -477,7 +496,7 @@ async function heldSite(
     const handedOver = await handover(site, controller);
     return {
       stages: [restart, trickle, burst],
-      restart: { readyMs, firstBoundMs, poolsCurrentMs, writes },
+      restart: { readyMs, firstBoundMs, listedFirstBoundMs, poolsCurrentMs, claims: 2, writes },
       handover: handedOver,
     };
   } finally {
