@@ -497,7 +497,7 @@ describe("resilience: faults never lose or duplicate an address (own local plane
     });
   });
 
-  it("serves a pool while the start-up's lists still run once they went past its namespace, and not before", async () => {
+  it("serves a pool with a claim waiting while the start-up's lists still run once they went past its namespace, and not before", async () => {
     await withPlane(crdsFor(GLOBAL), async (plane) => {
       const kc = plane.kubeConfig;
       const c = clients(kc);
@@ -508,6 +508,11 @@ describe("resilience: faults never lose or duplicate an address (own local plane
         await c.pools.create(ns, pool(ns, "p", { pools: [{ start: "10.9.0.1", end: "10.9.0.20" }], prefix: 24 }));
         await c.claims.create(ns, claim(ns, "c", "p"));
       }
+      // A pool nobody waits on: its pass would only write its status, which waits for the end of the lists.
+      await c.pools.create(
+        early,
+        pool(early, "idle", { pools: [{ start: "10.8.0.1", end: "10.8.0.20" }], prefix: 24 }),
+      );
       // Someone else's record in the late namespace holds its pool's first address.
       await c.addresses.create(late, {
         metadata: { name: "manual", namespace: late },
@@ -524,8 +529,12 @@ describe("resilience: faults never lose or duplicate an address (own local plane
         expect(manager.synced, "every cache listed").to.equal(false);
         // The late namespace is where the held list stopped: its pool waits.
         await consistently("the late claim unbound", async () => !(await addressOf(c, late, "c")), 2_000);
+        expect((await c.pools.get(early, "idle")).status, "the idle pool's status while the lists run").to.equal(
+          undefined,
+        );
         held.release();
         await started;
+        await eventually("the idle pool's status", async () => (await c.pools.get(early, "idle")).status, 30_000);
         expect(await eventually("the late claim bound", () => addressOf(c, late, "c"), 30_000)).to.equal("10.9.0.2");
         const audits = [await auditAllocations(c, early), await auditAllocations(c, late)];
         expect(audits.map((a) => a.duplicateAddresses).flat(), "addresses held twice").to.deep.equal([]);

@@ -102,18 +102,21 @@ export class Manager {
   /** Cluster API's claims, once cached (the endpoint claims' loop reads them). */
   private capiClaims?: Informer<IPAddressClaim>;
   /**
-   * Pools whose pass came due while the first lists ran and whose namespace they had not gone past (by key: the
-   * namespace, and whether someone waits on the pool, as WorkQueue.add takes it): queued again as the lists go past
-   * it (Store.covers), and all of them once every cache has listed.
+   * Pools whose pass came due while the first lists ran, by key: the pool's namespace, and whether someone waits on
+   * it (a claim without an address, or being deleted; WorkQueue.add's `waiting`). Those someone waits on are queued
+   * as soon as the lists went past their namespace (Store.covers); the rest, and every cluster-scoped pool, once
+   * every cache has listed, so that passes which would only write a status do not slow the lists down.
    */
   private readonly waitingForLists = new Map<string, { namespace: string; waited: boolean }>();
   /**
-   * Queues a pool's pass (events reach the queue as soon as the caches fill; it runs from {@link lead} on). A pool
-   * waiting for the lists stays out of the queue until {@link requeueListed} puts it back.
+   * Queues a pool's pass (it runs from {@link lead} on); while the first lists run, it waits in
+   * {@link waitingForLists} until {@link requeueListed} queues it.
    */
   private readonly add = (key: string, waiting = false): void => {
-    const waitingForLists = this.waitingForLists.get(key);
-    if (waitingForLists) waitingForLists.waited ||= waiting;
+    const deferred = this.waitingForLists.get(key);
+    if (deferred) deferred.waited ||= waiting;
+    else if (!this.listed)
+      this.waitingForLists.set(key, { namespace: parsePoolKey(key)?.namespace ?? "", waited: waiting });
     else this.queue?.add(key, waiting);
   };
 
@@ -179,7 +182,7 @@ export class Manager {
     });
     this.gate = gate;
     const kindsServed = gate.start().then(() => this.discover(store, reconciler, gate, this.add));
-    // Pools are passed as the lists go past their namespace (passWhenListed), not after everything.
+    // A pool someone waits on is passed once the lists went past its namespace (requeueListed), not after everything.
     queue.start();
     await Promise.all([synced, kindsServed]);
     this.requeueListed(reconciler);
@@ -262,15 +265,19 @@ export class Manager {
   }
 
   /**
-   * The queue's pass of pool `key`: before every cache has listed, only when the caches hold all of its namespace
-   * (PoolReconciler.listedFor); otherwise it waits in {@link waitingForLists}.
+   * The queue's pass of pool `key`: before every cache has listed, only when the caches still hold all of its
+   * namespace (PoolReconciler.listedFor; a first list that failed starts over); otherwise it waits again in
+   * {@link waitingForLists} (only pools someone waits on are queued while the lists run).
    */
   private async passWhenListed(reconciler: PoolReconciler, key: string): Promise<ReconcileResult> {
     if (this.listed || reconciler.listedFor(key)) return await reconciler.reconcile(key);
-    this.waitingForLists.set(key, { namespace: parsePoolKey(key)?.namespace ?? "", waited: false });
+    this.waitingForLists.set(key, { namespace: parsePoolKey(key)?.namespace ?? "", waited: true });
   }
 
-  /** Queues the pools of {@link waitingForLists} whose namespace the lists went past (all once they are done). */
+  /**
+   * Queues the pools of {@link waitingForLists} someone waits on whose namespace the lists went past, and all of them
+   * once the lists are done.
+   */
   private requeueListed(reconciler: PoolReconciler): void {
     const covered = new Map<string, boolean>();
     const covers = (namespace: string): boolean => {
@@ -281,9 +288,9 @@ export class Manager {
       return now;
     };
     for (const [key, { namespace, waited }] of this.waitingForLists) {
-      if (!this.listed && !(covers(namespace) && reconciler.listedFor(key))) continue;
+      if (!this.listed && !(waited && covers(namespace) && reconciler.listedFor(key))) continue;
       this.waitingForLists.delete(key);
-      this.add(key, waited);
+      this.queue?.add(key, waited);
     }
   }
 
