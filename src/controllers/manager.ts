@@ -21,7 +21,7 @@ import { EndpointClaims } from "./capi/endpoint.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
 import { ProviderGate } from "./pools/gate.js";
-import { BY_CLUSTER, parsePoolKey } from "./pools/indexes.js";
+import { BY_CLUSTER } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
 import type { AttachedCaches, CacheHook, ModuleOptions } from "./pools/module.js";
 import type { SharedKinds } from "./pools/providers.js";
@@ -102,21 +102,19 @@ export class Manager {
   /** Cluster API's claims, once cached (the endpoint claims' loop reads them). */
   private capiClaims?: Informer<IPAddressClaim>;
   /**
-   * Pools whose pass came due while the first lists ran, by key: the pool's namespace, and whether someone waits on
-   * it (a claim without an address, or being deleted; WorkQueue.add's `waiting`). Those someone waits on are queued
-   * as soon as the lists went past their namespace (Store.covers); the rest, and every cluster-scoped pool, once
-   * every cache has listed, so that passes which would only write a status do not slow the lists down.
+   * Pools whose pass came due while the first lists ran, by key: whether someone waits on it (a claim without an
+   * address, or being deleted; WorkQueue.add's `waiting`). Those someone waits on are queued as soon as the lists
+   * went past their namespace (PoolReconciler.listedFor); the rest, and every cluster-scoped pool, once every cache
+   * has listed, so that passes which would only write a status do not slow the lists down.
    */
-  private readonly waitingForLists = new Map<string, { namespace: string; waited: boolean }>();
+  private readonly waitingForLists = new Map<string, boolean>();
   /**
    * Queues a pool's pass (it runs from {@link lead} on); while the first lists run, it waits in
    * {@link waitingForLists} until {@link requeueListed} queues it.
    */
   private readonly add = (key: string, waiting = false): void => {
-    const deferred = this.waitingForLists.get(key);
-    if (deferred) deferred.waited ||= waiting;
-    else if (!this.listed)
-      this.waitingForLists.set(key, { namespace: parsePoolKey(key)?.namespace ?? "", waited: waiting });
+    const waited = this.waitingForLists.get(key);
+    if (waited !== undefined || !this.listed) this.waitingForLists.set(key, waited === true || waiting);
     else this.queue?.add(key, waiting);
   };
 
@@ -271,7 +269,7 @@ export class Manager {
    */
   private async passWhenListed(reconciler: PoolReconciler, key: string): Promise<ReconcileResult> {
     if (this.listed || reconciler.listedFor(key)) return await reconciler.reconcile(key);
-    this.waitingForLists.set(key, { namespace: parsePoolKey(key)?.namespace ?? "", waited: true });
+    this.waitingForLists.set(key, true);
   }
 
   /**
@@ -279,16 +277,8 @@ export class Manager {
    * once the lists are done.
    */
   private requeueListed(reconciler: PoolReconciler): void {
-    const covered = new Map<string, boolean>();
-    const covers = (namespace: string): boolean => {
-      const known = covered.get(namespace);
-      if (known !== undefined) return known;
-      const now = this.store?.covers(namespace) ?? false;
-      covered.set(namespace, now);
-      return now;
-    };
-    for (const [key, { namespace, waited }] of this.waitingForLists) {
-      if (!this.listed && !(waited && covers(namespace) && reconciler.listedFor(key))) continue;
+    for (const [key, waited] of this.waitingForLists) {
+      if (!this.listed && !(waited && reconciler.listedFor(key))) continue;
       this.waitingForLists.delete(key);
       this.queue?.add(key, waited);
     }
