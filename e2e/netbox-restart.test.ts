@@ -4,7 +4,7 @@
  * creates. Against a real NetBox and the real API server; the controller runs as a child process, as in a pod.
  */
 import { expect } from "chai";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -14,7 +14,8 @@ import { freshNamespace } from "../hack/testkit/cluster.js";
 import { startControllerProcess } from "../hack/testkit/controller.js";
 import { gone, startController } from "../hack/testkit/ipam.js";
 import type { NetBoxServer } from "../hack/testkit/netbox.js";
-import { serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
+import { FaultProxy } from "../hack/testkit/faults.js";
+import { serviceAccountKubeConfig, serviceAccountKubeconfigFile } from "../hack/testkit/serviceaccount.js";
 import { eventually } from "../hack/testkit/wait.js";
 import { isNotFound } from "../src/kube/errors.js";
 import { addressClaim, readyOf } from "../hack/testkit/incluster.js";
@@ -120,35 +121,46 @@ describe("NetBox pools: global pools and a controller killed mid-burst (a real N
     await k.pools.create(ns, netBoxPool(ns, "p", { prefix: { id: prefix.id } }));
     const logDir = mkdtempSync(join(tmpdir(), "nb-kill-"));
     const kubeconfigPath = await serviceAccountKubeconfigFile(kc, logDir);
+    // The killed controllers reach the API server over a slow link, so each batch NetBox answered stays ahead of its
+    // IPAddresses long enough to be seen and killed in (unslowed, that window was at times too short to catch).
+    const server = new URL(kc.getCurrentCluster()?.server ?? "");
+    const slowLink = await FaultProxy.start(server.hostname, Number(server.port), { requestDelayMs: 500 });
+    const slowKubeconfigPath = join(logDir, "slow.kubeconfig");
+    writeFileSync(slowKubeconfigPath, slowLink.kubeConfigFor(await serviceAccountKubeConfig(kc)).exportConfig());
     const names = Array.from({ length: 240 }, (_, i) => `m-${i}`);
     const perWave = 80;
     let caught = 0;
-    for (let wave = 0; wave < 3; wave++) {
-      const child = startControllerProcess({ kubeconfigPath, namespace: ns, logDir });
-      try {
-        await child.waitSynced();
-        const creating = Promise.all(
-          names
-            .slice(wave * perWave, (wave + 1) * perWave)
-            .map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef("p")))),
-        );
-        // Kill as soon as NetBox holds records that Kubernetes has no IPAddress for yet.
-        await eventually(
-          "NetBox ahead of Kubernetes",
-          async () => {
-            const inNetBox = (await ourRecordsIn(nb, prefix.cidr)).length;
-            const inKube = (await k.addresses.list(ns)).items.length;
-            return inNetBox > inKube || inNetBox >= (wave + 1) * perWave;
-          },
-          60_000,
-          10,
-        );
-        if ((await ourRecordsIn(nb, prefix.cidr)).length > (await k.addresses.list(ns)).items.length) caught++;
-        await child.kill();
-        await creating;
-      } finally {
-        await child.kill();
+    try {
+      for (let wave = 0; wave < 3; wave++) {
+        const child = startControllerProcess({ kubeconfigPath: slowKubeconfigPath, namespace: ns, logDir });
+        try {
+          await child.waitSynced();
+          const creating = Promise.all(
+            names
+              .slice(wave * perWave, (wave + 1) * perWave)
+              .map((name) => k.claims.create(ns, addressClaim(ns, name, netBoxRef("p")))),
+          );
+          // Kill as soon as NetBox holds records that Kubernetes has no IPAddress for yet.
+          await eventually(
+            "NetBox ahead of Kubernetes",
+            async () => {
+              const inNetBox = (await ourRecordsIn(nb, prefix.cidr)).length;
+              const inKube = (await k.addresses.list(ns)).items.length;
+              return inNetBox > inKube || inNetBox >= (wave + 1) * perWave;
+            },
+            60_000,
+            10,
+          );
+          await child.kill();
+          // Counted after the kill: what the killed controller left behind.
+          if ((await ourRecordsIn(nb, prefix.cidr)).length > (await k.addresses.list(ns)).items.length) caught++;
+          await creating;
+        } finally {
+          await child.kill();
+        }
       }
+    } finally {
+      await slowLink.close();
     }
     const last = startControllerProcess({ kubeconfigPath, namespace: ns, logDir });
     try {

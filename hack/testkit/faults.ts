@@ -84,7 +84,9 @@ export function lagWatch(manager: Manager, pick: (store: Store) => object | unde
 /**
  * A TCP proxy in front of the API server. `freeze()` turns every connection open at that moment into a silent one:
  * nothing is forwarded either way and neither side learns of a close, as with a NAT entry that died or a peer that
- * vanished without a reset. Connections made afterwards are forwarded normally.
+ * vanished without a reset. Connections made afterwards are forwarded normally. With `requestDelayMs`, every byte
+ * towards the API server is held that long (in order), as on a slow link: each request reaches the server that much
+ * later, and bytes still held when the client's connection closes (a killed process) never reach it.
  */
 export class FaultProxy {
   private readonly sockets = new Set<Socket>();
@@ -93,10 +95,15 @@ export class FaultProxy {
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    private readonly requestDelayMs: number,
   ) {}
 
   /** Listens on a free loopback port and forwards to `target` (host:port of the API server). */
-  static async start(targetHost: string, targetPort: number): Promise<FaultProxy> {
+  static async start(
+    targetHost: string,
+    targetPort: number,
+    options: { requestDelayMs?: number } = {},
+  ): Promise<FaultProxy> {
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -104,7 +111,7 @@ export class FaultProxy {
     });
     const address = server.address();
     if (address === null || typeof address === "string") throw new Error("proxy has no TCP address");
-    const proxy = new FaultProxy(server, address.port);
+    const proxy = new FaultProxy(server, address.port, options.requestDelayMs ?? 0);
     server.on("connection", (client: Socket) => proxy.accept(client, targetHost, targetPort));
     return proxy;
   }
@@ -141,12 +148,20 @@ export class FaultProxy {
     const upstream = createConnection({ host, port });
     this.sockets.add(client);
     this.sockets.add(upstream);
-    const link = (from: Socket, to: Socket): void => {
+    const link = (from: Socket, to: Socket, delayMs: number): void => {
+      // Timers of one duration fire in the order they were set, so held bytes keep their order.
+      const later = (forward: () => void): void => {
+        if (delayMs > 0)
+          setTimeout(() => {
+            if (!to.destroyed) forward();
+          }, delayMs);
+        else forward();
+      };
       from.on("data", (chunk: Buffer) => {
-        if (!this.frozen.has(from)) to.write(chunk);
+        if (!this.frozen.has(from)) later(() => to.write(chunk));
       });
       from.on("end", () => {
-        if (!this.frozen.has(from)) to.end();
+        if (!this.frozen.has(from)) later(() => to.end());
       });
       from.on("close", () => {
         this.sockets.delete(from);
@@ -154,8 +169,8 @@ export class FaultProxy {
       });
       from.on("error", () => undefined);
     };
-    link(client, upstream);
-    link(upstream, client);
+    link(client, upstream, this.requestDelayMs);
+    link(upstream, client, 0);
   }
 }
 
