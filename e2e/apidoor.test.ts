@@ -12,13 +12,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { dump } from "js-yaml";
-import { CAPI_CRDS, OUR_CRDS } from "../hack/testkit/cluster.js";
+import { CAPI_CRDS, freshNamespace, OUR_CRDS } from "../hack/testkit/cluster.js";
 import { auditAllocations, startObservedController } from "../hack/testkit/faults.js";
 import { claim, clients, pool, type Clients } from "../hack/testkit/ipam.js";
 import { LocalPlane } from "../hack/testkit/plane.js";
 import { eventually, sleep } from "../hack/testkit/wait.js";
 import type { ClusterAccess } from "../src/kube/access.js";
-import { ApiError } from "../src/kube/errors.js";
+import { AnswerTooLargeError, ApiError } from "../src/kube/errors.js";
+import { ResourceClient } from "../src/kube/resource.js";
+import { IPCLAIM, resourceType } from "../api/registry.js";
+import type { IPClaim } from "../api/v1alpha1/types.js";
 import { loadClusterAccess } from "../src/kube/kubeconfig.js";
 import { clientStats } from "../src/kube/ratelimit.js";
 import { apiRequest } from "../src/kube/transport.js";
@@ -319,6 +322,35 @@ describe("the API door against a real API server", function () {
       webhook.closeAllConnections();
       webhook.close();
     }
+  });
+
+  it("lists a tenant's large objects in shorter pages when a page passes the answer bound, none lost or repeated", async () => {
+    const ns = await freshNamespace(plane.kubeConfig, "door-large");
+    // Thirty IPClaims of 100 KiB each (an annotation: the API server bounds one object, not a page of them).
+    const filler = "x".repeat(100 * 1024);
+    const names = Array.from({ length: 30 }, (_, i) => `big-${String(i).padStart(2, "0")}`);
+    await Promise.all(
+      names.map((name) =>
+        admin.claims.create(ns, claim(ns, name, "p", { annotations: { "example.com/filler": filler } })),
+      ),
+    );
+    const bound = 1024 * 1024;
+    const bounded = new ResourceClient<IPClaim>(plane.kubeConfig, resourceType(IPCLAIM), { maxAnswerBytes: bound });
+    const pages: number[] = [];
+    const listed: string[] = [];
+    await bounded.listPages(ns, {}, (items) => {
+      pages.push(Buffer.byteLength(JSON.stringify(items)));
+      listed.push(...items.map((c) => c.metadata.name ?? ""));
+    });
+    expect(listed, "every claim once, in order").to.deep.equal(names);
+    expect(pages.length, "pages").to.be.greaterThan(3);
+    expect(Math.max(...pages), "the largest page's objects, in bytes").to.be.below(bound);
+    // A probe's page is not shrunk: it fails with the bound instead.
+    const probe = await bounded.list(ns, { limit: 30 }).then(
+      () => "listed",
+      (err: unknown) => (err instanceof AnswerTooLargeError ? "too large" : String(err)),
+    );
+    expect(probe).to.equal("too large");
   });
 
   it("waits out API Priority and Fairness rejections (429 with Retry-After) instead of failing", async () => {

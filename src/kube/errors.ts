@@ -52,6 +52,21 @@ export class RequestTimeoutError extends Error {
 }
 
 /**
+ * An answer larger than its request allows (transport.ts's `MAX_ANSWER_BYTES` by default): the request was cancelled
+ * and what arrived dropped. The API server bounds each object it stores, not a list page of them, so a list answers
+ * this when its page is of many large objects; a list shrinks its page and asks again (resource.ts).
+ */
+export class AnswerTooLargeError extends Error {
+  override name = "AnswerTooLargeError";
+  constructor(
+    what: string,
+    readonly limitBytes: number,
+  ) {
+    super(`${what}: the answer exceeded ${limitBytes} bytes and was dropped`);
+  }
+}
+
+/**
  * A non-2xx answer. `code` is the HTTP status and `body` the parsed Kubernetes Status (or the raw text), the shape
  * this file classifies.
  */

@@ -2,6 +2,9 @@ import { expect } from "chai";
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Connection } from "./h2.js";
+import { writeEndlessly } from "./endless.testutil.js";
+import { AnswerTooLargeError } from "./errors.js";
+import { MAX_ANSWER_BYTES } from "./transport.js";
 
 type Listener = (...args: unknown[]) => void;
 
@@ -75,7 +78,11 @@ describe("HTTP/2 connection", () => {
       stream.respond({ ":status": 201, "content-type": "application/json" });
       stream.end('{"kind":"IPAddress"}');
     });
-    const answer = await test.connection.send({ ":method": "POST", ":path": "/x" }, '{"a":1}', 5_000, "create x");
+    const answer = await test.connection.send({ ":method": "POST", ":path": "/x" }, '{"a":1}', {
+      timeoutMs: 5_000,
+      what: "create x",
+      maxAnswerBytes: MAX_ANSWER_BYTES,
+    });
     expect(answer.status).to.equal(201);
     expect(answer.body.toString()).to.equal('{"kind":"IPAddress"}');
     const [stream] = test.streams as [ClientHttp2Stream];
@@ -96,13 +103,23 @@ describe("HTTP/2 connection", () => {
       stream.end("{}");
     });
     // Rejected, or an answer without a status (the transport's "HTTP 0").
-    const reset = await test.connection.send({ ":method": "GET", ":path": "/x" }, undefined, 5_000, "get x").then(
-      (answer) => answer.status,
-      (err: unknown) => String(err),
-    );
+    const reset = await test.connection
+      .send({ ":method": "GET", ":path": "/x" }, undefined, {
+        timeoutMs: 5_000,
+        what: "get x",
+        maxAnswerBytes: MAX_ANSWER_BYTES,
+      })
+      .then(
+        (answer) => answer.status,
+        (err: unknown) => String(err),
+      );
     expect(reset).to.satisfy((r: unknown) => r === 0 || (typeof r === "string" && /stream|reset/i.test(r)));
     expect(stillListening(test, test.streams[0] as ClientHttp2Stream)).to.deep.equal([]);
-    const answer = await test.connection.send({ ":method": "GET", ":path": "/y" }, undefined, 5_000, "get y");
+    const answer = await test.connection.send({ ":method": "GET", ":path": "/y" }, undefined, {
+      timeoutMs: 5_000,
+      what: "get y",
+      maxAnswerBytes: MAX_ANSWER_BYTES,
+    });
     expect(answer.status).to.equal(200);
     expect(test.connection.open).to.equal(true);
   });
@@ -111,13 +128,53 @@ describe("HTTP/2 connection", () => {
     test = await connected(() => {
       // Never answered.
     });
-    const failure = await test.connection.send({ ":method": "GET", ":path": "/slow" }, undefined, 100, "get slow").then(
-      () => "answered",
-      (err: unknown) => String(err),
-    );
+    const failure = await test.connection
+      .send({ ":method": "GET", ":path": "/slow" }, undefined, {
+        timeoutMs: 100,
+        what: "get slow",
+        maxAnswerBytes: MAX_ANSWER_BYTES,
+      })
+      .then(
+        () => "answered",
+        (err: unknown) => String(err),
+      );
     expect(failure).to.include("get slow got no answer within 100 ms");
     const [stream] = test.streams as [ClientHttp2Stream];
     expect(test.added.get(stream), "the request's listeners").to.have.length.of.at.least(4);
     expect(stillListening(test, stream)).to.deep.equal([]);
+  });
+
+  it("cancels a request whose answer grows past its bound, and serves the next one on the connection", async () => {
+    let endless: http2.ServerHttp2Stream | undefined;
+    test = await connected((stream) => {
+      stream.respond({ ":status": 200 });
+      if (endless) {
+        stream.end("{}");
+        return;
+      }
+      // The first answer never ends.
+      endless = stream;
+      writeEndlessly(stream);
+    });
+    const failure = await test.connection
+      .send({ ":method": "GET", ":path": "/big" }, undefined, {
+        timeoutMs: 5_000,
+        what: "list big",
+        maxAnswerBytes: 100_000,
+      })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(failure).to.be.instanceOf(AnswerTooLargeError);
+    expect(String(failure)).to.include("list big: the answer exceeded 100000 bytes");
+    expect(stillListening(test, test.streams[0] as ClientHttp2Stream)).to.deep.equal([]);
+    const answer = await test.connection.send({ ":method": "GET", ":path": "/small" }, undefined, {
+      timeoutMs: 5_000,
+      what: "get small",
+      maxAnswerBytes: 100_000,
+    });
+    expect(answer.body.toString()).to.equal("{}");
+    expect(test.connection.open).to.equal(true);
   });
 });

@@ -9,7 +9,7 @@
 import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
 import { isIP } from "node:net";
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from "node:tls";
-import { RequestTimeoutError } from "./errors.js";
+import { AnswerTooLargeError, RequestTimeoutError } from "./errors.js";
 import { bareHost, openTunnel } from "./proxy.js";
 import { clientStats } from "./ratelimit.js";
 
@@ -147,16 +147,22 @@ export class Connection {
   }
 
   /**
-   * Sends one request; resolves with the whole answer. Rejects with RequestTimeoutError when `timeoutMs` passes (only
-   * this stream is cancelled) or when the connection dies.
+   * Sends one request; resolves with the whole answer. Rejects with RequestTimeoutError when `timeoutMs` passes, with
+   * AnswerTooLargeError once the answer's body passes `maxAnswerBytes` (either way only this stream is cancelled), or
+   * when the connection dies.
    */
-  send(headers: OutgoingHttpHeaders, payload: string | undefined, timeoutMs: number, what: string): Promise<H2Answer> {
+  send(
+    headers: OutgoingHttpHeaders,
+    payload: string | undefined,
+    { timeoutMs, what, maxAnswerBytes }: { timeoutMs: number; what: string; maxAnswerBytes: number },
+  ): Promise<H2Answer> {
     if (++this.streams >= MAX_STREAMS_PER_CONNECTION) this.retire();
     return new Promise<H2Answer>((resolve, reject) => {
       let stream: ClientHttp2Stream | undefined;
       let status = 0;
       let answerHeaders: IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
+      let bytes = 0;
       const onResponse = (h: IncomingHttpHeaders): void => {
         this.heard();
         status = Number(h[":status"] ?? 0);
@@ -165,6 +171,12 @@ export class Connection {
       const onData = (chunk: Buffer): void => {
         this.heard();
         clientStats.bytesReceived += chunk.length;
+        bytes += chunk.length;
+        if (bytes > maxAnswerBytes) {
+          chunks.length = 0;
+          failer(new AnswerTooLargeError(what, maxAnswerBytes));
+          return;
+        }
         chunks.push(chunk);
       };
       const onEnd = (): void => finish(undefined, { status, headers: answerHeaders, body: Buffer.concat(chunks) });

@@ -3,7 +3,7 @@
  * typed APIs of client-node re-serialize through models and drop unknown keys).
  */
 import type { Kube } from "./access.js";
-import { statusCodeOf } from "./errors.js";
+import { AnswerTooLargeError, statusCodeOf } from "./errors.js";
 import {
   apiRequest,
   PARTIAL_OBJECT_METADATA,
@@ -62,9 +62,8 @@ const LIST_PAGE = 500;
 /**
  * Rows a printed list page holds. A row is a few cells (the name, then the kind's printer columns), so a page of this
  * many rows weighs about what a {@link LIST_PAGE} of whole objects does, and a namespace of a few thousand records is
- * one request per barrier instead of one per 500. The body is read whole (transport.ts sets no cap of its own), so
- * the row count is what bounds a page: a tenant who makes more records makes more pages, never a larger one, and a
- * row can be no larger than the fields of one object it prints.
+ * one request per barrier instead of one per 500. A tenant who makes more records makes more pages, never a larger
+ * one; rows made large by what a tenant wrote in the printed fields make the page shorter (see pageLoop).
  */
 const PRINTED_PAGE = 5_000;
 
@@ -98,6 +97,8 @@ export interface PrintedPage {
 export interface ResourceClientOptions {
   /** Deadline of each request (each page of a list). Default {@link DEFAULT_REQUEST_TIMEOUT_MS}. */
   requestTimeoutMs?: number;
+  /** The largest answer body taken; default the transport's MAX_ANSWER_BYTES. */
+  maxAnswerBytes?: number;
 }
 
 /**
@@ -118,7 +119,12 @@ export class ResourceClient<T extends KubeObject> {
 
   private async send<R>(what: string, req: Omit<ApiRequest, "what" | "timeoutMs">, timeoutMs?: number): Promise<R> {
     const ms = timeoutMs ?? this.clientOptions.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    return await apiRequest<R>(this.kube, { ...req, what: `${what} ${this.type.plural}`, timeoutMs: ms });
+    return await apiRequest<R>(this.kube, {
+      ...req,
+      what: `${what} ${this.type.plural}`,
+      timeoutMs: ms,
+      maxAnswerBytes: this.clientOptions.maxAnswerBytes,
+    });
   }
 
   /** URL path of the collection (all namespaces without `namespace`), for lists and watches. */
@@ -164,7 +170,9 @@ export class ResourceClient<T extends KubeObject> {
    * The pagination of every list: pages of `limit` (default {@link LIST_PAGE}; a caller's `limit` stops after the
    * first page), each handed to `onPage` as it arrives, until `onPage` answers false; resolves to the snapshot's
    * resourceVersion. The first page pins the snapshot (`notOlderThan`); later pages carry it in the continue token and
-   * must not repeat it.
+   * must not repeat it. A page too large for the transport's bound (many large objects) is asked for again, from the
+   * same place, a tenth as long, and the rest of the list keeps the shorter page: however large the objects tenants
+   * write, a page stays within the bound, down to one object per page. A caller's probe (`limit`) is not shrunk.
    */
   private async pageLoop<P>(
     namespace: string | undefined,
@@ -178,25 +186,33 @@ export class ResourceClient<T extends KubeObject> {
   ): Promise<string> {
     let continueToken: string | undefined;
     let resourceVersion = "";
-    do {
+    // Pages too large for the transport's bound are asked for again, from the same place, shorter.
+    let pageSize = options.limit ?? options.pageSize ?? LIST_PAGE;
+    for (;;) {
       const query: Query = {
-        limit: options.limit ?? options.pageSize ?? LIST_PAGE,
+        limit: pageSize,
         continue: continueToken,
         ...options.query,
         ...(!continueToken && options.notOlderThan
           ? { resourceVersion: options.notOlderThan, resourceVersionMatch: "NotOlderThan" }
           : {}),
       };
-      const page = await this.send<P & { metadata?: { resourceVersion?: string; continue?: string } }>(
-        "list",
-        { method: "GET", path: this.collectionPath(namespace), query, accept: options.accept },
-        options.timeoutMs,
-      );
+      let page: P & { metadata?: { resourceVersion?: string; continue?: string } };
+      try {
+        page = await this.send(
+          "list",
+          { method: "GET", path: this.collectionPath(namespace), query, accept: options.accept },
+          options.timeoutMs,
+        );
+      } catch (err) {
+        if (!(err instanceof AnswerTooLargeError) || options.limit !== undefined || pageSize === 1) throw err;
+        pageSize = Math.max(1, Math.floor(pageSize / 10));
+        continue;
+      }
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
-      if (onPage(page) === false) break;
-    } while (continueToken);
-    return resourceVersion;
+      if (onPage(page) === false || !continueToken) return resourceVersion;
+    }
   }
 
   /**

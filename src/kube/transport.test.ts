@@ -3,8 +3,16 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ClusterAccess } from "./access.js";
 import { clientStats } from "./ratelimit.js";
-import { apiRequest, MAX_IN_FLIGHT, requestTarget, RequestTimeoutError, urlOf } from "./transport.js";
+import {
+  AnswerTooLargeError,
+  apiRequest,
+  MAX_IN_FLIGHT,
+  requestTarget,
+  RequestTimeoutError,
+  urlOf,
+} from "./transport.js";
 import { USER_AGENT } from "./useragent.js";
+import { writeEndlessly } from "./endless.testutil.js";
 
 /** A plain HTTP server that holds each answer until `wave` requests are waiting, so they all overlap. */
 function overlappingServer(wave: number): { server: Server; connections: () => number } {
@@ -139,6 +147,40 @@ describe("apiRequest answers", () => {
       "timed out",
       ...Array.from({ length: 5 }, () => "answered"),
     ]);
+  });
+
+  it("cancels a request whose answer grows past its bound (over HTTP/1.1), and answers the next one", async () => {
+    let endless = true;
+    server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      if (!endless) {
+        res.end("{}");
+        return;
+      }
+      // The first answer never ends.
+      endless = false;
+      writeEndlessly(res);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const access: ClusterAccess = {
+      server: `http://127.0.0.1:${port}`,
+      requestOptions: () => Promise.resolve({ headers: {} }),
+    };
+    const failure = await apiRequest(access, {
+      method: "GET",
+      path: "/big",
+      timeoutMs: 5_000,
+      what: "list big",
+      maxAnswerBytes: 100_000,
+    }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).to.be.instanceOf(AnswerTooLargeError);
+    expect(String(failure)).to.include("list big: the answer exceeded 100000 bytes");
+    const answer = await apiRequest(access, { method: "GET", path: "/small", timeoutMs: 5_000, what: "get small" });
+    expect(answer).to.deep.equal({});
   });
 
   it("sends its User-Agent", async () => {

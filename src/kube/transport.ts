@@ -8,12 +8,14 @@
  * - is sent again after a `429 Too Many Requests` (API Priority and Fairness rejected it unexecuted) once its
  *   `Retry-After` has passed, and after a 5xx with `Retry-After` when it is a read, while its deadline allows;
  * - fails alone when its deadline passes: other requests, on the same connection or not, are untouched;
+ * - fails alone, cancelled, once its answer grows past its bound ({@link MAX_ANSWER_BYTES} unless it names one): the
+ *   objects in an answer are written by tenants, and a list page of many large ones must not take the process's memory;
  * - never sends credentials over plain `http://`.
  */
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import { accessOf, type ClusterAccess, type Kube } from "./access.js";
-import { ApiError, RequestTimeoutError } from "./errors.js";
+import { AnswerTooLargeError, ApiError, RequestTimeoutError } from "./errors.js";
 import { H2Pool, NotSentError, type TlsMaterial } from "./h2.js";
 import { clientStats, throttleDelay } from "./ratelimit.js";
 import { USER_AGENT } from "./useragent.js";
@@ -23,7 +25,7 @@ import { USER_AGENT } from "./useragent.js";
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
 type HttpAgent = InstanceType<typeof HttpAgent>;
 
-export { ApiError, RequestTimeoutError };
+export { AnswerTooLargeError, ApiError, RequestTimeoutError };
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -46,12 +48,22 @@ export interface ApiRequest {
   timeoutMs: number;
   /** What the request does, for error messages ("create ippools"). */
   what: string;
+  /** The largest answer body taken, in bytes; default {@link MAX_ANSWER_BYTES}. */
+  maxAnswerBytes?: number;
 }
 
 /** The `Accept` of a metadata-only read: the object as a `meta.k8s.io/v1` PartialObjectMetadata. */
 export const PARTIAL_OBJECT_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 /** Accept header of a list printed by the API server (a `meta.k8s.io/v1` Table). */
 export const PRINTED_TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1";
+
+/**
+ * The largest answer body a request takes by default. The API server bounds each object it stores, far below this;
+ * a page of a list holds up to hundreds of them, and its size is the sum of what tenants wrote. Large enough for a page
+ * of ordinary objects many times over; a small share of the shipped memory limit, where an unbounded page could be
+ * larger than the limit itself.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** Requests to one API server in flight at once; more wait their turn. */
 export const MAX_IN_FLIGHT = 64;
@@ -208,6 +220,7 @@ interface Send {
   payload: string | undefined;
   timeoutMs: number;
   what: string;
+  maxAnswerBytes: number;
 }
 
 /** Sends `req`; resolves with the parsed JSON answer (undefined when empty), rejects with ApiError or RequestTimeoutError. */
@@ -222,7 +235,8 @@ export async function apiRequest<T>(kube: Kube, req: ApiRequest): Promise<T> {
   if (req.accept !== undefined) headers.Accept = req.accept;
   const deadline = Date.now() + req.timeoutMs;
   const target = door.base + requestTarget(req.path, req.query);
-  const send = { method: req.method, server: door.origin, target, headers, payload, what: req.what };
+  const maxAnswerBytes = req.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+  const send = { method: req.method, server: door.origin, target, headers, payload, what: req.what, maxAnswerBytes };
   for (let attempt = 0; ; attempt++) {
     const throttledMs = throttleDelay();
     if (throttledMs > 0) await sleep(throttledMs);
@@ -275,7 +289,7 @@ async function sendOnce(access: ClusterAccess, door: Door, send: Send): Promise<
       const connection = door.h2.ready(tls as TlsMaterial) ?? (await door.h2.connection(tls as TlsMaterial));
       if (!connection) break; // the server speaks HTTP/1.1 only
       try {
-        const answer = await connection.send(h2Headers(send, headers), send.payload, send.timeoutMs, send.what);
+        const answer = await connection.send(h2Headers(send, headers), send.payload, send);
         return { status: answer.status, headers: answer.headers, text: answer.body.toString("utf8") };
       } catch (err) {
         if (!(err instanceof NotSentError) || tries > 0) throw err;
@@ -295,7 +309,7 @@ function h2Headers(send: Send, headers: Record<string, string | string[]>): Outg
 function sendHttp1(send: Send, url: URL, options: RequestOptions): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     const request = sendRequest(url, options, (res) => {
-      readBody(res).then((text) => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }), reject);
+      readBody(res, send).then((text) => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }), reject);
     });
     const timer = setTimeout(
       () => request.destroy(new RequestTimeoutError(`${send.what} got no answer within ${send.timeoutMs} ms`)),
@@ -309,11 +323,22 @@ function sendHttp1(send: Send, url: URL, options: RequestOptions): Promise<Answe
   });
 }
 
-function readBody(res: IncomingMessage): Promise<string> {
+/** The whole body of `res`; rejects with AnswerTooLargeError, dropping the connection, past `maxAnswerBytes`. */
+function readBody(
+  res: IncomingMessage,
+  { what, maxAnswerBytes }: Pick<Send, "what" | "maxAnswerBytes">,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let bytes = 0;
     res.on("data", (chunk: Buffer) => {
       clientStats.bytesReceived += chunk.length;
+      bytes += chunk.length;
+      if (bytes > maxAnswerBytes) {
+        chunks.length = 0;
+        res.destroy(new AnswerTooLargeError(what, maxAnswerBytes));
+        return;
+      }
       chunks.push(chunk);
     });
     res.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));

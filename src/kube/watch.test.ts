@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ClusterAccess } from "./access.js";
+import { AnswerTooLargeError, MAX_ANSWER_BYTES } from "./transport.js";
 import { streamWatch, type WatchEvent } from "./watch.js";
 
 describe("watch stream (lines → events)", () => {
@@ -12,7 +13,7 @@ describe("watch stream (lines → events)", () => {
   });
 
   /** Serves `pieces` as one watch body, each written on its own after a short pause (so each is its own chunk). */
-  async function streamOf(pieces: readonly Buffer[]): Promise<WatchEvent[]> {
+  async function streamOf(pieces: readonly Buffer[], events: WatchEvent[] = []): Promise<WatchEvent[]> {
     server = createServer((_req, res) => {
       res.writeHead(200, { "Content-Type": "application/json" });
       let i = 0;
@@ -32,7 +33,6 @@ describe("watch stream (lines → events)", () => {
       server: `http://127.0.0.1:${port}`,
       requestOptions: () => Promise.resolve({ headers: {} }),
     };
-    const events: WatchEvent[] = [];
     await streamWatch(access, {
       path: "/w",
       query: {},
@@ -62,6 +62,21 @@ describe("watch stream (lines → events)", () => {
     const status = (events[0]?.object as { status: { indexes: Record<string, string> } }).status;
     expect(Object.keys(status.indexes)).to.have.length(10_000);
     expect(status.indexes["claim-9999"]).to.equal("10.0.39.15");
+  });
+
+  it("ends with AnswerTooLargeError on a line longer than the answer bound, after the events before it", async () => {
+    const chunk = Buffer.alloc(1024 * 1024, "x");
+    const pieces = [
+      Buffer.from(line("a")),
+      ...Array.from({ length: MAX_ANSWER_BYTES / chunk.length + 2 }, () => chunk),
+    ];
+    const seen: WatchEvent[] = [];
+    const failure = await streamOf(pieces, seen).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).to.be.instanceOf(AnswerTooLargeError);
+    expect(names(seen)).to.deep.equal(["a"]);
   });
 
   it("skips lines that are not JSON and keeps going", async () => {

@@ -8,7 +8,7 @@ import type { IncomingMessage } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import { accessOf, type Kube } from "./access.js";
 import { clientStats } from "./ratelimit.js";
-import { sendRequest, urlOf, watchRequestOptions } from "./transport.js";
+import { AnswerTooLargeError, MAX_ANSWER_BYTES, sendRequest, urlOf, watchRequestOptions } from "./transport.js";
 
 /** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, with its object. */
 export interface WatchEvent {
@@ -35,8 +35,9 @@ const MAX_ERROR_BODY = 64 * 1024;
 
 /**
  * Streams one watch. Resolves when the server ends the stream cleanly (its timeout); rejects on network errors, on
- * abort, on a stream cut short, and on a non-200 answer with an Error whose `code` is the HTTP status and whose
- * message is the Status message the server sent.
+ * abort, on a stream cut short, on a line longer than the transport's answer bound (AnswerTooLargeError: one event
+ * is one object, which the API server bounds far below it), and on a non-200 answer with an Error whose `code` is
+ * the HTTP status and whose message is the Status message the server sent.
  */
 export async function streamWatch(kube: Kube, req: WatchRequest): Promise<void> {
   const access = accessOf(kube);
@@ -68,6 +69,7 @@ function consume(
   // about twenty) is joined once when its newline arrives, and each chunk is searched once. Appending to one string
   // and searching it whole on every chunk cost the square of the event's size.
   let partial: string[] = [];
+  let partialLength = 0;
   let ended = false;
   // Bytes as they arrive (counted), text through a decoder that keeps a character split between chunks whole.
   const decoder = new StringDecoder("utf8");
@@ -77,14 +79,22 @@ function consume(
       partial.push(text.slice(start, newline));
       const line = partial.join("").trim();
       partial = [];
+      partialLength = 0;
       start = newline + 1;
       if (line) deliver(line, onEvent);
     }
-    if (start < text.length) partial.push(text.slice(start));
+    if (start < text.length) {
+      partial.push(text.slice(start));
+      partialLength += text.length - start;
+    }
   };
   res.on("data", (chunk: Buffer) => {
     clientStats.watchBytesReceived += chunk.length;
     take(decoder.write(chunk));
+    if (partialLength > MAX_ANSWER_BYTES) {
+      partial = [];
+      res.destroy(new AnswerTooLargeError("watch event", MAX_ANSWER_BYTES));
+    }
   });
   res.on("end", () => {
     ended = true;
