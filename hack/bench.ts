@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: a benchmark, not a test. Prints a table of figures and writes them as JSON (.cache/bench/last.json).
  *
+ *   0. machine: the load average at the start, and the share of CPU time busy and stolen by the hypervisor over the
+ *      run (bench/machine.ts), with a NO where the figures are not a quiet machine's
  *   1. burst: BENCH_CLAIMS claims of each kind (default 1000; 10,000 too with `--large`) created at once on one pool;
  *      time until all are bound, distinctness, controller CPU seconds and RSS, API requests per claim (from the API
  *      server's apiserver_request_total), and the ratio to a bare client doing the unavoidable writes in the same run.
@@ -65,6 +67,7 @@ import { netBoxUnavailable } from "./testkit/netboxinstall.js";
 import { netBoxBurst } from "./bench/netbox.js";
 import { siteChecks } from "./bench/site.js";
 import { siteScenario } from "./bench/sitescenario.js";
+import { machineReading, readCpuTimes } from "./bench/machine.js";
 
 const BENCH_DIR = join(repoRoot, ".cache", "bench");
 /** "IPAddressClaims on InClusterIPPool", for the progress lines. */
@@ -283,6 +286,7 @@ function output(config: BenchConfig, results: BenchResults): void {
 async function main(): Promise<number> {
   const config = readConfig(process.env, join(BENCH_DIR, "last.json"), process.argv.slice(2));
   rmSync(join(BENCH_DIR, "logs"), { recursive: true, force: true });
+  const cpuAtStart = readCpuTimes();
   const results: BenchResults = {
     startedAt: new Date().toISOString(),
     host: {
@@ -308,6 +312,7 @@ async function main(): Promise<number> {
     progress("stopping the controller and the plane");
     await cleanup();
   }
+  results.machine = machineReading(results.host.cpus, results.host.loadAverageAtStart, cpuAtStart, readCpuTimes());
   output(config, results);
   const over = config.siteCheck && results.site ? siteChecks(results.site).filter((c) => !c.ok) : [];
   if (over.length > 0) failure ??= new Error(`the site is over its bounds: ${over.map((c) => c.check).join("; ")}`);

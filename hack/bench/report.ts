@@ -11,11 +11,14 @@ import type { NetBoxBurstResult } from "./netbox.js";
 import { netBoxSection } from "./netboxreport.js";
 import { siteSections, type SiteResult } from "./site.js";
 import type { Row, Section } from "./table.js";
+import { machineSection, type MachineReading } from "./machine.js";
 
 /** Everything a run measured; written as JSON as is. */
 export interface BenchResults {
   startedAt: string;
   host: { node: string; platform: string; cpus: number; loadAverageAtStart: number[] };
+  /** The machine over the whole run (steal, busy share); absent in runs from before it. */
+  machine?: MachineReading;
   config: BenchConfig;
   allocator: AllocatorResult[];
   /** Admission validation by pool size (scenario 7). */
@@ -492,6 +495,7 @@ function floorSection(
 /** The table sections of `r`, in scenario order. */
 export function sectionsOf(r: BenchResults): Section[] {
   const sections: (Section | undefined)[] = [
+    r.machine && machineSection(r.machine),
     efficiencySection(r),
     ...r.bursts.map(burstSection),
     r.latency && latencySection(r.latency),
