@@ -21,7 +21,7 @@ import { EndpointClaims } from "./capi/endpoint.js";
 import { capiClaimToPool } from "./capi/translate.js";
 import { PoolKindDiscovery } from "./pools/discovery.js";
 import { ProviderGate } from "./pools/gate.js";
-import { BY_CLUSTER } from "./pools/indexes.js";
+import { BY_CLUSTER, parsePoolKey } from "./pools/indexes.js";
 import type { PoolKind } from "./pools/kind.js";
 import type { AttachedCaches, CacheHook, ModuleOptions } from "./pools/module.js";
 import type { SharedKinds } from "./pools/providers.js";
@@ -114,6 +114,14 @@ export class Manager {
    */
   private readonly add = (key: string, waiting = false): void => {
     const waited = this.waitingForLists.get(key);
+    if (waiting && waited !== true && !this.listed) {
+      this.options.logger.debug("A claim waits on a pool while the lists run", {
+        pool: key,
+        sinceStartMs: Math.round(performance.now()),
+      });
+      const namespace = parsePoolKey(key)?.namespace;
+      if (namespace) this.store?.waitOn(namespace);
+    }
     if (waited !== undefined || !this.listed) this.waitingForLists.set(key, waited === true || waiting);
     else this.queue?.add(key, waiting);
   };
@@ -268,7 +276,18 @@ export class Manager {
    * {@link waitingForLists} (only pools someone waits on are queued while the lists run).
    */
   private async passWhenListed(reconciler: PoolReconciler, key: string): Promise<ReconcileResult> {
-    if (this.listed || reconciler.listedFor(key)) return await reconciler.reconcile(key);
+    if (this.listed) return await reconciler.reconcile(key);
+    if (reconciler.listedFor(key)) {
+      const started = performance.now();
+      const result = await reconciler.reconcile(key);
+      // Where a restart's first claims spend their time: the lists, or the pass.
+      this.options.logger.debug("Passed a pool while the lists run", {
+        pool: key,
+        sinceStartMs: Math.round(started),
+        ms: Math.round(performance.now() - started),
+      });
+      return result;
+    }
     this.waitingForLists.set(key, true);
   }
 

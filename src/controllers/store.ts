@@ -3,6 +3,7 @@
  * response into the cache at once (read-your-writes, spec §3.4), so the next decision never relies on a watch event
  * that has not arrived yet.
  */
+import { ListPacer } from "../kube/pacer.js";
 import type { Kube } from "../kube/access.js";
 import { CLUSTER, resourceType, type VersionOf } from "../../api/registry.js";
 import { DELETE_FOR_MOVE_ANNOTATION, type ObjectMeta } from "../../api/v1alpha1/types.js";
@@ -78,6 +79,8 @@ export class Store {
   capiKnown = false;
   /** Told when a page of one of the store's caches' first lists went in ({@link onListProgress}). */
   private listProgress?: () => void;
+  /** Keeps the caches' first lists from running past a namespace someone waits on ({@link waitOn}). */
+  private readonly pacer = new ListPacer();
 
   constructor(
     readonly kubeConfig: Kube,
@@ -88,6 +91,7 @@ export class Store {
       resyncMs: options.resyncMs,
       watchTimeoutSeconds: options.watchTimeoutSeconds,
       logger: options.logger,
+      pacer: this.pacer,
     };
     this.informerOptions = informerOptions;
     this.clustersServed = options.clustersServed ?? true;
@@ -164,6 +168,14 @@ export class Store {
     const clusters = this.clustersServed ? [this.clusters] : [];
     const capi = this.capi ? [this.capi.claims, this.capi.addresses] : [];
     return [...clusters, ...this.tracked, ...capi].every((informer) => informer.covers(namespace));
+  }
+
+  /**
+   * A claim in `namespace` waits while the first lists run: no cache's first list goes past that namespace before
+   * every one reaches it (src/kube/pacer.ts), so its pool is passed ({@link covers}) as soon as the slowest gets there.
+   */
+  waitOn(namespace: string): void {
+    this.pacer.waitOn(namespace);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Informer, type InformerLogger, type InformerOptions } from "./informer.js";
+import { ListPacer } from "./pacer.js";
 import { RequestTimeoutError, ResourceClient, type KubeObject } from "./resource.js";
 
 /** Drops every message (src/runtime's silentLogger would make src/kube depend on the layer above it). */
@@ -39,6 +40,8 @@ class FakeApi {
   pageSize?: number;
   /** Called as each list request arrives, with its continue token (null for a list's first page). */
   onListRequest?: (continueToken: string | null) => void;
+  /** How long each list page's answer is held back. */
+  listDelayMs = 0;
   readonly watches: WatchCall[] = [];
   private server?: Server;
   port = 0;
@@ -93,14 +96,27 @@ class FakeApi {
         .end(JSON.stringify({ kind: "Status", code: 503, message: "unavailable" }));
       return;
     }
+    if (this.listDelayMs > 0) {
+      const listing = this.listing;
+      setTimeout(() => this.answerPage(res, listing, continueToken), this.listDelayMs);
+      return;
+    }
+    this.answerPage(res, this.listing, continueToken);
+  }
+
+  private answerPage(
+    res: ServerResponse,
+    listing: { items: KubeObject[]; resourceVersion: number },
+    continueToken: string | null,
+  ): void {
     const offset = Number(continueToken ?? 0);
-    const end = this.pageSize === undefined ? this.listing.items.length : offset + this.pageSize;
+    const end = this.pageSize === undefined ? listing.items.length : offset + this.pageSize;
     const body = {
       kind: "ThingList",
-      items: this.listing.items.slice(offset, end),
+      items: listing.items.slice(offset, end),
       metadata: {
-        resourceVersion: String(this.listing.resourceVersion),
-        ...(end < this.listing.items.length ? { continue: String(end) } : {}),
+        resourceVersion: String(listing.resourceVersion),
+        ...(end < listing.items.length ? { continue: String(end) } : {}),
       },
     };
     res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body));
@@ -182,9 +198,12 @@ describe("Informer (fake API server)", function () {
     api.pageSize = 2;
     const probe = ["a", "b-x", "b", "c", ""];
     const covered: string[][] = [];
+    const observed: string[][] = [];
     api.onListRequest = (token) => {
       const inf = informer;
-      if (token !== null && inf) covered.push(probe.filter((ns) => inf.covers(ns)));
+      if (token === null || !inf) return;
+      covered.push(probe.filter((ns) => inf.covers(ns)));
+      observed.push(probe.map((ns) => inf.observedIn(ns)));
     };
     const inf = makeInformer({ namespace: undefined });
     let progress = 0;
@@ -195,11 +214,58 @@ describe("Informer (fake API server)", function () {
     ).to.deep.equal([]);
     await inf.start();
     expect(covered, "before each later page").to.deep.equal([["a"], ["a", "b-x"]]);
+    // A covered namespace is held as of the list's snapshot; the rest, and every namespace at once, as of nothing yet.
+    expect(observed, "fresh as of, before each later page").to.deep.equal([
+      ["10", "", "", "", ""],
+      ["10", "10", "", "", ""],
+    ]);
     expect(
       probe.filter((ns) => inf.covers(ns)),
       "listed",
     ).to.deep.equal(probe);
     expect(progress, "three pages, then done").to.equal(4);
+  });
+
+  it("holds a first list past a namespace someone waits on until a slower list sharing its pacer goes past it", async () => {
+    const at = (namespace: string, name: string): KubeObject => ({
+      metadata: { name, namespace, resourceVersion: "10", uid: `${namespace}-${name}` },
+    });
+    const slowApi = new FakeApi();
+    await slowApi.start();
+    const pacer = new ListPacer();
+    const slowKc = slowApi.kubeConfig();
+    const fast = makeInformer({ namespace: undefined, pacer });
+    const slow = new Informer<KubeObject>(slowKc, new ResourceClient<KubeObject>(slowKc, TYPE), {
+      resyncMs: 0,
+      logger: SILENT,
+      pacer,
+    });
+    try {
+      api.listing = { items: ["a", "b", "c", "d"].flatMap((ns) => [at(ns, "1"), at(ns, "2")]), resourceVersion: 10 };
+      api.pageSize = 1;
+      slowApi.listing = { items: ["a", "b", "c", "d"].map((ns) => at(ns, "1")), resourceVersion: 10 };
+      slowApi.pageSize = 1;
+      slowApi.listDelayMs = 50;
+      // Claims wait in "a" and "c": the fast list must not go past either before the slow one does; it may run
+      // ahead through "b" and "d".
+      pacer.waitOn("a");
+      pacer.waitOn("c");
+      const namespaces = ["a", "c"];
+      const ahead: string[] = [];
+      api.onListRequest = (token) => {
+        // Every waited-on namespace the fast list covers when it asks for a page, the slow one must cover too.
+        const fastCovers = namespaces.filter((ns) => fast.covers(ns));
+        const missing = fastCovers.filter((ns) => !slow.covers(ns));
+        if (token !== null && missing.length > 0) ahead.push(`page ${token}: ${missing.join(",")}`);
+      };
+      await Promise.all([fast.start(), slow.start()]);
+      expect(ahead, "pages the fast list asked for ahead of the slow one").to.deep.equal([]);
+      expect(names(fast)).to.have.length(8);
+      expect(slow.list()).to.have.length(4);
+    } finally {
+      slow.stop();
+      await slowApi.stop();
+    }
   });
 
   it("covers nothing more in a first list once a page broke the key order", async () => {

@@ -17,6 +17,7 @@
  * a write's answer that arrives after the watch reported the deletion (the patch that removed the last finalizer)
  * cannot bring the object back into the cache, where nothing would ever remove it again.
  */
+import { namespacePrefixOf, type ListPacer } from "./pacer.js";
 import type { Kube } from "./access.js";
 import { describeError, isGone, statusCodeOf } from "./errors.js";
 import type { KubeObject, ResourceClient } from "./resource.js";
@@ -61,6 +62,11 @@ export interface InformerOptions {
    * handlers and reads see only what it kept.
    */
   keep?: (received: KubeObject) => KubeObject;
+  /**
+   * Holds this cache's first list past a namespace someone waits on until the other caches' that share the pacer
+   * went past it too (src/kube/pacer.ts): for the namespaced kinds listed across every namespace.
+   */
+  pacer?: ListPacer;
   logger: InformerLogger;
 }
 
@@ -223,6 +229,8 @@ export class Informer<T extends KubeObject> {
    */
   private listedThrough?: string;
   private listInOrder = true;
+  /** During the first list only: the resourceVersion of its snapshot, as its pages tell it. */
+  private listSnapshot = "";
   /** Called after each page of the first list and when it is done (see {@link onListProgress}). */
   private readonly progressHandlers: (() => void)[] = [];
 
@@ -327,6 +335,14 @@ export class Informer<T extends KubeObject> {
   }
 
   /**
+   * The pacer of this cache's first list: only a namespaced kind listed across namespaces goes through them (a
+   * cluster-scoped kind's keys carry none, and a list of one namespace is in it from the start).
+   */
+  private get pacer(): ListPacer | undefined {
+    return this.client.type.namespaced && this.options.namespace === undefined ? this.options.pacer : undefined;
+  }
+
+  /**
    * What names this cache in its log lines: the resource and its API group (Metal3's and Cluster API's IPAddresses
    * share the plural `ipaddresses`).
    */
@@ -341,6 +357,16 @@ export class Informer<T extends KubeObject> {
    */
   get observedResourceVersion(): string {
     return this.resourceVersion;
+  }
+
+  /**
+   * The resourceVersion as of which this cache holds every object of `namespace`: {@link observedResourceVersion},
+   * or during the first list, for a namespace it covers ({@link covers}), the list's snapshot (its pages hold that
+   * namespace as the snapshot had it). What a writer checks before deciding from one namespace's objects while the
+   * first list still runs.
+   */
+  observedIn(namespace: string): string {
+    return this.counters.lists === 0 && this.covers(namespace) ? this.listSnapshot : this.resourceVersion;
   }
 
   /**
@@ -622,17 +648,27 @@ export class Informer<T extends KubeObject> {
     // A first list that failed and starts over covers nothing until its own pages say so.
     this.listedThrough = undefined;
     this.listInOrder = true;
+    const pacer = this.counters.lists === 0 ? this.pacer : undefined;
+    pacer?.join(this);
     let resourceVersion: string;
+    let heldMs = 0;
+    const hold = async (paced: ListPacer): Promise<void> => {
+      const since = performance.now();
+      await paced.turn(this);
+      heldMs += performance.now() - since;
+    };
     try {
       resourceVersion = await this.client.listPages(
         this.options.namespace,
-        { timeoutMs: this.listTimeoutMs },
-        (items) => this.fold(items, seen),
+        { timeoutMs: this.listTimeoutMs, ...(pacer ? { beforeNextPage: () => hold(pacer) } : {}) },
+        (items, snapshot) => this.fold(items, seen, snapshot),
       );
     } catch (err) {
       this.counters.listFailures++;
       this.inSync = false;
       throw err;
+    } finally {
+      pacer?.leave(this);
     }
     this.dropUnlisted(seen, resourceVersion);
     this.observe(resourceVersion);
@@ -651,6 +687,7 @@ export class Informer<T extends KubeObject> {
         ...this.logFields,
         items: seen.size,
         ms: Math.round(performance.now() - started),
+        heldMs: Math.round(heldMs),
       });
     this.inSync = true;
     this.recovering = false;
@@ -671,8 +708,9 @@ export class Informer<T extends KubeObject> {
    * version the list showed or the one it held before: never older than before the list began, so a reader between
    * pages sees what it would have seen before the list, with some objects already newer.
    */
-  private fold(items: readonly T[], seen: Set<string>): void {
+  private fold(items: readonly T[], seen: Set<string>, snapshot: string): void {
     const first = this.counters.lists === 0;
+    if (first) this.listSnapshot = snapshot;
     for (const obj of items) {
       const key = keyOf(obj);
       seen.add(key);
@@ -680,9 +718,18 @@ export class Informer<T extends KubeObject> {
       if (laterVersion(obj, old) && !this.buried(key, obj)) this.put(key, obj, old);
       if (!first) continue;
       if (this.listedThrough !== undefined && key <= this.listedThrough) this.listInOrder = false;
+      else if (this.listedThrough !== undefined && !key.startsWith(namespacePrefixOf(this.listedThrough)))
+        this.options.logger.debug("First list went past a namespace", {
+          ...this.logFields,
+          namespace: this.listedThrough.slice(0, this.listedThrough.indexOf("/")),
+          sinceStartMs: Math.round(performance.now()),
+        });
       this.listedThrough = key;
     }
-    if (first && this.listInOrder && items.length > 0) this.progress();
+    if (!first || items.length === 0) return;
+    if (!this.listInOrder) this.pacer?.leave(this);
+    else if (this.listedThrough !== undefined) this.pacer?.reached(this, this.listedThrough);
+    if (this.listInOrder) this.progress();
   }
 
   /**

@@ -80,6 +80,8 @@ export interface ListOptions {
   notOlderThan?: string;
   /** Stop after the first page of at most this many objects (a probe). */
   limit?: number;
+  /** Awaited before each page after the first: the caller may hold the list there (src/kube/pacer.ts). */
+  beforeNextPage?: () => Promise<void>;
 }
 
 /**
@@ -158,11 +160,15 @@ export class ResourceClient<T extends KubeObject> {
    * snapshot; resolves to its resourceVersion after the last page. A page that fails rejects, after the earlier
    * pages were handed over.
    */
-  async listPages(namespace: string | undefined, options: ListOptions, onPage: (items: T[]) => void): Promise<string> {
-    return await this.pageLoop<{ items: T[] }>(
+  async listPages(
+    namespace: string | undefined,
+    options: ListOptions,
+    onPage: (items: T[], resourceVersion: string) => void,
+  ): Promise<string> {
+    return await this.pageLoop<{ items: T[]; metadata?: { resourceVersion?: string } }>(
       namespace,
       { ...options, query: { fieldSelector: options.fieldSelector, labelSelector: options.labelSelector } },
-      (page) => onPage(page.items),
+      (page) => onPage(page.items, page.metadata?.resourceVersion ?? ""),
     );
   }
 
@@ -176,7 +182,7 @@ export class ResourceClient<T extends KubeObject> {
    */
   private async pageLoop<P>(
     namespace: string | undefined,
-    options: Pick<ListOptions, "notOlderThan" | "timeoutMs" | "limit"> & {
+    options: Pick<ListOptions, "notOlderThan" | "timeoutMs" | "limit" | "beforeNextPage"> & {
       query: Query;
       accept?: string;
       /** Objects or rows a page holds; default {@link LIST_PAGE}. */
@@ -212,6 +218,7 @@ export class ResourceClient<T extends KubeObject> {
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       continueToken = options.limit === undefined ? page.metadata?.continue || undefined : undefined;
       if (onPage(page) === false || !continueToken) return resourceVersion;
+      await options.beforeNextPage?.();
     }
   }
 

@@ -34,7 +34,8 @@ function fakeApi(
   const cache = {
     byIndex: (index: string, key: string) =>
       index === BY_POOL_ADDRESS ? held.filter((r) => poolAddressKey(KEY, r.spec.address) === key) : [],
-    observedResourceVersion: observed,
+    // As fresh as `observed` in the pool's namespace: the barrier must ask about that one.
+    observedIn: (namespace: string) => (namespace === "ns" ? observed : "0"),
     synced: options.listing !== true,
     waitObserved: (rv: string) => Promise.resolve(!options.silent && Number(observed) >= Number(rv)),
   };
@@ -56,7 +57,8 @@ function fakeApi(
 const pool = (rv: string, deleting = false): PoolObject => ({
   metadata: { name: "p", resourceVersion: rv, ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
 });
-const passOf = (p: PoolObject | undefined): Pass => ({ pool: p, kind: {} as PoolKind, key: KEY }) as Pass;
+const passOf = (p: PoolObject | undefined): Pass =>
+  ({ pool: p, kind: {} as PoolKind, key: KEY, ref: { namespace: "ns", name: "p" } }) as Pass;
 
 interface Row {
   what: string;

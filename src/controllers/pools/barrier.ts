@@ -35,9 +35,10 @@ export async function freshnessBarrier(
   const interrupted = apis.flatMap((api) => (pending.get(api) ?? []).filter((c) => api.interrupted(c, kind)));
   const barrier = addressBarrier([pool, ...[...claims.values()].flat()], interrupted);
   // Every API's records hold addresses of the pool, so all must be as fresh as the barrier. A watch that has already
-  // delivered everything up to the barrier makes its cache as fresh as a list would be.
+  // delivered everything up to the barrier makes its cache as fresh as a list would be; so does a first list that went
+  // past the pool's namespace, from a snapshot at or past the barrier (a namespaced pool's records are in its own).
   const fresh = (api: ClaimApi): boolean =>
-    barrier !== undefined && atOrPast(api.index.records()?.observedResourceVersion ?? "", barrier);
+    barrier !== undefined && atOrPast(api.index.records()?.observedIn(pass.ref.namespace) ?? "", barrier);
   // A quorum read (barrier undefined) cannot be confirmed by an event: it lists, as does an API nothing is made of
   // and one whose cache is being listed (no watch would echo a new record before the list is done).
   const echoes = (api: ClaimApi): boolean => api.index.records()?.synced === true;

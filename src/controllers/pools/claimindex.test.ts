@@ -39,7 +39,7 @@ function cache<T extends KubeObject>(
       rows.find((r) => r.object.metadata.namespace === namespace && r.object.metadata.name === name)?.object,
     byIndex: (index, key) => rows.filter((r) => r.buckets[index] === key).map((r) => r.object),
     changesIn: (index, key) => (index === BY_POOL ? changes[key] : undefined),
-    observedResourceVersion: "1",
+    observedIn: () => "1",
     synced: true,
     waitObserved: () => Promise.resolve(true),
   };

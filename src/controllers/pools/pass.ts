@@ -20,8 +20,11 @@ import type { ExternalAnswer, ExternalClaim, ExternalHolding, PoolKind, PoolObje
 /** What the pass reads of a claim API's records cache (an Informer of the record type satisfies it). */
 export interface RecordCache {
   byIndex(index: string, key: string): PoolRecord[];
-  /** The newest resourceVersion the watch has delivered. */
-  readonly observedResourceVersion: string;
+  /**
+   * The resourceVersion as of which the cache holds every record of a namespace (Informer.observedIn): the newest
+   * the watch has delivered, or the first list's snapshot for a namespace that list went past.
+   */
+  observedIn(namespace: string): string;
   /** False while a list fills the cache: no watch runs then, so no new record's own event comes until it is done. */
   readonly synced: boolean;
   /** Resolves true once the watch has delivered `resourceVersion`, false after `timeoutMs`. */
