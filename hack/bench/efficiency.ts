@@ -41,8 +41,8 @@ export function parseRequestCounts(text: string, metric = "apiserver_request_tot
   return counts;
 }
 
-/** Reads the API server's request counters (or another metric of theirs, as parseRequestCounts) as `kc`'s admin. */
-export async function readRequestCounts(kc: KubeConfig, metric?: string): Promise<RequestCounts> {
+/** The API server's /metrics text, read as `kc`'s admin. */
+export async function readServerMetrics(kc: KubeConfig): Promise<string> {
   const server = new URL(kc.getCurrentCluster()?.server ?? "");
   const options: RequestOptions = {
     method: "GET",
@@ -52,7 +52,7 @@ export async function readRequestCounts(kc: KubeConfig, metric?: string): Promis
     headers: {},
   };
   await kc.applyToHTTPSOptions(options);
-  const body = await new Promise<string>((resolve, reject) => {
+  return await new Promise<string>((resolve, reject) => {
     const req = request(options, (res) => {
       let text = "";
       res.setEncoding("utf8");
@@ -65,7 +65,22 @@ export async function readRequestCounts(kc: KubeConfig, metric?: string): Promis
     req.on("error", reject);
     req.end();
   });
-  return parseRequestCounts(body, metric);
+}
+
+/** Reads the API server's request counters (or another metric of theirs, as parseRequestCounts) as `kc`'s admin. */
+export async function readRequestCounts(kc: KubeConfig, metric?: string): Promise<RequestCounts> {
+  return parseRequestCounts(await readServerMetrics(kc), metric);
+}
+
+/** The sum of every sample of `metric` in a /metrics text, whatever their labels (0 when it has none). */
+export function metricTotal(text: string, metric: string): number {
+  const sample = new RegExp(`^${metric}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`);
+  let total = 0;
+  for (const line of text.split("\n")) {
+    const m = sample.exec(line);
+    if (m) total += Number(m[1]);
+  }
+  return total;
 }
 
 /** `after - before`, keeping only what changed. */

@@ -137,6 +137,16 @@ describe("bench site: report", () => {
     settled: { rss, heapUsed: heap, released: true },
     monotonicWindowMs: [1_000, 1_000 + claims * 200],
     gc: { majorS: cpu / 2, minorS: cpu / 10, incrementalS: 0.01, releases: claims > 0 ? 3 : 1, releaseS: cpu / 4 },
+    server: {
+      gcCpuS: 0.5,
+      gcCycles: 2,
+      allocatedBytes: 300 * MiB,
+      cacheLists: claims + 10,
+      cacheObjects: claims * 500,
+      etcdLists: 1,
+      etcdObjects: claims,
+      liveHeapBytes: 900 * MiB,
+    },
   });
   const result: SiteResult = {
     addresses: 2_000,
@@ -209,8 +219,14 @@ describe("bench site: report", () => {
     expect(startup({ ...two, restart: { ...two.restart, claims: 1 } }), "6 writes for 1 claim").to.equal(false);
   });
 
+  const titled = (prefix: string): ReturnType<typeof siteSections>[number] => {
+    const section = siteSections(result).find((s) => s.title.startsWith(prefix));
+    if (!section) throw new Error(`no section "${prefix}"`);
+    return section;
+  };
+
   it("one collections line per stage: V8's own collections, the memory releases apart, and the window", () => {
-    const last = siteSections(result).at(-1)!;
+    const last = titled("8 collections");
     expect(last.title).to.include("memory release every 2 s");
     if (!("cells" in last)) throw new Error("the collections are a grid");
     expect(last.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
@@ -224,6 +240,25 @@ describe("bench site: report", () => {
       "3",
       "0.600",
       "1000,61000",
+    ]);
+  });
+
+  it("one API server line per stage: its CPU and collections, its live heap, its lists from cache and etcd", () => {
+    const server = titled("8 API server");
+    if (!("cells" in server)) throw new Error("the API server's figures are a grid");
+    expect(server.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
+    // The trickle into the held site: 300 claims.
+    expect(server.cells[3]).to.deep.equal([
+      SITE_STAGES.trickle,
+      "2.00",
+      "0.500",
+      "2",
+      "300 MiB",
+      "900 MiB",
+      "310",
+      "150000",
+      "1",
+      "300",
     ]);
   });
 

@@ -232,6 +232,25 @@ export interface SiteStage {
   monotonicWindowMs: [number, number];
   /** The controller's garbage collections in the window. */
   gc: StageCollections;
+  /** What the API server did in the window. */
+  server: StageServer;
+}
+
+/**
+ * What the API server did in a stage, from its own /metrics: its Go runtime's collections (their CPU and count) and
+ * the bytes it allocated, and its lists by where it served them from, its watch cache (the objects it returned) or
+ * etcd (the objects it fetched). Every client's, the bench's own polls included.
+ */
+export interface StageServer {
+  gcCpuS: number;
+  gcCycles: number;
+  allocatedBytes: number;
+  cacheLists: number;
+  cacheObjects: number;
+  etcdLists: number;
+  etcdObjects: number;
+  /** The heap its last collection left live, as read at the stage's end (not a difference). */
+  liveHeapBytes: number;
 }
 
 /**
@@ -472,7 +491,46 @@ export function siteSections(r: SiteResult): Section[] {
     { title: "8 derived: the site against the empty site, same run", rows: derivedRows(r) },
     checkSection(r),
     collectionsSection(r),
+    serverSection(r),
   ];
+}
+
+/**
+ * What the API server did per stage: its CPU beside its Go runtime's collection CPU and allocations, and where it
+ * served the stage's lists from. A list served from etcd reads every object it returns from the database; from the
+ * watch cache it reads none.
+ */
+function serverSection(r: SiteResult): Section {
+  return {
+    title:
+      "8 API server: per stage, its CPU, its Go runtime's collections and allocations (live heap: as its last " +
+      "collection left it by the stage's end), and its lists by where they were served from (every client's, the " +
+      "bench's own polls included)",
+    header: [
+      "stage",
+      "apiserver CPU s",
+      "its GC CPU s",
+      "GC cycles",
+      "allocated",
+      "live heap",
+      "lists from watch cache",
+      "objects returned",
+      "lists from etcd",
+      "objects fetched",
+    ],
+    cells: r.stages.map((s) => [
+      s.stage,
+      fmt(s.cpu.apiServer),
+      fmt(s.server.gcCpuS),
+      String(s.server.gcCycles),
+      fmtBytes(s.server.allocatedBytes),
+      fmtBytes(s.server.liveHeapBytes),
+      String(s.server.cacheLists),
+      String(s.server.cacheObjects),
+      String(s.server.etcdLists),
+      String(s.server.etcdObjects),
+    ]),
+  };
 }
 
 /** Where each stage's collection time went: V8's own collections against the controller's memory releases. */

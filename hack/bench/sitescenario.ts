@@ -18,6 +18,7 @@
  * (/proc) and V8 heap in use (its /metrics), as read and settled: after the controller's next memory release.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
+import mapValues from "lodash/mapValues.js";
 import type { InClusterIPPool } from "../../api/incluster/types.js";
 import { CAPI_IPADDRESS, resourceType } from "../../api/registry.js";
 import { Informer } from "../../src/kube/informer.js";
@@ -30,7 +31,15 @@ import { clients, pool as ipPool } from "../testkit/ipam.js";
 import { metricSample, scrapeMetrics } from "../testkit/metrics.js";
 import { poll, sleep } from "../testkit/wait.js";
 import { startBenchController, type BenchController } from "./controller.js";
-import { cpuSeconds, perClaim, readRequestCounts, requestDelta, type RequestCounts } from "./efficiency.js";
+import {
+  cpuSeconds,
+  metricTotal,
+  parseRequestCounts,
+  perClaim,
+  readServerMetrics,
+  requestDelta,
+  type RequestCounts,
+} from "./efficiency.js";
 import {
   CAPI_IPADDRESSCLAIM,
   CAPI_ON_GLOBAL_INCLUSTER,
@@ -60,6 +69,7 @@ import {
   type SettledMemory,
   type SiteStage,
   type StageCollections,
+  type StageServer,
 } from "./site.js";
 import { nowMs, summarize } from "./stats.js";
 import { waitIdle, waitReady } from "./trickle.js";
@@ -242,6 +252,25 @@ interface Reading {
   requests: RequestCounts;
   /** The controller's collections so far (all 0 when none runs). */
   gc: StageCollections;
+  /** The API server's counters so far. */
+  server: StageServer;
+}
+
+/** The API server's metric behind each {@link StageServer} figure (counters, but for the live heap). */
+const SERVER_METRICS: Record<keyof StageServer, string> = {
+  gcCpuS: "go_cpu_classes_gc_total_cpu_seconds_total",
+  gcCycles: "go_gc_cycles_total_gc_cycles_total",
+  allocatedBytes: "go_gc_heap_allocs_bytes_total",
+  cacheLists: "apiserver_cache_list_total",
+  cacheObjects: "apiserver_cache_list_returned_objects_total",
+  etcdLists: "apiserver_storage_list_total",
+  etcdObjects: "apiserver_storage_list_fetched_objects_total",
+  liveHeapBytes: "go_gc_heap_live_bytes",
+};
+
+/** The {@link StageServer} counters of an API server's /metrics text. */
+export function serverCounters(text: string): StageServer {
+  return mapValues(SERVER_METRICS, (metric) => metricTotal(text, metric));
 }
 
 const NO_COLLECTIONS: StageCollections = { majorS: 0, minorS: 0, incrementalS: 0, releases: 0, releaseS: 0 };
@@ -265,14 +294,14 @@ async function read(site: Site, controller: BenchController | undefined): Promis
   const pids = site.options.planePids();
   const cpu = (pid: number | undefined, none: number): Promise<number> =>
     pid === undefined ? Promise.resolve(none) : cpuSeconds(pid);
-  const [c, apiServer, etcd, requests, gc] = await Promise.all([
+  const [c, apiServer, etcd, metrics, gc] = await Promise.all([
     cpu(controller?.pid, 0),
     cpu(pids.apiServer, Number.NaN),
     cpu(pids.etcd, Number.NaN),
-    readRequestCounts(site.ctx.kc),
+    readServerMetrics(site.ctx.kc),
     readCollections(controller),
   ]);
-  return { controller: c, apiServer, etcd, requests, gc };
+  return { controller: c, apiServer, etcd, requests: parseRequestCounts(metrics), gc, server: serverCounters(metrics) };
 }
 
 /** The bench's own creates of `claims`, by request key (left out of the controller's requests). */
@@ -321,6 +350,10 @@ async function stageOf(
       releases: delta("releases"),
       releaseS: delta("releaseS"),
     },
+    server: mapValues(SERVER_METRICS, (_, key) => {
+      const figure = key as keyof StageServer;
+      return figure === "liveHeapBytes" ? after.server[figure] : after.server[figure] - before.server[figure];
+    }),
   };
 }
 
