@@ -6,13 +6,25 @@ import { readFile } from "node:fs/promises";
 import { request, type RequestOptions } from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 
-/** User plus system CPU time of `pid` so far, in seconds (Linux: /proc/<pid>/stat, in clock ticks of 1/100 s). */
-export async function cpuSeconds(pid: number): Promise<number> {
+/** What /proc says `pid` spent so far: CPU seconds in user and kernel mode, and its minor page faults. */
+export interface ProcCpu {
+  userS: number;
+  systemS: number;
+  minorFaults: number;
+}
+
+/** {@link ProcCpu} of `pid` (Linux: /proc/<pid>/stat; times in clock ticks of 1/100 s). */
+export async function procCpu(pid: number): Promise<ProcCpu> {
   const stat = await readFile(`/proc/${pid}/stat`, "utf8");
   // The command name (field 2) may hold spaces; the fields after its closing parenthesis are space-separated.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const [utime, stime] = [Number(fields[11]), Number(fields[12])];
-  return (utime + stime) / 100;
+  return { userS: Number(fields[11]) / 100, systemS: Number(fields[12]) / 100, minorFaults: Number(fields[7]) };
+}
+
+/** User plus system CPU time of `pid` so far, in seconds. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const cpu = await procCpu(pid);
+  return cpu.userS + cpu.systemS;
 }
 
 /** `apiserver_request_total` summed by `<VERB> <group>/<resource>[/<subresource>]`. */

@@ -138,6 +138,8 @@ describe("bench site: report", () => {
     monotonicWindowMs: [1_000, 1_000 + claims * 200],
     gc: { majorS: cpu / 2, minorS: cpu / 10, incrementalS: 0.01, releases: claims > 0 ? 3 : 1, releaseS: cpu / 4 },
     server: {
+      systemCpuS: 0.25,
+      minorFaults: 1_000,
       gcCpuS: 0.5,
       gcCycles: 2,
       allocatedBytes: 300 * MiB,
@@ -251,6 +253,8 @@ describe("bench site: report", () => {
     expect(server.cells[3]).to.deep.equal([
       SITE_STAGES.trickle,
       "2.00",
+      "0.250",
+      "1000",
       "0.500",
       "2",
       "300 MiB",

@@ -242,6 +242,9 @@ export interface SiteStage {
  * etcd (the objects it fetched). Every client's, the bench's own polls included.
  */
 export interface StageServer {
+  /** Its CPU in kernel mode (of its CPU in all), and its minor page faults: what a heap that grows costs it. */
+  systemCpuS: number;
+  minorFaults: number;
   gcCpuS: number;
   gcCycles: number;
   allocatedBytes: number;
@@ -509,6 +512,8 @@ function serverSection(r: SiteResult): Section {
     header: [
       "stage",
       "apiserver CPU s",
+      "of it kernel s",
+      "page faults",
       "its GC CPU s",
       "GC cycles",
       "allocated",
@@ -521,6 +526,8 @@ function serverSection(r: SiteResult): Section {
     cells: r.stages.map((s) => [
       s.stage,
       fmt(s.cpu.apiServer),
+      fmt(s.server.systemCpuS),
+      String(s.server.minorFaults),
       fmt(s.server.gcCpuS),
       String(s.server.gcCycles),
       fmtBytes(s.server.allocatedBytes),

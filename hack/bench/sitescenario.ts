@@ -34,10 +34,12 @@ import { startBenchController, type BenchController } from "./controller.js";
 import {
   cpuSeconds,
   metricTotal,
+  procCpu,
   parseRequestCounts,
   perClaim,
   readServerMetrics,
   requestDelta,
+  type ProcCpu,
   type RequestCounts,
 } from "./efficiency.js";
 import {
@@ -256,8 +258,11 @@ interface Reading {
   server: StageServer;
 }
 
-/** The API server's metric behind each {@link StageServer} figure (counters, but for the live heap). */
-const SERVER_METRICS: Record<keyof StageServer, string> = {
+/** The {@link StageServer} figures its /metrics gives; /proc gives the others. */
+type ServerMetric = Exclude<keyof StageServer, "systemCpuS" | "minorFaults">;
+
+/** The API server's metric behind each {@link ServerMetric} (counters, but for the live heap). */
+const SERVER_METRICS: Record<ServerMetric, string> = {
   gcCpuS: "go_cpu_classes_gc_total_cpu_seconds_total",
   gcCycles: "go_gc_cycles_total_gc_cycles_total",
   allocatedBytes: "go_gc_heap_allocs_bytes_total",
@@ -268,9 +273,13 @@ const SERVER_METRICS: Record<keyof StageServer, string> = {
   liveHeapBytes: "go_gc_heap_live_bytes",
 };
 
-/** The {@link StageServer} counters of an API server's /metrics text. */
-export function serverCounters(text: string): StageServer {
-  return mapValues(SERVER_METRICS, (metric) => metricTotal(text, metric));
+/** The {@link StageServer} counters of an API server's /metrics text and of its /proc reading (NaN without one). */
+export function serverCounters(text: string, proc: ProcCpu | undefined): StageServer {
+  return {
+    ...mapValues(SERVER_METRICS, (metric) => metricTotal(text, metric)),
+    systemCpuS: proc?.systemS ?? Number.NaN,
+    minorFaults: proc?.minorFaults ?? Number.NaN,
+  };
 }
 
 const NO_COLLECTIONS: StageCollections = { majorS: 0, minorS: 0, incrementalS: 0, releases: 0, releaseS: 0 };
@@ -294,14 +303,21 @@ async function read(site: Site, controller: BenchController | undefined): Promis
   const pids = site.options.planePids();
   const cpu = (pid: number | undefined, none: number): Promise<number> =>
     pid === undefined ? Promise.resolve(none) : cpuSeconds(pid);
-  const [c, apiServer, etcd, metrics, gc] = await Promise.all([
+  const [c, server, etcd, metrics, gc] = await Promise.all([
     cpu(controller?.pid, 0),
-    cpu(pids.apiServer, Number.NaN),
+    pids.apiServer === undefined ? undefined : procCpu(pids.apiServer),
     cpu(pids.etcd, Number.NaN),
     readServerMetrics(site.ctx.kc),
     readCollections(controller),
   ]);
-  return { controller: c, apiServer, etcd, requests: parseRequestCounts(metrics), gc, server: serverCounters(metrics) };
+  return {
+    controller: c,
+    apiServer: server ? server.userS + server.systemS : Number.NaN,
+    etcd,
+    requests: parseRequestCounts(metrics),
+    gc,
+    server: serverCounters(metrics, server),
+  };
 }
 
 /** The bench's own creates of `claims`, by request key (left out of the controller's requests). */
@@ -350,10 +366,9 @@ async function stageOf(
       releases: delta("releases"),
       releaseS: delta("releaseS"),
     },
-    server: mapValues(SERVER_METRICS, (_, key) => {
-      const figure = key as keyof StageServer;
-      return figure === "liveHeapBytes" ? after.server[figure] : after.server[figure] - before.server[figure];
-    }),
+    server: mapValues(after.server, (n, key) =>
+      key === "liveHeapBytes" ? n : n - before.server[key as keyof StageServer],
+    ),
   };
 }
 
