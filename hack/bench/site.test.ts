@@ -221,19 +221,19 @@ describe("bench site: report", () => {
     expect(startup({ ...two, restart: { ...two.restart, claims: 1 } }), "6 writes for 1 claim").to.equal(false);
   });
 
-  const titled = (prefix: string): ReturnType<typeof siteSections>[number] => {
+  /** The per-stage grid titled `prefix`: one line per stage, in the stages' order. */
+  const stageGrid = (prefix: string): { title: string; cells: string[][] } => {
     const section = siteSections(result).find((s) => s.title.startsWith(prefix));
-    if (!section) throw new Error(`no section "${prefix}"`);
+    if (!section || !("cells" in section)) throw new Error(`no grid "${prefix}"`);
+    expect(section.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
     return section;
   };
 
   it("one collections line per stage: V8's own collections, the memory releases apart, and the window", () => {
-    const last = titled("8 collections");
-    expect(last.title).to.include("memory release every 2 s");
-    if (!("cells" in last)) throw new Error("the collections are a grid");
-    expect(last.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
+    const collections = stageGrid("8 collections");
+    expect(collections.title).to.include("memory release every 2 s");
     // The trickle into the held site: 2.4 CPU-s; 1.2 s major, 0.24 minor, 0.01 incremental; 3 releases, 0.6 s in all.
-    expect(last.cells[3]).to.deep.equal([
+    expect(collections.cells[3]).to.deep.equal([
       SITE_STAGES.trickle,
       "2.40",
       "1.20",
@@ -246,9 +246,7 @@ describe("bench site: report", () => {
   });
 
   it("one API server line per stage: its CPU and collections, its live heap, its lists from cache and etcd", () => {
-    const server = titled("8 API server");
-    if (!("cells" in server)) throw new Error("the API server's figures are a grid");
-    expect(server.cells.map((c) => c[0])).to.deep.equal(Object.values(SITE_STAGES));
+    const server = stageGrid("8 API server");
     // The trickle into the held site: 300 claims.
     expect(server.cells[3]).to.deep.equal([
       SITE_STAGES.trickle,

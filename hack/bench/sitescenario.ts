@@ -274,7 +274,7 @@ const SERVER_METRICS: Record<ServerMetric, string> = {
 };
 
 /** The {@link StageServer} counters of an API server's /metrics text and of its /proc reading (NaN without one). */
-export function serverCounters(text: string, proc: ProcCpu | undefined): StageServer {
+function serverCounters(text: string, proc: ProcCpu | undefined): StageServer {
   return {
     ...mapValues(SERVER_METRICS, (metric) => metricTotal(text, metric)),
     systemCpuS: proc?.systemS ?? Number.NaN,
