@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { metricTotal, parseDoorBytes, parseRequestCounts, perClaim, requestDelta } from "./efficiency.js";
+import { parseDoorBytes, parseRequestCounts, perClaim, requestDelta } from "./efficiency.js";
 
 const METRICS = (n: number): string =>
   [
@@ -43,18 +43,5 @@ describe("bench efficiency figures", () => {
     ].join("\n");
     expect(parseDoorBytes(text)).to.deep.equal({ sent: 1234, received: 56789, watchReceived: 1_500_000 });
     expect(() => parseDoorBytes("metal3_ipam_kube_client_throttled_retries_total 0")).to.throw("sent,received");
-  });
-
-  it("sums a metric's samples whatever their labels, and no other metric whose name it begins", () => {
-    const text = [
-      "# TYPE apiserver_cache_list_total counter",
-      'apiserver_cache_list_total{group="ipam.metal3.io",index="",resource="ipaddresses"} 6',
-      'apiserver_cache_list_total{group="",index="f:metadata.namespace",resource="pods"} 1.5e+1',
-      'apiserver_cache_list_total_other{group=""} 100',
-      "go_cpu_classes_gc_total_cpu_seconds_total 1.724143111",
-    ].join("\n");
-    expect(metricTotal(text, "apiserver_cache_list_total")).to.equal(21);
-    expect(metricTotal(text, "go_cpu_classes_gc_total_cpu_seconds_total")).to.equal(1.724143111);
-    expect(metricTotal(text, "apiserver_storage_list_total")).to.equal(0);
   });
 });

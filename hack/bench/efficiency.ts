@@ -84,17 +84,6 @@ export async function readRequestCounts(kc: KubeConfig, metric?: string): Promis
   return parseRequestCounts(await readServerMetrics(kc), metric);
 }
 
-/** The sum of every sample of `metric` in a /metrics text, whatever their labels (0 when it has none). */
-export function metricTotal(text: string, metric: string): number {
-  const sample = new RegExp(`^${metric}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`);
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const m = sample.exec(line);
-    if (m) total += Number(m[1]);
-  }
-  return total;
-}
-
 /** `after - before`, keeping only what changed. */
 export function requestDelta(before: RequestCounts, after: RequestCounts): RequestCounts {
   const delta: RequestCounts = new Map();

@@ -237,9 +237,10 @@ export interface SiteStage {
 }
 
 /**
- * What the API server did in a stage, from its own /metrics: its Go runtime's collections (their CPU and count) and
- * the bytes it allocated, and its lists by where it served them from, its watch cache (the objects it returned) or
- * etcd (the objects it fetched). Every client's, the bench's own polls included.
+ * What the API server did in a stage: from /proc its kernel CPU and page faults; from its own /metrics its Go
+ * runtime's collections (their CPU and count), the bytes it allocated, and its lists by where it served them from,
+ * its watch cache (the objects it returned) or etcd (the objects it fetched). Every client's, the bench's own polls
+ * included.
  */
 export interface StageServer {
   /** Its CPU in kernel mode (of its CPU in all), and its minor page faults: what a heap that grows costs it. */

@@ -14,7 +14,9 @@
  * The controllers elect a leader on a Lease as the shipped Deployment's replicas do.
  *
  * Every stage reads the controller's CPU, the API server's and etcd's (from /proc), the controller's API requests
- * (the API server's apiserver_request_total, the bench's own creates left out), and at its end the controller's RSS
+ * (the API server's apiserver_request_total, the bench's own creates left out), what the API server spent (its
+ * collections, allocations and lists by source, from its /metrics; its kernel CPU and page faults, from /proc), and
+ * at its end the controller's RSS
  * (/proc) and V8 heap in use (its /metrics), as read and settled: after the controller's next memory release.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -28,12 +30,11 @@ import { silentLogger } from "../../src/runtime/logger.js";
 import { MAX_DEFERRED_CHECKS } from "../../src/runtime/memory.js";
 import { freshNamespace } from "../testkit/cluster.js";
 import { clients, pool as ipPool } from "../testkit/ipam.js";
-import { metricSample, scrapeMetrics } from "../testkit/metrics.js";
+import { metricSample, metricTotal, scrapeMetrics } from "../testkit/metrics.js";
 import { poll, sleep } from "../testkit/wait.js";
 import { startBenchController, type BenchController } from "./controller.js";
 import {
   cpuSeconds,
-  metricTotal,
   procCpu,
   parseRequestCounts,
   perClaim,

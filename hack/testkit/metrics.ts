@@ -10,15 +10,27 @@ export async function scrapeMetrics(port: number, timeoutMs = 5_000): Promise<st
   return await res.text();
 }
 
-/** One sample of `metric` (with all of `labels`) from a /metrics text; undefined when absent. */
-export function metricSample(text: string, metric: string, labels: Record<string, string> = {}): number | undefined {
+/** Every sample of `metric` in a /metrics text: its labels as written (`{...}`, "" without any) and its value. */
+function* samplesOf(text: string, metric: string): Generator<{ labels: string; value: number }> {
   for (const line of text.split("\n")) {
     if (!line.startsWith(metric)) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== metric) continue;
-    if (Object.entries(labels).every(([k, v]) => (m[2] ?? "").includes(`${k}="${v}"`))) return Number(m[3]);
+    if (m && m[1] === metric) yield { labels: m[2] ?? "", value: Number(m[3]) };
   }
+}
+
+/** One sample of `metric` (with all of `labels`) from a /metrics text; undefined when absent. */
+export function metricSample(text: string, metric: string, labels: Record<string, string> = {}): number | undefined {
+  for (const sample of samplesOf(text, metric))
+    if (Object.entries(labels).every(([k, v]) => sample.labels.includes(`${k}="${v}"`))) return sample.value;
   return undefined;
+}
+
+/** The sum of every sample of `metric` in a /metrics text, whatever their labels (0 when it has none). */
+export function metricTotal(text: string, metric: string): number {
+  let total = 0;
+  for (const sample of samplesOf(text, metric)) total += sample.value;
+  return total;
 }
 
 /**
